@@ -1,0 +1,35 @@
+"""xp_cuda: the Array API standard (2023.12) on NVIDIA GPUs (CuPy memory) and on the cpu (NumPy).
+
+``import xp_cuda as xp`` gives exactly the standard's names; everything else lives in clearly
+named submodules (``xp_cuda.nonstandard``, ``xp_cuda.fuse``, ``xp_cuda.spatial``).
+"""
+from __future__ import annotations
+
+import math as _math
+
+from . import _creation, _data_type_functions, _elementwise, _linear_algebra
+from ._creation import *  # noqa: F401,F403
+from ._data_type_functions import *  # noqa: F401,F403
+from ._dtypes import (bool, complex64, complex128, float32, float64, int8,  # noqa: A004
+                      int16, int32, int64, uint8, uint16, uint32, uint64)
+from ._elementwise import *  # noqa: F401,F403
+from ._info import __array_namespace_info__
+from ._linear_algebra import *  # noqa: F401,F403
+
+__array_api_version__ = "2023.12"
+__version__ = "0.1.0"
+
+e = _math.e
+inf = _math.inf
+nan = _math.nan
+pi = _math.pi
+newaxis = None
+
+_DTYPE_NAMES = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
+                "uint64", "float32", "float64", "complex64", "complex128"]
+__all__ = (
+    ["__array_api_version__", "__array_namespace_info__", "e", "inf", "nan", "pi", "newaxis"]
+    + _DTYPE_NAMES
+    + _creation.__all__ + _data_type_functions.__all__ + _elementwise.__all__
+    + _linear_algebra.__all__
+)

@@ -1,0 +1,395 @@
+"""The Array object: one backend buffer (NumPy or CuPy) and its Device, with the spec's rules."""
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+
+from . import _dtypes
+from ._devices import CPU, Device, backend, check_device
+from ._dtypes import DType, check_scalar, from_numpy_dtype, in_category, scalar_type_name
+from ._validation import _foreign_hint, check_dtype_category
+
+_API_VERSIONS = (None, "2021.12", "2022.12", "2023.12")
+_KDL_CPU, _KDL_CUDA = 1, 2
+
+
+class TypedScalar:
+    """A Python scalar operand of an operator, already checked and typed by the scalar rules."""
+
+    __slots__ = ("value", "dtype")
+    shape = ()
+    device = None
+
+    def __init__(self, value, dtype):
+        self.value = value
+        self.dtype = dtype
+
+
+def _wrap(data, device: Device) -> "Array":
+    # NumPy returns scalars from 0-d work; the standard always returns arrays.
+    if device is CPU and not isinstance(data, np.ndarray):
+        data = np.asarray(data)
+    return Array._new(data, device)
+
+
+def _ew():
+    from . import _elementwise
+    return _elementwise
+
+
+class Array:
+    """An n-dimensional array of the Array API standard (2023.12) on a cpu or cuda device.
+
+    Create arrays with the namespace's creation functions (xp.asarray, xp.zeros, ...).
+    """
+
+    __slots__ = ("_data", "_device", "__weakref__")
+    # NumPy and CuPy binary operators defer to ours, which reject foreign arrays clearly.
+    __array_ufunc__ = None
+    __array_priority__ = 1000
+
+    def __new__(cls, *args, **kwargs):
+        raise TypeError("xp_cuda arrays are made by xp.asarray and the other creation functions")
+
+    @classmethod
+    def _new(cls, data, device: Device) -> "Array":
+        obj = object.__new__(cls)
+        obj._data = data
+        obj._device = device
+        return obj
+
+    # ---- attributes ----------------------------------------------------------------------
+    @property
+    def dtype(self) -> DType:
+        return _dtypes._BY_NUMPY[self._data.dtype]
+
+    @property
+    def device(self) -> Device:
+        return self._device
+
+    @property
+    def ndim(self) -> int:
+        return self._data.ndim
+
+    @property
+    def shape(self) -> tuple:
+        return tuple(self._data.shape)
+
+    @property
+    def size(self) -> int:
+        return int(self._data.size)
+
+    @property
+    def T(self) -> "Array":
+        if self.ndim != 2:
+            raise ValueError(
+                f"x.T needs a 2-D array (Array API 2023.12); this one has {self.ndim} "
+                f"dimension(s): use xp.permute_dims or x.mT for stacks of matrices"
+            )
+        return Array._new(self._data.T, self._device)
+
+    @property
+    def mT(self) -> "Array":
+        if self.ndim < 2:
+            raise ValueError(f"x.mT needs at least 2 dimensions; this array has {self.ndim}")
+        return Array._new(self._data.swapaxes(-1, -2), self._device)
+
+    def __repr__(self):
+        host = backend(self._device).to_host(self._data)
+        body = np.array2string(host, separator=", ", prefix="Array(")
+        return f"Array({body}, dtype={self.dtype.name}, device={self._device})"
+
+    __str__ = __repr__
+
+    def __iter__(self):
+        raise TypeError(
+            "iterating over an array is not part of the Array API standard; index it "
+            "(x[i]) or use xp.unstack"
+        )
+
+    # ---- namespace, devices, DLPack -------------------------------------------------------
+    def __array_namespace__(self, /, *, api_version=None):
+        if api_version not in _API_VERSIONS:
+            raise ValueError(
+                f"api_version={api_version!r} is not supported; xp_cuda implements 2023.12 "
+                f"(and accepts 2021.12, 2022.12 or None)"
+            )
+        import xp_cuda
+        return xp_cuda
+
+    def to_device(self, device, /, *, stream=None) -> "Array":
+        check_device(device, "to_device")
+        if device == self._device:
+            return self
+        return Array._new(_move(self._data, self._device, device, stream), device)
+
+    def __dlpack_device__(self):
+        if self._device.kind == "cpu":
+            return (_KDL_CPU, 0)
+        return (_KDL_CUDA, self._device.index)
+
+    def __dlpack__(self, /, *, stream=None, max_version=None, dl_device=None, copy=None):
+        data = self._data
+        if dl_device is not None and tuple(dl_device) != self.__dlpack_device__():
+            if int(dl_device[0]) != _KDL_CPU:
+                raise BufferError(f"cannot export an array on {self._device} to DLPack device "
+                                  f"{tuple(dl_device)}; only a copy to the CPU is offered")
+            if copy is False:
+                raise BufferError(f"exporting an array on {self._device} to the CPU needs a "
+                                  f"copy, but copy=False was passed")
+            data = backend(self._device).to_host(data)
+            stream, copy = None, None
+        kwargs = {k: v for k, v in (("stream", stream), ("max_version", max_version),
+                                    ("copy", copy)) if v is not None}
+        if isinstance(data, np.ndarray) and kwargs.pop("stream", None) not in (None, -1):
+            raise ValueError("stream must be None for an array on the cpu")
+        try:
+            return data.__dlpack__(**kwargs)
+        except TypeError:
+            if "max_version" in kwargs and kwargs.get("copy") is None:
+                kwargs.pop("max_version")  # an exporter that only speaks the old protocol
+                return data.__dlpack__(**kwargs)
+            raise
+
+    # ---- conversion of 0-d arrays ---------------------------------------------------------
+    def _scalar(self, what: str, category: str):
+        if self.ndim != 0:
+            raise TypeError(f"{what}() needs a 0-d array, got shape {self.shape}; index one "
+                            f"element first (x[i, j])")
+        if not in_category(self.dtype, category):
+            raise TypeError(f"{what}() is not defined for {self.dtype} arrays "
+                            f"(needs a {category} dtype)")
+        return self._data.item()
+
+    def __bool__(self):
+        return bool(self._scalar("bool", "any"))
+
+    def __int__(self):
+        return int(self._scalar("int", "real-valued or boolean"))
+
+    def __float__(self):
+        return float(self._scalar("float", "real-valued or boolean"))
+
+    def __complex__(self):
+        return complex(self._scalar("complex", "any"))
+
+    def __index__(self):
+        return int(self._scalar("index", "integer"))
+
+    # ---- indexing ------------------------------------------------------------------------
+    def _key(self, key, setting: bool):
+        """Validate a key by the 2023.12 indexing rules; return the backend key."""
+        if isinstance(key, Array):
+            if key.dtype is not _dtypes.bool:
+                raise IndexError(
+                    f"an array index must be a boolean mask (got {key.dtype}); integer array "
+                    f"indexing is not part of 2023.12: use xp.take"
+                )
+            if key.device != self._device:
+                raise ValueError(f"the boolean index is on {key.device} but the array is on "
+                                 f"{self._device}; move one with to_device")
+            if key.shape != self.shape[: key.ndim]:
+                raise IndexError(f"boolean index of shape {key.shape} does not match the "
+                                 f"leading dimensions of an array of shape {self.shape}")
+            return key._data
+        parts = key if isinstance(key, tuple) else (key,)
+        n_ellipsis = 0
+        n_axes = 0
+        for p in parts:
+            if p is Ellipsis:
+                n_ellipsis += 1
+            elif p is None:
+                if setting:
+                    raise IndexError("None (newaxis) is not allowed in an index for assignment")
+            elif isinstance(p, slice):
+                for v in (p.start, p.stop, p.step):
+                    if v is not None and (isinstance(v, bool) or not isinstance(v, int)):
+                        raise IndexError(f"slice bounds must be Python ints or None, got {p}")
+                if p.step == 0:
+                    raise IndexError("a slice step of 0 is not allowed")
+                n_axes += 1
+            elif isinstance(p, int) and not isinstance(p, bool):
+                n_axes += 1
+            elif isinstance(p, Array):
+                raise IndexError("a boolean array must be the sole index (Array API 2023.12); "
+                                 "combine masks first, or index in two steps")
+            else:
+                raise IndexError(
+                    f"index {p!r} is not allowed: 2023.12 indexes with Python ints, slices, "
+                    f"..., None, or a boolean array as the sole index"
+                )
+        if n_ellipsis > 1:
+            raise IndexError("an index may contain at most one ellipsis (...)")
+        if n_axes > self.ndim:
+            raise IndexError(f"too many indices ({n_axes}) for an array of {self.ndim} "
+                             f"dimension(s)")
+        # Bounds of integer indices, axis by axis (the spec leaves them unspecified; we refuse).
+        axis = 0
+        for i, p in enumerate(parts):
+            if p is Ellipsis:
+                axis += self.ndim - n_axes
+                continue
+            if p is None:
+                continue
+            if isinstance(p, int):
+                n = self.shape[axis]
+                if not -n <= p < n:
+                    raise IndexError(f"index {p} is out of bounds for axis {axis} of size {n}")
+            axis += 1
+        return key
+
+    def __getitem__(self, key, /):
+        k = self._key(key, setting=False)
+        with backend(self._device).ctx():
+            return _wrap(self._data[k], self._device)
+
+    def __setitem__(self, key, value, /):
+        k = self._key(key, setting=True)
+        if isinstance(value, Array):
+            if value.device != self._device:
+                raise ValueError(f"the value is on {value.device} but the array is on "
+                                 f"{self._device}; move one with to_device")
+            if _dtypes.PROMOTION_TABLE.get((self.dtype, value.dtype)) is not self.dtype:
+                raise TypeError(f"cannot assign {value.dtype} values into a {self.dtype} array "
+                                f"without changing its dtype; cast the value with xp.astype")
+            v = value._data
+        else:
+            v = check_scalar(value, self.dtype, "__setitem__")
+        with backend(self._device).ctx():
+            try:
+                self._data[k] = v
+            except ValueError:
+                raise ValueError(
+                    f"__setitem__: a value of shape {getattr(value, 'shape', ())} cannot be "
+                    f"broadcast to the selected elements of an array of shape {self.shape}"
+                ) from None
+
+    # ---- operators -----------------------------------------------------------------------
+    def _operand(self, other, op: str):
+        if isinstance(other, Array):
+            return other
+        if scalar_type_name(other) is not None:
+            return TypedScalar(check_scalar(other, self.dtype, op), self.dtype)
+        if type(other).__module__.split(".")[0] in ("numpy", "cupy", "torch", "jax", "jaxlib") \
+                or hasattr(other, "__dlpack__") or isinstance(other, (list, tuple)):
+            raise TypeError(f"{op}: {_foreign_hint(other)}")
+        return NotImplemented
+
+    def _binary(self, other, fname, op, reflected=False):
+        o = self._operand(other, op)
+        if o is NotImplemented:
+            return o
+        return _ew().apply(fname, (o, self) if reflected else (self, o))
+
+    def _inplace(self, other, fname, op):
+        o = self._operand(other, op)
+        if o is NotImplemented:
+            return o
+        res = _ew().apply(fname, (self, o))
+        if res.dtype is not self.dtype:
+            raise TypeError(f"{op}: the result dtype {res.dtype} differs from the array's dtype "
+                            f"{self.dtype}; in-place operations cannot change the dtype")
+        if res.shape != self.shape:
+            raise ValueError(f"{op}: the result shape {res.shape} differs from the array's "
+                             f"shape {self.shape}; in-place operations cannot change the shape")
+        with backend(self._device).ctx():
+            self._data[...] = res._data
+        return self
+
+    def __abs__(self):
+        return _ew().apply("abs", (self,))
+
+    def __neg__(self):
+        return _ew().apply("negative", (self,))
+
+    def __pos__(self):
+        return _ew().apply("positive", (self,))
+
+    def __invert__(self):
+        return _ew().apply("bitwise_invert", (self,))
+
+    def __matmul__(self, other):
+        from ._linear_algebra import matmul
+        if not isinstance(other, Array):
+            if scalar_type_name(other) is not None:
+                raise TypeError("@ needs two arrays; Python scalars are not allowed with matmul")
+            return self._operand(other, "@")
+        return matmul(self, other)
+
+    def __rmatmul__(self, other):
+        from ._linear_algebra import matmul
+        if not isinstance(other, Array):
+            if scalar_type_name(other) is not None:
+                raise TypeError("@ needs two arrays; Python scalars are not allowed with matmul")
+            return self._operand(other, "@")
+        return matmul(other, self)
+
+    def __imatmul__(self, other):
+        res = self.__matmul__(other)
+        if res is NotImplemented:
+            return res
+        if res.dtype is not self.dtype or res.shape != self.shape:
+            raise ValueError(f"@=: the result ({res.dtype}, shape {res.shape}) cannot be stored "
+                             f"in place into a {self.dtype} array of shape {self.shape}")
+        with backend(self._device).ctx():
+            self._data[...] = res._data
+        return self
+
+    def __eq__(self, other):
+        return self._binary(other, "equal", "==")
+
+    def __ne__(self, other):
+        return self._binary(other, "not_equal", "!=")
+
+    __hash__ = None
+
+
+# Binary operators: (dunder stem, elementwise function, symbol). Comparisons reflect to their
+# mirrored function, which Python handles by itself; the rest get __r*__ and __i*__ variants.
+_BINARY_OPERATORS = (
+    ("add", "add", "+"), ("sub", "subtract", "-"), ("mul", "multiply", "*"),
+    ("truediv", "divide", "/"), ("floordiv", "floor_divide", "//"), ("mod", "remainder", "%"),
+    ("pow", "pow", "**"), ("and", "bitwise_and", "&"), ("or", "bitwise_or", "|"),
+    ("xor", "bitwise_xor", "^"), ("lshift", "bitwise_left_shift", "<<"),
+    ("rshift", "bitwise_right_shift", ">>"),
+)
+_COMPARISONS = (("lt", "less", "<"), ("le", "less_equal", "<="), ("gt", "greater", ">"),
+                ("ge", "greater_equal", ">="))
+
+
+def _install_operators():
+    def make(fname, op, reflected=False, inplace=False):
+        if inplace:
+            def method(self, other):
+                return self._inplace(other, fname, op + "=")
+        else:
+            def method(self, other):
+                return self._binary(other, fname, op, reflected)
+        return method
+
+    for stem, fname, op in _BINARY_OPERATORS:
+        setattr(Array, f"__{stem}__", make(fname, op))
+        setattr(Array, f"__r{stem}__", make(fname, op, reflected=True))
+        setattr(Array, f"__i{stem}__", make(fname, op, inplace=True))
+    for stem, fname, op in _COMPARISONS:
+        setattr(Array, f"__{stem}__", make(fname, op))
+
+
+_install_operators()
+
+
+def _move(data, src: Device, dst: Device, stream=None):
+    """Copy a backend buffer between devices."""
+    if dst.kind == "cpu":
+        if stream is not None:
+            raise ValueError("to_device: stream must be None when moving to the cpu")
+        return backend(src).to_host(data)
+    b = backend(dst)
+    cp = b.xp
+    with b.ctx():
+        if stream is not None:
+            s = cp.cuda.ExternalStream(stream) if isinstance(stream, int) else stream
+            with s:
+                return cp.array(data, copy=True)
+        return cp.array(data, copy=True)

@@ -1,0 +1,403 @@
+"""The 16 creation functions of 2023.12 (asarray and from_dlpack are the doors for foreign data)."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from . import _dtypes
+from ._array import Array, _move, _wrap
+from ._devices import CPU, Device, backend, check_device, cupy_module, default_device
+from ._dtypes import DEFAULT_DTYPES, DType, check_scalar, from_numpy_dtype, scalar_type_name
+from ._validation import check_array, check_dtype_arg, check_int, check_shape, common_device
+
+_MAX_BYTES = 2**63 - 1
+
+
+def _device_arg(device, fname):
+    return default_device() if device is None else check_device(device, fname)
+
+
+def _check_copy(copy, fname):
+    if copy not in (None, True, False):
+        raise TypeError(f"{fname}: copy must be True, False or None, got {copy!r}")
+
+
+def _alloc(device: Device, fname: str, shape, dtype: DType, make):
+    """Run an allocating backend call; a MemoryError names the size asked and the size free."""
+    nbytes = math.prod(shape) * dtype._np.itemsize
+    if nbytes > _MAX_BYTES:
+        raise ValueError(f"{fname}: shape {shape} of {dtype} needs {nbytes} bytes, more than "
+                         f"any device can address")
+    b = backend(device)
+    try:
+        with b.ctx():
+            return make(b.xp)
+    except MemoryError:
+        free = ""
+        if device.kind == "cuda":
+            cp = b.xp
+            with b.ctx():
+                cp.get_default_memory_pool().free_all_blocks()
+                free = f"; {cp.cuda.runtime.memGetInfo()[0]} bytes are free on {device}"
+        raise MemoryError(f"{fname}: cannot allocate {nbytes} bytes for shape {shape} of "
+                          f"{dtype} on {device}{free}") from None
+
+
+# ---- the doors: asarray and from_dlpack -----------------------------------------------------
+
+def _leaf_kinds(obj, kinds, fname, depth=0):
+    """Collect the Python scalar kinds of a nested sequence (and reject anything else)."""
+    k = scalar_type_name(obj)
+    if k is not None:
+        kinds.add(k)
+        return
+    if isinstance(obj, (list, tuple)):
+        if depth > 64:
+            raise ValueError(f"{fname}: the nested sequence is too deep")
+        for v in obj:
+            _leaf_kinds(v, kinds, fname, depth + 1)
+        return
+    if isinstance(obj, Array):
+        if obj.ndim != 0:
+            raise TypeError(f"{fname}: a sequence may hold Python scalars or 0-d arrays, not "
+                            f"arrays of shape {obj.shape}; use xp.stack")
+        kinds.add(obj)
+        return
+    raise TypeError(f"{fname}: cannot convert a {type(obj).__name__} inside a sequence; "
+                    f"a nested sequence must hold Python bool, int, float or complex values")
+
+
+def _from_python(obj, dtype, fname):
+    kinds = set()
+    _leaf_kinds(obj, kinds, fname)
+    arrays = [k for k in kinds if isinstance(k, Array)]
+    names = {k for k in kinds if isinstance(k, str)}
+    if arrays:  # 0-d arrays inside a list: read them as Python scalars of their kind
+        for a in arrays:
+            names.add({"bool": "bool", "int": "int", "uint": "int", "float": "float",
+                       "complex": "complex"}[a.dtype.kind])
+        obj = _to_python_leaves(obj)
+    if dtype is None:
+        for kind, dt in (("complex", DEFAULT_DTYPES["complex floating"]),
+                         ("float", DEFAULT_DTYPES["real floating"]),
+                         ("int", DEFAULT_DTYPES["integral"]), ("bool", _dtypes.bool)):
+            if kind in names:
+                dtype = dt
+                break
+        else:
+            dtype = DEFAULT_DTYPES["real floating"]  # an empty sequence
+    _check_leaves(obj, dtype, fname)
+    try:
+        return np.array(obj, dtype=dtype._np)
+    except ValueError as e:
+        raise ValueError(f"{fname}: the nested sequence is not rectangular ({e})") from None
+
+
+def _to_python_leaves(obj):
+    if isinstance(obj, Array):
+        return obj._data.item()
+    if isinstance(obj, (list, tuple)):
+        return [_to_python_leaves(v) for v in obj]
+    return obj
+
+
+def _check_leaves(obj, dtype, fname):
+    if isinstance(obj, (list, tuple)):
+        for v in obj:
+            _check_leaves(v, dtype, fname)
+    else:
+        check_scalar(obj, dtype, fname)
+
+
+def _native_device(nat) -> Device:
+    return CPU if isinstance(nat, np.ndarray) else Device("cuda", nat.device.id)
+
+
+def _finish(nat, src: Device, dtype, device, copy, copied: bool, fname):
+    """Cast and move a native array as asked, honouring copy=False/True; wrap it."""
+    target = device if device is not None else src
+    if not isinstance(nat, np.ndarray) and src is CPU:
+        nat = np.asarray(nat)
+    from_numpy_dtype(nat.dtype, f"input of {fname}")
+    if target != src:
+        if copy is False:
+            raise ValueError(f"{fname}: copy=False, but the data is on {src} and device="
+                             f"{target} needs a copy")
+        nat, copied = _move(nat, src, target), True
+    if dtype is not None and nat.dtype != dtype._np:
+        if copy is False:
+            raise ValueError(f"{fname}: copy=False, but converting to {dtype} needs a copy")
+        _check_cast(from_numpy_dtype(nat.dtype), dtype, fname)
+        with backend(target).ctx():
+            nat, copied = nat.astype(dtype._np), True
+    if copy and not copied:
+        with backend(target).ctx():
+            nat = nat.copy()
+    return _wrap(nat, target)
+
+
+def _check_cast(src: DType, dst: DType, fname):
+    if src.kind == "complex" and dst.kind != "complex":
+        raise TypeError(f"{fname}: casting complex {src} to real {dst} is not allowed (Array "
+                        f"API 2023.12); take xp.real, xp.imag or xp.abs first")
+
+
+def asarray(obj, /, *, dtype=None, device=None, copy=None):
+    """Convert obj (an array, Python scalars and sequences, a NumPy/CuPy/DLPack array, or a
+    buffer) to an xp_cuda array. A foreign array stays on its own device unless device= says."""
+    fname = "asarray"
+    if dtype is not None:
+        check_dtype_arg(dtype, fname)
+    if device is not None:
+        check_device(device, fname)
+    _check_copy(copy, fname)
+    if isinstance(obj, Array):
+        return _finish(obj._data, obj.device, dtype, device, copy, False, fname)
+    if scalar_type_name(obj) is not None or isinstance(obj, (list, tuple)):
+        if copy is False:
+            raise ValueError(f"{fname}: copy=False cannot be honoured for Python scalars or "
+                             f"sequences, which are always copied")
+        nat = _from_python(obj, dtype, fname)
+        return _finish(nat, CPU, None, _device_arg(device, fname), None, True, fname)
+    cp = cupy_module() if type(obj).__module__.split(".")[0] == "cupy" else None
+    if cp is not None and isinstance(obj, cp.ndarray):
+        return _finish(obj, _native_device(obj), dtype, device, copy, False, fname)
+    if isinstance(obj, (np.ndarray, np.generic)):
+        return _finish(np.asarray(obj), CPU, dtype, device, copy, False, fname)
+    if hasattr(obj, "__dlpack__"):
+        return from_dlpack(obj, device=device, copy=copy) if dtype is None else \
+            asarray(from_dlpack(obj, device=device, copy=copy), dtype=dtype,
+                    copy=None if copy is None else False if copy is False else None)
+    try:
+        nat = np.asarray(memoryview(obj))
+    except TypeError:
+        raise TypeError(f"{fname}: cannot convert a {type(obj).__name__}; give an array, a "
+                        f"Python scalar or sequence, a buffer, or an object with __dlpack__")
+    return _finish(nat, CPU, dtype, device, copy, False, fname)
+
+
+_KDL_CPU, _KDL_CUDA, _KDL_CUDA_HOST, _KDL_CUDA_MANAGED = 1, 2, 3, 13
+
+
+def from_dlpack(x, /, *, device=None, copy=None):
+    """Import any DLPack exporter (NumPy, CuPy, torch, ...). device= moves it, copy= as 2023.12."""
+    fname = "from_dlpack"
+    if device is not None:
+        check_device(device, fname)
+    _check_copy(copy, fname)
+    if isinstance(x, Array):
+        return _finish(x._data, x.device, None, device, copy, False, fname)
+    if not hasattr(x, "__dlpack__") or not hasattr(x, "__dlpack_device__"):
+        raise TypeError(f"{fname}: a {type(x).__name__} does not implement the DLPack protocol "
+                        f"(__dlpack__ and __dlpack_device__); use xp.asarray")
+    kind, index = (int(v) for v in x.__dlpack_device__())
+    try:
+        if kind in (_KDL_CPU, _KDL_CUDA_HOST) or (device == CPU and cupy_module() is None):
+            nat = np.from_dlpack(x, copy=copy, device="cpu")
+            return _finish(nat, CPU, None, device, copy, copy is True, fname)
+        if kind in (_KDL_CUDA, _KDL_CUDA_MANAGED):
+            cp = cupy_module()
+            if cp is None:
+                raise ValueError(f"{fname}: the data is on a CUDA device, but CuPy is not "
+                                 f"installed; install xp-cuda[cuda12] or [cuda13]")
+            with cp.cuda.Device(index):
+                nat = cp.from_dlpack(x) if copy is None else cp.from_dlpack(x, copy=copy)
+            return _finish(nat, Device("cuda", index), None, device, copy, copy is True, fname)
+    except BufferError as e:
+        raise BufferError(f"{fname}: the exporter refused: {e}") from None
+    raise ValueError(f"{fname}: DLPack device type {kind} is not supported (cpu and cuda are)")
+
+
+# ---- shapes filled with values ------------------------------------------------------------
+
+def _fill(fname, shape, dtype, device, make):
+    shape = check_shape(shape, fname)
+    check_dtype_arg(dtype, fname)
+    device = _device_arg(device, fname)
+    return _wrap(_alloc(device, fname, shape, dtype, lambda xp: make(xp, shape)), device)
+
+
+def empty(shape, *, dtype=None, device=None):
+    dtype = dtype or DEFAULT_DTYPES["real floating"]
+    return _fill("empty", shape, dtype, device, lambda xp, s: xp.empty(s, dtype=dtype._np))
+
+
+def zeros(shape, *, dtype=None, device=None):
+    dtype = dtype or DEFAULT_DTYPES["real floating"]
+    return _fill("zeros", shape, dtype, device, lambda xp, s: xp.zeros(s, dtype=dtype._np))
+
+
+def ones(shape, *, dtype=None, device=None):
+    dtype = dtype or DEFAULT_DTYPES["real floating"]
+    return _fill("ones", shape, dtype, device, lambda xp, s: xp.ones(s, dtype=dtype._np))
+
+
+def _scalar_dtype(value, fname):
+    kind = scalar_type_name(value)
+    if kind is None:
+        raise TypeError(f"{fname}: fill_value must be a Python bool, int, float or complex, "
+                        f"got {type(value).__name__}")
+    return {"bool": _dtypes.bool, "int": DEFAULT_DTYPES["integral"],
+            "float": DEFAULT_DTYPES["real floating"],
+            "complex": DEFAULT_DTYPES["complex floating"]}[kind]
+
+
+def full(shape, fill_value, *, dtype=None, device=None):
+    if dtype is None:
+        dtype = _scalar_dtype(fill_value, "full")
+    else:
+        check_dtype_arg(dtype, "full")
+    v = check_scalar(fill_value, dtype, "full")
+    return _fill("full", shape, dtype, device, lambda xp, s: xp.full(s, v, dtype=dtype._np))
+
+
+def _like(fname, x, dtype, device):
+    check_array(x, fname)
+    dtype = x.dtype if dtype is None else check_dtype_arg(dtype, fname)
+    device = x.device if device is None else check_device(device, fname)
+    return x.shape, dtype, device
+
+
+def empty_like(x, /, *, dtype=None, device=None):
+    shape, dtype, device = _like("empty_like", x, dtype, device)
+    return empty(shape, dtype=dtype, device=device)
+
+
+def zeros_like(x, /, *, dtype=None, device=None):
+    shape, dtype, device = _like("zeros_like", x, dtype, device)
+    return zeros(shape, dtype=dtype, device=device)
+
+
+def ones_like(x, /, *, dtype=None, device=None):
+    shape, dtype, device = _like("ones_like", x, dtype, device)
+    return ones(shape, dtype=dtype, device=device)
+
+
+def full_like(x, /, fill_value, *, dtype=None, device=None):
+    shape, dtype, device = _like("full_like", x, dtype, device)
+    return full(shape, fill_value, dtype=dtype, device=device)
+
+
+def eye(n_rows, n_cols=None, /, *, k=0, dtype=None, device=None):
+    fname = "eye"
+    n_rows = check_int(n_rows, fname, "n_rows")
+    n_cols = n_rows if n_cols is None else check_int(n_cols, fname, "n_cols")
+    if n_rows < 0 or n_cols < 0:
+        raise ValueError(f"eye: n_rows and n_cols must be non-negative, got {n_rows}, {n_cols}")
+    k = check_int(k, fname, "k")
+    dtype = dtype or DEFAULT_DTYPES["real floating"]
+    return _fill(fname, (n_rows, n_cols), dtype, device,
+                 lambda xp, s: xp.eye(s[0], s[1], k=k, dtype=dtype._np))
+
+
+def _tri(fname, x, k, upper):
+    check_array(x, fname)
+    k = check_int(k, fname, "k")
+    if x.ndim < 2:
+        raise ValueError(f"{fname}: x must have at least 2 dimensions, got shape {x.shape}")
+    b = backend(x.device)
+    with b.ctx():
+        out = (b.xp.triu if upper else b.xp.tril)(x._data, k=k)
+    return _wrap(out, x.device)
+
+
+def tril(x, /, *, k=0):
+    return _tri("tril", x, k, upper=False)
+
+
+def triu(x, /, *, k=0):
+    return _tri("triu", x, k, upper=True)
+
+
+# ---- ranges --------------------------------------------------------------------------------
+
+def _real_number(v, fname, argname):
+    kind = scalar_type_name(v)
+    if kind not in ("int", "float"):
+        raise TypeError(f"{fname}: {argname} must be a Python int or float, got {v!r}")
+    return kind
+
+
+def arange(start, /, stop=None, step=1, *, dtype=None, device=None):
+    """Exactly ceil((stop - start) / step) elements with values start + i * step."""
+    fname = "arange"
+    if stop is None:
+        start, stop = 0, start
+    kinds = {_real_number(v, fname, n) for v, n in ((start, "start"), (stop, "stop"),
+                                                    (step, "step"))}
+    if step == 0:
+        raise ValueError("arange: step must not be 0")
+    integral = kinds == {"int"}
+    if dtype is None:
+        dtype = DEFAULT_DTYPES["integral"] if integral else DEFAULT_DTYPES["real floating"]
+    check_dtype_arg(dtype, fname, "real-valued")
+    if not integral and dtype.kind in ("int", "uint"):
+        raise TypeError(f"arange: float arguments cannot produce {dtype}; pass ints or a "
+                        f"floating-point dtype")
+    if integral:
+        n = max(0, -((start - stop) // step))  # exact ceil division
+    else:
+        n = max(0, math.ceil((stop - start) / step))
+    if n and dtype.kind in ("int", "uint"):
+        info = np.iinfo(dtype._np)
+        last = start + (n - 1) * step
+        if not (info.min <= start <= info.max and info.min <= last <= info.max):
+            raise OverflowError(f"arange: values from {start} to {last} do not fit in {dtype}")
+
+    def make(xp, s):
+        i = xp.arange(s[0], dtype=np.int64 if integral else np.float64)
+        if integral and dtype.kind in ("int", "uint"):
+            return (i * step + start).astype(dtype._np)
+        return (i * float(step) + float(start)).astype(dtype._np)
+    return _fill(fname, (n,), dtype, device, make)
+
+
+def linspace(start, stop, /, num, *, dtype=None, device=None, endpoint=True):
+    fname = "linspace"
+    kinds = set()
+    for v, n in ((start, "start"), (stop, "stop")):
+        k = scalar_type_name(v)
+        if k not in ("int", "float", "complex"):
+            raise TypeError(f"{fname}: {n} must be a Python int, float or complex, got {v!r}")
+        kinds.add(k)
+    num = check_int(num, fname, "num")
+    if num < 0:
+        raise ValueError(f"linspace: num must be non-negative, got {num}")
+    if not isinstance(endpoint, bool):
+        raise TypeError(f"linspace: endpoint must be a bool, got {endpoint!r}")
+    if dtype is None:
+        dtype = DEFAULT_DTYPES["complex floating" if "complex" in kinds else "real floating"]
+    check_dtype_arg(dtype, fname, "numeric")
+    if "complex" in kinds and dtype.kind != "complex":
+        raise TypeError(f"linspace: complex start/stop need a complex dtype, not {dtype}")
+
+    def make(xp, s):
+        return xp.linspace(start, stop, num=s[0], endpoint=endpoint, dtype=dtype._np)
+    with np.errstate(all="ignore"):
+        return _fill(fname, (num,), dtype, device, make)
+
+
+def meshgrid(*arrays, indexing="xy"):
+    fname = "meshgrid"
+    if indexing not in ("xy", "ij"):
+        raise ValueError(f"meshgrid: indexing must be 'xy' or 'ij', got {indexing!r}")
+    for i, a in enumerate(arrays):
+        check_array(a, fname, f"arrays[{i}]")
+        if a.ndim != 1:
+            raise ValueError(f"meshgrid: every array must be 1-D; arrays[{i}] has shape {a.shape}")
+    if not arrays:
+        return []
+    if len({a.dtype for a in arrays}) > 1:
+        raise TypeError(f"meshgrid: arrays must share one dtype, got "
+                        f"{sorted({a.dtype.name for a in arrays})}; convert with xp.astype")
+    device = common_device(list(arrays), fname)
+    b = backend(device)
+    with b.ctx():
+        outs = b.xp.meshgrid(*(a._data for a in arrays), indexing=indexing)
+    return [_wrap(o, device) for o in outs]
+
+
+__all__ = ["arange", "asarray", "empty", "empty_like", "eye", "from_dlpack", "full",
+           "full_like", "linspace", "meshgrid", "ones", "ones_like", "tril", "triu", "zeros",
+           "zeros_like"]

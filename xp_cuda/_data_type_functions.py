@@ -1,0 +1,109 @@
+"""Data type functions of 2023.12: astype, can_cast, finfo, iinfo, isdtype, result_type."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ._array import Array, _move, _wrap
+from ._devices import backend, check_device
+from ._dtypes import (ALL_DTYPES, CATEGORIES, ISDTYPE_KINDS, PROMOTION_TABLE, DType, promote,
+                      real_dtype)
+from ._validation import check_array, check_dtype_arg
+
+
+def astype(x, dtype, /, *, copy=True, device=None):
+    fname = "astype"
+    check_array(x, fname)
+    check_dtype_arg(dtype, fname)
+    if copy not in (True, False):
+        raise TypeError(f"astype: copy must be True or False, got {copy!r}")
+    if x.dtype.kind == "complex" and dtype.kind != "complex":
+        raise TypeError(f"astype: casting complex {x.dtype} to real {dtype} is not allowed "
+                        f"(Array API 2023.12); take xp.real, xp.imag or xp.abs first")
+    data, dev = x._data, x.device
+    if device is not None and check_device(device, fname) != dev:
+        data, dev, copy = _move(data, dev, device), device, False
+    if dtype is x.dtype and not copy:
+        return x if dev == x.device else _wrap(data, dev)
+    with backend(dev).ctx():
+        return _wrap(data.astype(dtype._np, copy=bool(copy)), dev)
+
+
+def _dtype_of(v, fname, argname):
+    if isinstance(v, DType):
+        return v
+    if isinstance(v, Array):
+        return v.dtype
+    raise TypeError(f"{fname}: {argname} must be an xp_cuda dtype or array, got {v!r}")
+
+
+def can_cast(from_, to, /):
+    """True when from_ promotes to `to` under the spec's table (no value can change)."""
+    src = _dtype_of(from_, "can_cast", "from_")
+    check_dtype_arg(to, "can_cast")
+    return PROMOTION_TABLE.get((src, to)) is to
+
+
+@dataclass(frozen=True)
+class finfo_object:
+    bits: int
+    eps: float
+    max: float
+    min: float
+    smallest_normal: float
+    dtype: DType
+
+
+@dataclass(frozen=True)
+class iinfo_object:
+    bits: int
+    max: int
+    min: int
+    dtype: DType
+
+
+def finfo(type, /):
+    dt = _dtype_of(type, "finfo", "type")
+    if dt.kind not in ("float", "complex"):
+        raise TypeError(f"finfo: {dt} is not a floating-point dtype; use iinfo for integers")
+    r = real_dtype(dt)
+    fi = np.finfo(r._np)
+    return finfo_object(int(fi.bits), float(fi.eps), float(fi.max), float(fi.min),
+                        float(fi.smallest_normal), r)
+
+
+def iinfo(type, /):
+    dt = _dtype_of(type, "iinfo", "type")
+    if dt.kind not in ("int", "uint"):
+        raise TypeError(f"iinfo: {dt} is not an integer dtype; use finfo for floating-point")
+    ii = np.iinfo(dt._np)
+    return iinfo_object(int(ii.bits), int(ii.max), int(ii.min), dt)
+
+
+def isdtype(dtype, kind):
+    if not isinstance(dtype, DType):
+        raise TypeError(f"isdtype: dtype must be an xp_cuda dtype, got {dtype!r}")
+    if isinstance(kind, tuple):
+        return any(isdtype(dtype, k) for k in kind)
+    if isinstance(kind, DType):
+        return dtype is kind
+    if isinstance(kind, str):
+        if kind not in ISDTYPE_KINDS:
+            raise ValueError(f"isdtype: unknown kind {kind!r}; use one of {ISDTYPE_KINDS}, a "
+                             f"dtype, or a tuple of them")
+        return dtype in CATEGORIES[kind]
+    raise TypeError(f"isdtype: kind must be a dtype, a kind name or a tuple, got {kind!r}")
+
+
+def result_type(*arrays_and_dtypes):
+    if not arrays_and_dtypes:
+        raise ValueError("result_type: at least one array or dtype is required")
+    dts = [_dtype_of(v, "result_type", "argument") for v in arrays_and_dtypes]
+    out = dts[0]
+    for d in dts[1:]:
+        out = promote(out, d)
+    return out
+
+
+__all__ = ["astype", "can_cast", "finfo", "iinfo", "isdtype", "result_type"]

@@ -1,0 +1,174 @@
+"""Devices ("cpu", "cuda:N"), the default device, and the backend behind each device.
+
+A backend is the small set of primitives the spec layer calls: the array module (NumPy for cpu,
+CuPy for cuda) and a context that makes the device current. Our own CUDA kernels are reached
+through xp_cuda._kernels from the cuda backend only.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+
+import numpy as np
+
+ENV_DEFAULT_DEVICE = "XP_CUDA_DEFAULT_DEVICE"
+
+
+class Device:
+    """A device: ``cpu`` or ``cuda:N``. Hashable, equal by value, printed as its name."""
+
+    __slots__ = ("kind", "index")
+
+    def __init__(self, kind: str, index: int = 0):
+        if kind not in ("cpu", "cuda"):
+            raise ValueError(f"unknown device kind {kind!r}; devices are 'cpu' and 'cuda:N'")
+        self.kind = kind
+        self.index = 0 if kind == "cpu" else int(index)
+
+    def __eq__(self, other):
+        if not isinstance(other, Device):
+            return NotImplemented
+        return self.kind == other.kind and self.index == other.index
+
+    def __hash__(self):
+        return hash((self.kind, self.index))
+
+    def __repr__(self):
+        return "cpu" if self.kind == "cpu" else f"cuda:{self.index}"
+
+    __str__ = __repr__
+
+    def __reduce__(self):
+        return (Device, (self.kind, self.index))
+
+
+CPU = Device("cpu")
+
+_cupy = None
+_cuda_count = None
+
+
+def cupy_module():
+    """CuPy, imported on first need; None when it is not installed."""
+    global _cupy
+    if _cupy is None:
+        try:
+            import cupy
+        except Exception:  # not installed, or broken CUDA libraries: no cuda devices
+            _cupy = False
+        else:
+            _cupy = cupy
+    return _cupy or None
+
+
+def cuda_device_count() -> int:
+    """Number of usable GPUs (0 without CuPy, a driver or a GPU)."""
+    global _cuda_count
+    if _cuda_count is None:
+        cp = cupy_module()
+        try:
+            _cuda_count = cp.cuda.runtime.getDeviceCount() if cp is not None else 0
+        except Exception:
+            _cuda_count = 0
+    return _cuda_count
+
+
+def all_devices() -> list:
+    return [CPU] + [Device("cuda", i) for i in range(cuda_device_count())]
+
+
+def parse_device(text: str) -> Device:
+    t = text.strip().lower()
+    if t == "cpu":
+        return CPU
+    if t.startswith("cuda:") and t[5:].isdigit():
+        return Device("cuda", int(t[5:]))
+    if t == "cuda":
+        return Device("cuda", 0)
+    raise ValueError(f"cannot read {text!r} as a device; write 'cpu' or 'cuda:N'")
+
+
+_default = None
+
+
+def default_device() -> Device:
+    """cuda:0 when a GPU is usable, else cpu; XP_CUDA_DEFAULT_DEVICE overrides."""
+    global _default
+    if _default is None:
+        env = os.environ.get(ENV_DEFAULT_DEVICE)
+        if env:
+            try:
+                dev = parse_device(env)
+            except ValueError as e:
+                raise ValueError(f"{ENV_DEFAULT_DEVICE}={env!r}: {e}") from None
+            check_device(dev, f"{ENV_DEFAULT_DEVICE}={env!r}")
+            _default = dev
+        else:
+            _default = Device("cuda", 0) if cuda_device_count() > 0 else CPU
+    return _default
+
+
+def check_device(device, where: str = "device") -> Device:
+    """Validate a device argument (a Device object). None is handled by callers."""
+    if not isinstance(device, Device):
+        raise TypeError(
+            f"{where}: expected a device object, got {device!r}; use x.device or one of "
+            f"xp.__array_namespace_info__().devices()"
+        )
+    if device.kind == "cuda" and device.index >= cuda_device_count():
+        n = cuda_device_count()
+        raise ValueError(
+            f"{where}: {device} is not usable here ({n} CUDA device{'s' if n != 1 else ''} "
+            f"visible); use one of {all_devices()}"
+        )
+    return device
+
+
+class _CpuBackend:
+    xp = np
+    device = CPU
+
+    def ctx(self):
+        return contextlib.nullcontext()
+
+    def to_host(self, a):
+        return a
+
+    def from_host(self, a):
+        return a
+
+
+class _CudaBackend:
+    def __init__(self, device: Device):
+        self.device = device
+        self.xp = cupy_module()
+        self._dev = self.xp.cuda.Device(device.index)
+
+    def ctx(self):
+        return self._dev
+
+    def to_host(self, a):
+        return a.get()
+
+    def from_host(self, a):
+        with self._dev:
+            return self.xp.asarray(a)
+
+
+_backends = {CPU: _CpuBackend()}
+
+
+def backend(device: Device):
+    try:
+        return _backends[device]
+    except KeyError:
+        check_device(device)
+        b = _backends[device] = _CudaBackend(device)
+        return b
+
+
+def device_of_native(a) -> Device:
+    """The device of a NumPy or CuPy array."""
+    if isinstance(a, np.ndarray):
+        return CPU
+    return Device("cuda", a.device.id)

@@ -1,0 +1,218 @@
+"""The 65 elementwise functions of 2023.12, driven by one table.
+
+Each row is read off the function's page in the spec: arity, the dtype category its inputs
+must have, how the result dtype follows from the promoted input dtype, and the backend ufunc.
+The same path serves the array operators (which also admit typed Python scalars).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ._array import Array, TypedScalar, _wrap
+from ._devices import CPU, backend
+from ._dtypes import bool as _bool
+from ._dtypes import check_scalar, in_category, promote, real_dtype
+from ._validation import broadcast_shapes, check_array, common_device
+
+# Result rules: "same" = the promoted input dtype; "bool"; "real" = the real dtype of the same
+# precision (abs and real/imag of complex input).
+# name: (arity, input category, result rule, backend function)
+ELEMENTWISE = {
+    "abs": (1, "numeric", "real", "absolute"),
+    "acos": (1, "floating-point", "same", "arccos"),
+    "acosh": (1, "floating-point", "same", "arccosh"),
+    "add": (2, "numeric", "same", "add"),
+    "asin": (1, "floating-point", "same", "arcsin"),
+    "asinh": (1, "floating-point", "same", "arcsinh"),
+    "atan": (1, "floating-point", "same", "arctan"),
+    "atan2": (2, "real-valued floating-point", "same", "arctan2"),
+    "atanh": (1, "floating-point", "same", "arctanh"),
+    "bitwise_and": (2, "integer or boolean", "same", "bitwise_and"),
+    "bitwise_left_shift": (2, "integer", "same", "left_shift"),
+    "bitwise_invert": (1, "integer or boolean", "same", "invert"),
+    "bitwise_or": (2, "integer or boolean", "same", "bitwise_or"),
+    "bitwise_right_shift": (2, "integer", "same", "right_shift"),
+    "bitwise_xor": (2, "integer or boolean", "same", "bitwise_xor"),
+    "ceil": (1, "real-valued", "same", "ceil"),
+    "conj": (1, "complex floating-point", "same", "conjugate"),
+    "copysign": (2, "real-valued floating-point", "same", "copysign"),
+    "cos": (1, "floating-point", "same", "cos"),
+    "cosh": (1, "floating-point", "same", "cosh"),
+    "divide": (2, "floating-point", "same", "divide"),
+    "equal": (2, "any", "bool", "equal"),
+    "exp": (1, "floating-point", "same", "exp"),
+    "expm1": (1, "floating-point", "same", "expm1"),
+    "floor": (1, "real-valued", "same", "floor"),
+    "floor_divide": (2, "real-valued", "same", "floor_divide"),
+    "greater": (2, "real-valued", "bool", "greater"),
+    "greater_equal": (2, "real-valued", "bool", "greater_equal"),
+    "hypot": (2, "real-valued floating-point", "same", "hypot"),
+    "imag": (1, "complex floating-point", "real", "imag"),
+    "isfinite": (1, "numeric", "bool", "isfinite"),
+    "isinf": (1, "numeric", "bool", "isinf"),
+    "isnan": (1, "numeric", "bool", "isnan"),
+    "less": (2, "real-valued", "bool", "less"),
+    "less_equal": (2, "real-valued", "bool", "less_equal"),
+    "log": (1, "floating-point", "same", "log"),
+    "log1p": (1, "floating-point", "same", "log1p"),
+    "log2": (1, "floating-point", "same", "log2"),
+    "log10": (1, "floating-point", "same", "log10"),
+    "logaddexp": (2, "real-valued floating-point", "same", "logaddexp"),
+    "logical_and": (2, "boolean", "bool", "logical_and"),
+    "logical_not": (1, "boolean", "bool", "logical_not"),
+    "logical_or": (2, "boolean", "bool", "logical_or"),
+    "logical_xor": (2, "boolean", "bool", "logical_xor"),
+    "maximum": (2, "real-valued", "same", "maximum"),
+    "minimum": (2, "real-valued", "same", "minimum"),
+    "multiply": (2, "numeric", "same", "multiply"),
+    "negative": (1, "numeric", "same", "negative"),
+    "not_equal": (2, "any", "bool", "not_equal"),
+    "positive": (1, "numeric", "same", "positive"),
+    "pow": (2, "numeric", "same", "power"),
+    "real": (1, "complex floating-point", "real", "real"),
+    "remainder": (2, "real-valued", "same", "remainder"),
+    "round": (1, "numeric", "same", "round"),
+    "sign": (1, "numeric", "same", "sign"),
+    "signbit": (1, "real-valued floating-point", "bool", "signbit"),
+    "sin": (1, "floating-point", "same", "sin"),
+    "sinh": (1, "floating-point", "same", "sinh"),
+    "square": (1, "numeric", "same", "square"),
+    "sqrt": (1, "floating-point", "same", "sqrt"),
+    "subtract": (2, "numeric", "same", "subtract"),
+    "tan": (1, "floating-point", "same", "tan"),
+    "tanh": (1, "floating-point", "same", "tanh"),
+    "trunc": (1, "real-valued", "same", "trunc"),
+}
+
+# Rounding an integer is the identity; going through the backend would pass through float64
+# and lose exactness above 2**53.
+_IDENTITY_ON_INTEGERS = {"ceil", "floor", "trunc", "round"}
+
+
+def _int_pow(xp, base, exp, signed: bool):
+    """Integer power. A negative exponent (left unspecified by the spec) gives the truncated
+    exact result: 1 for base 1, +-1 for base -1, otherwise 0; never an error."""
+    neg = exp < 0
+    out = xp.power(base, xp.where(neg, xp.zeros_like(exp), exp))
+    if neg.any():
+        one = xp.ones_like(out)
+        special = xp.where(base == 1, one, xp.zeros_like(out))
+        if signed:
+            special = xp.where(base == -1, xp.where(exp % 2 == 0, one, -one), special)
+        out = xp.where(neg, special, out)
+    return out
+
+
+def result_dtype(name: str, dtypes):
+    arity, category, rule, _ = ELEMENTWISE[name]
+    for i, d in enumerate(dtypes):
+        if not in_category(d, category):
+            arg = "x" if arity == 1 else f"x{i + 1}"
+            raise TypeError(
+                f"{name}: {arg} has dtype {d}, but {name} requires a {category} dtype "
+                f"(Array API 2023.12); convert it with xp.astype if that is what you mean"
+            )
+    try:
+        dt = dtypes[0] if arity == 1 else promote(dtypes[0], dtypes[1])
+    except TypeError as e:
+        raise TypeError(f"{name}: {e}") from None
+    if rule == "bool":
+        return dt, _bool
+    if rule == "real":
+        return dt, real_dtype(dt)
+    return dt, dt
+
+
+def apply(name: str, operands) -> Array:
+    """Run elementwise function `name` on Arrays (and TypedScalars from operators)."""
+    arrays = [o for o in operands if isinstance(o, Array)]
+    in_dtype, out_dtype = result_dtype(name, [o.dtype for o in operands])
+    device = common_device(arrays, name) if len(arrays) > 1 else arrays[0].device
+    if len(arrays) > 1:
+        broadcast_shapes([a.shape for a in arrays], name)
+    b = backend(device)
+    xp = b.xp
+    natives = [o._data if isinstance(o, Array) else o.value for o in operands]
+    fn = ELEMENTWISE[name][3]
+    kind = in_dtype.kind
+    with b.ctx(), np.errstate(all="ignore"):
+        if name in _IDENTITY_ON_INTEGERS and kind in ("int", "uint"):
+            out = xp.array(natives[0], copy=True)
+        elif name == "pow" and kind in ("int", "uint"):
+            x1, x2 = (xp.asarray(v, dtype=in_dtype._np) for v in natives)
+            out = _int_pow(xp, x1, x2, kind == "int")
+        else:
+            out = getattr(xp, fn)(*natives)
+        if device is CPU and not isinstance(out, np.ndarray):
+            out = np.asarray(out)
+        if out.dtype != out_dtype._np:
+            out = out.astype(out_dtype._np)
+    return Array._new(out, device)
+
+
+def _make(name: str):
+    arity = ELEMENTWISE[name][0]
+    if arity == 1:
+        def f(x, /):
+            return apply(name, (check_array(x, name, "x"),))
+    else:
+        def f(x1, x2, /):
+            return apply(name, (check_array(x1, name, "x1"), check_array(x2, name, "x2")))
+    f.__name__ = f.__qualname__ = name
+    f.__doc__ = f"Array API 2023.12 ``{name}``: elementwise, inputs of {ELEMENTWISE[name][1]} dtype."
+    return f
+
+
+for _name in ELEMENTWISE:
+    globals()[_name] = _make(_name)
+del _name
+
+
+def _clip_scalar(v, dtype, argname):
+    """A Python scalar bound. An int bound beyond an integer dtype's range clamps nothing, so
+    it is replaced by the range's end (exact), instead of overflowing."""
+    if isinstance(v, int) and not isinstance(v, bool) and dtype.kind in ("int", "uint"):
+        info = np.iinfo(dtype._np)
+        v = info.min if v < info.min else info.max if v > info.max else v
+    return check_scalar(v, dtype, f"clip: {argname}")
+
+
+def clip(x, /, min=None, max=None):
+    """Array API 2023.12 ``clip``: clamp x to [min, max]; the result keeps x's dtype."""
+    check_array(x, "clip", "x")
+    if not in_category(x.dtype, "real-valued"):
+        raise TypeError(f"clip: x has dtype {x.dtype}, but clip requires a real-valued dtype")
+    bounds = []
+    for argname, v in (("min", min), ("max", max)):
+        if v is None:
+            bounds.append(None)
+        elif isinstance(v, Array):
+            if not in_category(v.dtype, "real-valued"):
+                raise TypeError(f"clip: {argname} has dtype {v.dtype}; it must be real-valued")
+            if (v.dtype.kind == "float") != (x.dtype.kind == "float"):
+                raise TypeError(f"clip: {argname} ({v.dtype}) and x ({x.dtype}) are of "
+                                f"different kinds; convert {argname} with xp.astype")
+            common_device([x, v], "clip")
+            bounds.append(v._data)
+        else:
+            bounds.append(_clip_scalar(v, x.dtype, argname))
+    arrays = [x] + [v for v in (min, max) if isinstance(v, Array)]
+    shape = broadcast_shapes([a.shape for a in arrays], "clip")
+    if shape != x.shape:
+        raise ValueError(f"clip: min/max of shapes {[a.shape for a in arrays[1:]]} would "
+                         f"change the shape of x {x.shape}; the result has x's shape")
+    b = backend(x.device)
+    xp = b.xp
+    lo, hi = bounds
+    with b.ctx(), np.errstate(all="ignore"):
+        out = xp.array(x._data, copy=True)
+        # where(...) keeps NaN in x (comparisons with NaN are false) and never promotes.
+        if lo is not None:
+            out = xp.where(out < lo, xp.asarray(lo).astype(out.dtype), out)
+        if hi is not None:
+            out = xp.where(out > hi, xp.asarray(hi).astype(out.dtype), out)
+        out = out.astype(x.dtype._np, copy=False)
+    return _wrap(out, x.device)
+
+
+__all__ = list(ELEMENTWISE) + ["clip"]

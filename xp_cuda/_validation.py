@@ -1,0 +1,114 @@
+"""The shared input checks every function uses: one place, one wording of each rule."""
+from __future__ import annotations
+
+from ._dtypes import DType, in_category
+
+
+def _foreign_hint(x) -> str:
+    mod = type(x).__module__.split(".")[0]
+    if mod in ("numpy", "cupy", "torch", "jax", "jaxlib", "dask", "array_api_strict") or hasattr(
+        x, "__dlpack__"
+    ):
+        return (f"a {mod}.{type(x).__name__} is not an xp_cuda array; bring it in explicitly "
+                f"with xp.asarray(...) or xp.from_dlpack(...)")
+    if isinstance(x, (list, tuple)):
+        return "a Python sequence is not an array; convert it with xp.asarray(...)"
+    return f"expected an xp_cuda array, got {type(x).__name__}"
+
+
+def check_array(x, fname: str, argname: str = "x"):
+    from ._array import Array
+
+    if not isinstance(x, Array):
+        raise TypeError(f"{fname}: {argname}: {_foreign_hint(x)}")
+    return x
+
+
+def check_dtype_category(x, category: str, fname: str, argname: str = "x"):
+    if not in_category(x.dtype, category):
+        raise TypeError(
+            f"{fname}: {argname} has dtype {x.dtype}, but {fname} requires a {category} dtype "
+            f"(Array API 2023.12); convert it with xp.astype if that is what you mean"
+        )
+
+
+def check_dtype_arg(dtype, fname: str, allowed: str = "any"):
+    """A dtype argument: one of our DType objects (never a NumPy dtype or a string)."""
+    if not isinstance(dtype, DType):
+        raise TypeError(
+            f"{fname}: dtype must be an xp_cuda dtype such as xp.float32, got {dtype!r}"
+        )
+    if not in_category(dtype, allowed):
+        raise TypeError(f"{fname}: dtype {dtype} is not allowed here; it needs a {allowed} dtype")
+    return dtype
+
+
+def common_device(arrays, fname: str):
+    dev = arrays[0].device
+    for a in arrays[1:]:
+        if a.device != dev:
+            raise ValueError(
+                f"{fname}: arrays are on different devices ({dev} and {a.device}); move one "
+                f"with x.to_device(...) first"
+            )
+    return dev
+
+
+def broadcast_shapes(shapes, fname: str) -> tuple:
+    """The spec's broadcasting rule; ValueError naming the shapes where it fails."""
+    ndim = max((len(s) for s in shapes), default=0)
+    out = [1] * ndim
+    for s in shapes:
+        for i, n in enumerate(s, ndim - len(s)):
+            if n == out[i] or n == 1:
+                continue
+            if out[i] == 1:
+                out[i] = n
+            else:
+                raise ValueError(
+                    f"{fname}: shapes {' and '.join(str(tuple(t)) for t in shapes)} cannot be "
+                    f"broadcast together (dimension {i - ndim} has sizes {out[i]} and {n})"
+                )
+    return tuple(out)
+
+
+def check_int(value, fname: str, argname: str) -> int:
+    """A Python int argument (bool, floats and NumPy scalars are rejected)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{fname}: {argname} must be a Python int, got {value!r}")
+    return value
+
+
+def check_shape(shape, fname: str) -> tuple:
+    """A shape argument: an int or a tuple of non-negative ints."""
+    if not isinstance(shape, tuple):
+        if isinstance(shape, list):
+            shape = tuple(shape)
+        else:
+            shape = (shape,)
+    out = tuple(check_int(n, fname, "shape") for n in shape)
+    if any(n < 0 for n in out):
+        raise ValueError(f"{fname}: shape {out} has a negative dimension")
+    return out
+
+
+def normalize_axis(axis, ndim: int, fname: str, argname: str = "axis") -> int:
+    axis = check_int(axis, fname, argname)
+    if not -ndim <= axis < ndim:
+        raise IndexError(
+            f"{fname}: {argname}={axis} is out of range for an array of {ndim} dimension(s) "
+            f"(valid: {-ndim} to {ndim - 1})" if ndim else f"{fname}: a 0-d array has no axes"
+        )
+    return axis % ndim
+
+
+def normalize_axes(axes, ndim: int, fname: str, argname: str = "axis") -> tuple:
+    """None (all axes), an int, or a tuple of unique ints."""
+    if axes is None:
+        return tuple(range(ndim))
+    if isinstance(axes, tuple):
+        out = tuple(normalize_axis(a, ndim, fname, argname) for a in axes)
+        if len(set(out)) != len(out):
+            raise ValueError(f"{fname}: {argname}={axes} repeats an axis")
+        return out
+    return (normalize_axis(axes, ndim, fname, argname),)
