@@ -12,6 +12,7 @@ from ._dtypes import DEFAULT_DTYPES, DType, check_scalar, from_numpy_dtype, scal
 from ._validation import check_array, check_dtype_arg, check_int, check_shape, common_device
 
 _MAX_BYTES = 2**63 - 1
+_pybool = bool
 
 
 def _device_arg(device, fname):
@@ -106,7 +107,9 @@ def _check_leaves(obj, dtype, fname):
     if isinstance(obj, (list, tuple)):
         for v in obj:
             _check_leaves(v, dtype, fname)
-    else:
+    elif not (isinstance(obj, _pybool) and dtype.kind != "bool"):
+        # Python bools read as 0/1 in numeric data (NumPy's and the suite's reading of
+        # [0, False]); every other leaf follows the scalar rules, range checks included.
         check_scalar(obj, dtype, fname)
 
 

@@ -1,0 +1,27 @@
+"""Every behaviour test takes the `device` fixture: cpu always, cuda:0 where a GPU is usable.
+
+`pytest` runs the cpu half (cuda tests skip themselves without a GPU); `pytest -m cuda` runs
+the cuda half on a GPU machine.
+"""
+import pytest
+
+from xp_cuda._devices import CPU, Device, cuda_device_count
+
+_NO_GPU = cuda_device_count() == 0
+DEVICES = [
+    pytest.param(CPU, id="cpu"),
+    pytest.param(Device("cuda", 0), id="cuda0",
+                 marks=[pytest.mark.cuda,
+                        pytest.mark.skipif(_NO_GPU, reason="no usable CUDA GPU here")]),
+]
+
+
+@pytest.fixture(params=DEVICES)
+def device(request):
+    return request.param
+
+
+@pytest.fixture
+def rng():
+    import numpy as np
+    return np.random.default_rng(20261120)

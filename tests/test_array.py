@@ -1,0 +1,266 @@
+"""The array object: attributes, operators, indexing, conversions, devices and DLPack."""
+import operator
+
+import numpy as np
+import pytest
+
+import xp_cuda as xp
+from helpers import ALL_DTYPES, NUMERIC, random_array, to_numpy
+from xp_cuda._devices import CPU, Device
+
+
+def test_attributes(rng, device):
+    x, a = random_array(rng, (2, 3, 4), xp.float32, device)
+    assert x.dtype == xp.float32 and x.device == device
+    assert (x.ndim, x.shape, x.size) == (3, (2, 3, 4), 24)
+    np.testing.assert_array_equal(to_numpy(x.mT), np.swapaxes(a, -1, -2))
+    m, b = random_array(rng, (2, 5), xp.int16, device)
+    np.testing.assert_array_equal(to_numpy(m.T), b.T)
+    with pytest.raises(ValueError, match="permute_dims"):
+        x.T
+    with pytest.raises(ValueError):
+        xp.ones(3, device=device).mT
+    with pytest.raises(TypeError, match="creation"):
+        type(x)()
+
+
+BINARY = [("+", operator.add, operator.iadd), ("-", operator.sub, operator.isub),
+          ("*", operator.mul, operator.imul), ("/", operator.truediv, operator.itruediv),
+          ("//", operator.floordiv, operator.ifloordiv), ("%", operator.mod, operator.imod),
+          ("**", operator.pow, operator.ipow)]
+
+
+@pytest.mark.parametrize("sym,op,iop", BINARY)
+@pytest.mark.parametrize("dtype", [xp.float32, xp.float64])
+def test_arithmetic_operators_against_numpy(rng, device, sym, op, iop, dtype):
+    x, a = random_array(rng, (4, 5), dtype, device)
+    y, b = random_array(rng, (5,), dtype, device)
+    if sym == "**":
+        x, a = xp.abs(x), np.abs(a)
+    with np.errstate(all="ignore"):
+        np.testing.assert_allclose(to_numpy(op(x, y)), op(a, b), rtol=1e-6)
+        np.testing.assert_allclose(to_numpy(op(x, 2.5)), op(a, dtype._np.type(2.5)), rtol=1e-6)
+        np.testing.assert_allclose(to_numpy(op(3, x)), op(dtype._np.type(3), a), rtol=1e-6)
+        before = x
+        x2 = iop(x, y)
+        assert x2 is before  # in place, same object
+        np.testing.assert_allclose(to_numpy(x2), op(a, b), rtol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [d for d in NUMERIC if d.kind in ("int", "uint")])
+def test_integer_and_bitwise_operators(rng, device, dtype):
+    x, a = random_array(rng, (17,), dtype, device)
+    y, b = random_array(rng, (17,), dtype, device)
+    b = np.where(b == 0, 1, b).astype(dtype._np)
+    y = xp.asarray(b, device=device)
+    with np.errstate(all="ignore"):
+        for op in (operator.add, operator.sub, operator.mul, operator.floordiv, operator.mod,
+                   operator.and_, operator.or_, operator.xor):
+            np.testing.assert_array_equal(to_numpy(op(x, y)), op(a, b))
+    s = xp.asarray(np.abs(b) % dtype.bits, device=device)
+    np.testing.assert_array_equal(to_numpy(x << s), a << (np.abs(b) % dtype.bits))
+    np.testing.assert_array_equal(to_numpy(x >> s), a >> (np.abs(b) % dtype.bits))
+    np.testing.assert_array_equal(to_numpy(~x), ~a)
+    with pytest.raises(TypeError, match="floating-point"):
+        x / y
+
+
+def test_mixed_dtypes_promote(rng, device):
+    x, a = random_array(rng, (6,), xp.int8, device)
+    y, b = random_array(rng, (6,), xp.uint8, device)
+    r = x + y
+    assert r.dtype == xp.int16
+    np.testing.assert_array_equal(to_numpy(r), a.astype(np.int16) + b.astype(np.int16))
+    f, c = random_array(rng, (6,), xp.float32, device)
+    z, d = random_array(rng, (6,), xp.complex128, device)
+    assert (f * z).dtype == xp.complex128
+    with pytest.raises(TypeError, match="cannot be promoted"):
+        x + f
+    with pytest.raises(TypeError, match="uint64"):
+        x + xp.ones(6, dtype=xp.uint64, device=device)
+
+
+def test_inplace_dtype_and_shape_rules(device):
+    x = xp.ones((3,), dtype=xp.float32, device=device)
+    with pytest.raises(TypeError, match="in-place"):
+        x += xp.ones(3, dtype=xp.float64, device=device)
+    with pytest.raises(ValueError, match="shape"):
+        x += xp.ones((2, 3), dtype=xp.float32, device=device)
+    i = xp.ones(3, dtype=xp.int32, device=device)
+    with pytest.raises(TypeError):
+        i /= 2
+    f = xp.ones(3, dtype=xp.float64, device=device)
+    f += xp.ones(3, dtype=xp.float32, device=device)  # promotes to float64: allowed
+    assert to_numpy(f).tolist() == [2.0, 2.0, 2.0]
+
+
+def test_comparisons(rng, device):
+    x, a = random_array(rng, (10,), xp.float64, device)
+    for op in (operator.lt, operator.le, operator.gt, operator.ge, operator.eq, operator.ne):
+        r = op(x, 0.5)
+        assert r.dtype == xp.bool
+        np.testing.assert_array_equal(to_numpy(r), op(a, 0.5))
+    with pytest.raises(TypeError):
+        xp.ones(2, dtype=xp.complex64, device=device) < 1
+
+
+def test_foreign_operands_are_rejected(device):
+    x = xp.ones(3, device=device)
+    for foreign in (np.ones(3), [1.0, 2.0, 3.0], np.float64(1.0)):
+        with pytest.raises(TypeError, match="asarray"):
+            x + foreign
+        with pytest.raises(TypeError, match="asarray"):
+            foreign + x
+    with pytest.raises(TypeError):
+        x + "a"
+    assert (x == None) is False  # noqa: E711  (Python's identity fallback, no error)
+
+
+def test_devices_must_match(device):
+    if device == CPU:
+        pytest.skip("needs a second device")
+    x = xp.ones(3, device=device)
+    y = xp.ones(3, device=CPU)
+    with pytest.raises(ValueError, match=f"{device}.*cpu|cpu.*{device}"):
+        x + y
+
+
+def test_zero_d_conversions(device):
+    assert bool(xp.asarray(True, device=device)) is True
+    assert int(xp.asarray(-7, dtype=xp.int8, device=device)) == -7
+    assert float(xp.asarray(2.5, dtype=xp.float32, device=device)) == 2.5
+    assert complex(xp.asarray(1 + 2j, device=device)) == 1 + 2j
+    assert operator.index(xp.asarray(5, dtype=xp.uint8, device=device)) == 5
+    assert list(range(10))[xp.asarray(3, device=device)] == 3
+    with pytest.raises(TypeError, match="0-d"):
+        bool(xp.ones(2, device=device))
+    with pytest.raises(TypeError, match="0-d"):
+        float(xp.ones((1, 1), device=device))
+    with pytest.raises(TypeError):
+        operator.index(xp.asarray(1.0, device=device))
+    with pytest.raises(TypeError):
+        float(xp.asarray(1j, device=device))
+    with pytest.raises(TypeError):
+        iter(xp.ones(3, device=device))
+
+
+def test_array_namespace():
+    x = xp.ones(2)
+    for v in (None, "2021.12", "2022.12", "2023.12"):
+        assert x.__array_namespace__(api_version=v) is xp
+    with pytest.raises(ValueError):
+        x.__array_namespace__(api_version="2024.12")
+    import array_api_compat
+    assert array_api_compat.array_namespace(x) is xp
+
+
+def test_indexing_rules(rng, device):
+    x, a = random_array(rng, (4, 5, 6), xp.float64, device)
+    for key in [1, -1, (1, 2), (slice(None, None, -2),), (Ellipsis, 1), (None, 1, Ellipsis),
+                (slice(1, 3), None, slice(None, None, 2), -2), ()]:
+        np.testing.assert_array_equal(to_numpy(x[key]), a[key])
+    assert x[1, 2, 3].shape == () and x[1, 2, 3].device == device
+    np.testing.assert_array_equal(to_numpy(x[2]), a[2])  # fewer indices than dims
+    mask = x > 0
+    np.testing.assert_array_equal(to_numpy(x[mask]), a[a > 0])
+    np.testing.assert_array_equal(to_numpy(x[mask[:, :, 0]]), a[a[:, :, 0] > 0])
+    for bad, err in [(4, "out of bounds"), ((0, 0, 0, 0), "too many"),
+                     ((Ellipsis, Ellipsis), "ellipsis"), (1.0, "not allowed"),
+                     ([0, 1], "not allowed"), (True, "not allowed"),
+                     (xp.asarray([0, 1], device=device), "take"),
+                     ((mask, 0), "sole index")]:
+        with pytest.raises(IndexError, match=err):
+            x[bad]
+
+
+def test_setitem(rng, device):
+    x, a = random_array(rng, (3, 4), xp.float32, device)
+    x[0] = 1.5
+    a[0] = 1.5
+    x[:, 1] = xp.asarray([7.0, 8.0, 9.0], dtype=xp.float32, device=device)
+    a[:, 1] = [7.0, 8.0, 9.0]
+    x[x > 5] = 0.0
+    a[a > 5] = 0.0
+    np.testing.assert_array_equal(to_numpy(x), a)
+    with pytest.raises(TypeError, match="astype"):
+        x[0] = xp.ones(4, dtype=xp.float64, device=device)
+    with pytest.raises(TypeError):
+        x[0] = 1j
+    with pytest.raises(IndexError):
+        x[None] = 1.0
+    with pytest.raises(ValueError, match="broadcast"):
+        x[0] = xp.ones(3, dtype=xp.float32, device=device)
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=lambda d: d.name)
+def test_dlpack_roundtrip(rng, device, dtype):
+    x, a = random_array(rng, (3, 5), dtype, device)
+    kind, idx = x.__dlpack_device__()
+    assert (kind, idx) == ((1, 0) if device == CPU else (2, device.index))
+    # NumPy reads any of our arrays onto the cpu (copying from a GPU)
+    np.testing.assert_array_equal(np.from_dlpack(x, device="cpu"), a)
+    y = xp.from_dlpack(x)
+    assert y.device == device and y.dtype == dtype
+    np.testing.assert_array_equal(to_numpy(y), a)
+    z = xp.from_dlpack(a, device=device)
+    np.testing.assert_array_equal(to_numpy(z), a)
+    v = x[:, ::2]  # a strided view travels too
+    np.testing.assert_array_equal(np.from_dlpack(v, device="cpu"), a[:, ::2])
+
+
+def test_dlpack_copy_flags(device):
+    a = np.arange(6.0)
+    x = xp.from_dlpack(a, device=CPU, copy=False)
+    a[0] = 42.0
+    assert float(x[0]) == 42.0  # shared memory
+    y = xp.from_dlpack(a, device=CPU, copy=True)
+    a[1] = 43.0
+    assert float(y[1]) == 1.0
+    if device != CPU:
+        with pytest.raises((ValueError, BufferError)):
+            xp.from_dlpack(a, device=device, copy=False)
+        g = xp.ones(3, device=device)
+        with pytest.raises(BufferError):
+            g.__dlpack__(dl_device=(1, 0), copy=False)
+
+
+def test_to_device_and_repr(device):
+    x = xp.asarray([1, 2, 3], device=device)
+    assert x.to_device(device) is x
+    c = x.to_device(CPU)
+    assert c.device == CPU and to_numpy(c).tolist() == [1, 2, 3]
+    assert f"device={device}" in repr(x)
+    assert str(device) in ("cpu", "cuda:0")
+    with pytest.raises(TypeError, match="device object"):
+        x.to_device("cpu")
+    with pytest.raises(ValueError):
+        x.to_device(Device("cuda", 99))
+
+
+def test_device_objects():
+    a, b = Device("cuda", 0), Device("cuda", 0)
+    assert a == b and hash(a) == hash(b) and a != CPU and str(a) == "cuda:0"
+    assert str(CPU) == "cpu" and repr(CPU) == "cpu"
+    assert {a, b, CPU} == {a, CPU}
+    info = xp.__array_namespace_info__()
+    assert isinstance(info.devices(), list) and CPU in info.devices()
+    assert info.default_device() in info.devices()
+    assert info.capabilities() == {"boolean indexing": True, "data-dependent shapes": True}
+    assert info.default_dtypes() == {"real floating": xp.float64, "complex floating":
+                                     xp.complex128, "integral": xp.int64, "indexing": xp.int64}
+    assert set(info.dtypes(kind="integral").values()) == {xp.int8, xp.int16, xp.int32,
+                                                          xp.int64, xp.uint8, xp.uint16,
+                                                          xp.uint32, xp.uint64}
+    assert len(info.dtypes()) == 13
+
+
+def test_default_device_env(monkeypatch):
+    import xp_cuda._devices as devs
+    monkeypatch.setattr(devs, "_default", None)
+    monkeypatch.setenv("XP_CUDA_DEFAULT_DEVICE", "cpu")
+    assert devs.default_device() == CPU
+    monkeypatch.setattr(devs, "_default", None)
+    monkeypatch.setenv("XP_CUDA_DEFAULT_DEVICE", "gpu7")
+    with pytest.raises(ValueError, match="XP_CUDA_DEFAULT_DEVICE"):
+        devs.default_device()
+    monkeypatch.setattr(devs, "_default", None)

@@ -1,0 +1,117 @@
+"""Dtypes, the promotion table and the Python-scalar rules, against the spec and array_api_strict."""
+import itertools
+
+import numpy as np
+import pytest
+
+import xp_cuda as xp
+from xp_cuda._dtypes import ALL_DTYPES, PROMOTION_TABLE
+
+strict = pytest.importorskip("array_api_strict")
+NAMES = [d.name for d in ALL_DTYPES]
+
+
+def test_thirteen_opaque_dtypes():
+    assert len(set(ALL_DTYPES)) == 13
+    for d in ALL_DTYPES:
+        assert getattr(xp, d.name) is d
+        assert d != np.dtype(d.name) and np.dtype(d.name) != d
+        assert d != d.name
+    assert xp.float32 != xp.float64 and xp.int8 == xp.int8
+    assert hash(xp.int8) == hash(xp.int8)
+
+
+@pytest.mark.parametrize("a,b", list(itertools.product(NAMES, NAMES)))
+def test_promotion_matches_array_api_strict(a, b):
+    da, db = getattr(xp, a), getattr(xp, b)
+    try:
+        expected = strict.result_type(getattr(strict, a), getattr(strict, b))
+    except TypeError:
+        assert (da, db) not in PROMOTION_TABLE
+        with pytest.raises(TypeError, match="astype"):
+            xp.result_type(da, db)
+        return
+    assert xp.result_type(da, db).name == str(expected).split(".")[-1]
+    # and the table drives arrays and can_cast too
+    x, y = xp.ones(2, dtype=da), xp.ones(2, dtype=db)
+    assert xp.result_type(x, y) == xp.result_type(da, db)
+    assert xp.can_cast(da, db) == (xp.result_type(da, db) == db)
+
+
+def test_promotion_is_symmetric_and_covers_spec_examples():
+    for (a, b), r in PROMOTION_TABLE.items():
+        assert PROMOTION_TABLE[b, a] is r
+    assert xp.result_type(xp.uint8, xp.int8) == xp.int16
+    assert xp.result_type(xp.uint32, xp.int64) == xp.int64
+    assert xp.result_type(xp.float32, xp.complex64) == xp.complex64
+    assert xp.result_type(xp.float64, xp.complex64) == xp.complex128
+    assert (xp.uint64, xp.int8) not in PROMOTION_TABLE
+    with pytest.raises(ValueError):
+        xp.result_type()
+    with pytest.raises(TypeError):
+        xp.result_type(1, xp.int8)  # Python scalars are 2024.12, not 2023.12
+
+
+# (scalar, dtypes it may meet) per spec "Mixing arrays with Python scalars" (2023.12)
+SCALAR_CASES = [
+    (True, {"bool"}),
+    (3, {"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+         "float32", "float64", "complex64", "complex128"}),
+    (2.5, {"float32", "float64", "complex64", "complex128"}),
+    (1 + 2j, {"complex64", "complex128"}),
+]
+
+
+@pytest.mark.parametrize("scalar,allowed", SCALAR_CASES)
+@pytest.mark.parametrize("name", NAMES)
+def test_python_scalar_rules(scalar, allowed, name, device):
+    dt = getattr(xp, name)
+    x = xp.ones(3, dtype=dt, device=device)
+    if name in allowed:
+        r = x == scalar
+        assert r.dtype == xp.bool
+        if name != "bool":
+            s = x * scalar
+            assert s.dtype == dt and s.device == device
+    else:
+        with pytest.raises(TypeError, match="Python"):
+            x == scalar
+        with pytest.raises(TypeError, match="Python"):
+            scalar == x  # reflected path too
+
+
+@pytest.mark.parametrize("name", ["int8", "uint8", "int16", "uint16", "int32", "uint32",
+                                  "int64", "uint64"])
+def test_python_int_out_of_range_overflows(name, device):
+    dt = getattr(xp, name)
+    info = xp.iinfo(dt)
+    x = xp.ones(2, dtype=dt, device=device)
+    assert xp.all(x * 1 == x)
+    for v in (info.max + 1, info.min - 1):
+        with pytest.raises(OverflowError, match="out of range"):
+            x + v
+    assert (x + info.max - 1).dtype == dt  # in range is fine
+
+
+def test_numpy_scalars_are_not_python_scalars():
+    x = xp.ones(2, dtype=xp.float32)
+    with pytest.raises(TypeError):
+        x + np.float32(1)
+
+
+def test_isdtype_and_info():
+    assert xp.isdtype(xp.int8, "signed integer") and not xp.isdtype(xp.uint8, "signed integer")
+    assert xp.isdtype(xp.complex64, ("bool", "complex floating"))
+    assert xp.isdtype(xp.float32, xp.float32) and not xp.isdtype(xp.float32, xp.float64)
+    with pytest.raises(ValueError):
+        xp.isdtype(xp.int8, "integer-ish")
+    with pytest.raises(TypeError):
+        xp.isdtype(np.int8, "numeric")
+    fi = xp.finfo(xp.complex64)
+    assert fi.dtype == xp.float32 and fi.bits == 32 and fi.eps == float(np.finfo(np.float32).eps)
+    ii = xp.iinfo(xp.uint16)
+    assert (ii.min, ii.max, ii.bits, ii.dtype) == (0, 65535, 16, xp.uint16)
+    with pytest.raises(TypeError):
+        xp.finfo(xp.int8)
+    with pytest.raises(TypeError):
+        xp.iinfo(xp.float32)
