@@ -58,6 +58,8 @@ def test_against_numpy(rng, device, name, dtype):
     assert got.shape == np.broadcast_shapes(*(a.shape for a in args))
     if dtype.kind in ("float", "complex") and out.dtype != xp.bool:
         rtol = 2e-6 if dtype in (xp.float32, xp.complex64) else 1e-13
+        if name == "pow" and dtype.kind == "complex":
+            rtol *= 10  # exp(y log x): the error grows with |y log x|, large here
         np.testing.assert_allclose(got, ref.astype(got.dtype), rtol=rtol, atol=0,
                                    equal_nan=True)
     else:

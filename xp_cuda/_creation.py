@@ -376,7 +376,15 @@ def linspace(start, stop, /, num, *, dtype=None, device=None, endpoint=True):
         raise TypeError(f"linspace: complex start/stop need a complex dtype, not {dtype}")
 
     def make(xp, s):
-        return xp.linspace(start, stop, num=s[0], endpoint=endpoint, dtype=dtype._np)
+        if dtype.kind != "complex":
+            return xp.linspace(start, stop, num=s[0], endpoint=endpoint, dtype=dtype._np)
+        # Componentwise: the complex grid is two real grids (CuPy's linspace is real-only).
+        a, b = complex(start), complex(stop)
+        parts = [xp.linspace(u, v, num=s[0], endpoint=endpoint, dtype=np.float64)
+                 for u, v in ((a.real, b.real), (a.imag, b.imag))]
+        out = xp.empty(s, dtype=dtype._np)
+        out.real, out.imag = parts
+        return out
     with np.errstate(all="ignore"):
         return _fill(fname, (num,), dtype, device, make)
 

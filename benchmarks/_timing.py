@@ -1,0 +1,79 @@
+"""Shared timing helpers for benchmarks: GPU event timing, a copy baseline, JSON and tables."""
+from __future__ import annotations
+
+import json
+import platform
+import statistics
+from pathlib import Path
+
+
+def time_gpu(fn, warmup: int = 3, reps: int = 20) -> float:
+    """Median seconds of ``fn()`` measured with CUDA event pairs on the current stream."""
+    import cupy as cp
+
+    for _ in range(warmup):
+        fn()
+    stream = cp.cuda.get_current_stream()
+    stream.synchronize()
+    pairs = []
+    for _ in range(reps):
+        start, end = cp.cuda.Event(), cp.cuda.Event()
+        start.record(stream)
+        fn()
+        end.record(stream)
+        pairs.append((start, end))
+    end.synchronize()
+    # get_elapsed_time is in milliseconds
+    return statistics.median(cp.cuda.get_elapsed_time(s, e) for s, e in pairs) / 1e3
+
+
+def copy_gbps(nbytes: int, warmup: int = 3, reps: int = 20) -> float:
+    """Device-to-device copy bandwidth, (read + write bytes) / time, in GB/s (1e9 bytes/s).
+
+    The buffer is random, not zeros, so no hardware shortcut for uniform data can flatter it.
+    """
+    import cupy as cp
+
+    nbytes = int(nbytes)
+    src = cp.random.randint(0, 256, size=nbytes, dtype=cp.uint8)
+    dst = cp.empty_like(src)
+    t = time_gpu(lambda: dst.data.copy_from_device_async(src.data, nbytes), warmup, reps)
+    assert bool((dst[:: max(1, nbytes // 4096)] == src[:: max(1, nbytes // 4096)]).all())
+    return 2 * nbytes / t / 1e9
+
+
+def environment() -> dict:
+    """Versions and device name, stored with every result so plots can say what ran."""
+    env = {"python": platform.python_version()}
+    try:
+        import numpy
+        env["numpy"] = numpy.__version__
+        import cupy as cp
+        env["cupy"] = cp.__version__
+        props = cp.cuda.runtime.getDeviceProperties(cp.cuda.runtime.getDevice())
+        name = props["name"]
+        env["gpu"] = name.decode() if isinstance(name, bytes) else str(name)
+    except Exception as e:  # still write what we have
+        env["error"] = repr(e)
+    return env
+
+
+def write_json(path, payload) -> None:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(payload, indent=2, default=str) + "\n")
+
+
+def print_table(rows: list[dict], columns: list[str]) -> None:
+    def fmt(v):
+        if isinstance(v, float):
+            return f"{v:.4g}"
+        return "" if v is None else str(v)
+
+    cells = [[fmt(r.get(c)) for c in columns] for r in rows]
+    widths = [max(len(c), *(len(row[i]) for row in cells)) if cells else len(c)
+              for i, c in enumerate(columns)]
+    print("  ".join(c.ljust(w) for c, w in zip(columns, widths)))
+    print("  ".join("-" * w for w in widths))
+    for row in cells:
+        print("  ".join(v.ljust(w) for v, w in zip(row, widths)))

@@ -1,0 +1,144 @@
+"""The one place CUDA C sources are found, compiled and loaded.
+
+Compile-only (``nvrtc_compile``) works on any machine with CuPy's NVRTC binding and the NVRTC
+library, no GPU needed, so CI proves every source compiles. ``load_kernel`` is the runtime path
+on a GPU. CuPy is imported lazily: the package must import without it.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+__all__ = ["SOURCE_DIR", "KernelCompileError", "kernel_sources", "include_dirs",
+           "nvrtc_compile", "load_kernel"]
+
+SOURCE_DIR = Path(__file__).resolve().parent
+
+# Options every compile uses; the runtime path and the CI path must agree (one code path).
+BASE_OPTIONS = ("-std=c++17",)
+
+
+class KernelCompileError(RuntimeError):
+    """A CUDA source failed to compile; the message carries the source name and NVRTC log."""
+
+
+def kernel_sources() -> dict[str, str]:
+    """Every ``*.cu`` file in this folder, as {file name: source text}, sorted by name."""
+    return {p.name: p.read_text(encoding="utf-8") for p in sorted(SOURCE_DIR.glob("*.cu"))}
+
+
+def _cupy_dir() -> Path:
+    # find_spec avoids importing cupy (which may probe the driver) just to locate headers.
+    import importlib.util
+    spec = importlib.util.find_spec("cupy")
+    if spec is None or not spec.submodule_search_locations:
+        raise KernelCompileError("CuPy is not installed; install xp-cuda[cuda12] or [cuda13]")
+    return Path(list(spec.submodule_search_locations)[0])
+
+
+def include_dirs() -> list[str]:
+    """CuPy's shipped headers: ``_core/include`` plus cub, thrust and libcudacxx under _cccl."""
+    inc = _cupy_dir() / "_core" / "include"
+    cccl = inc / "cupy" / "_cccl"
+    dirs = [inc]
+    if cccl.is_dir():
+        dirs += sorted(p for p in cccl.iterdir() if p.is_dir())
+    return [str(d) for d in dirs]
+
+
+def _include_options() -> list[str]:
+    return [f"-I{d}" for d in include_dirs()]
+
+
+def _compile(source: str, name: str, arch: str, options, output: str) -> bytes:
+    from cupy_backends.cuda.libs import nvrtc  # lazy: optional dependency
+
+    opts = [f"-arch={arch}", *BASE_OPTIONS, *_include_options(), *options]
+    try:
+        prog = nvrtc.createProgram(source, name, (), ())
+    except nvrtc.NVRTCError as e:
+        raise KernelCompileError(f"NVRTC could not create a program for {name}: {e}") from None
+    try:
+        try:
+            nvrtc.compileProgram(prog, opts)
+        except nvrtc.NVRTCError as e:
+            try:
+                log = nvrtc.getProgramLog(prog)
+            except nvrtc.NVRTCError:
+                log = "(no log)"
+            raise KernelCompileError(
+                f"CUDA source {name} failed to compile ({e}); NVRTC log:\n{log}") from None
+        return nvrtc.getCUBIN(prog) if output == "cubin" else nvrtc.getPTX(prog)
+    finally:
+        nvrtc.destroyProgram(prog)
+
+
+def nvrtc_compile(source: str, name: str = "kernel.cu", arch: str = "compute_90",
+                  options=()) -> str:
+    """Compile ``source`` to PTX with NVRTC directly (no driver or GPU needed); return the PTX.
+
+    CuPy's own compile helpers query the driver for the architecture first, which fails on a
+    machine with no GPU, hence the direct binding.
+    """
+    ptx = _compile(source, name, arch, tuple(options), "ptx")
+    return ptx.decode("utf-8").rstrip("\x00") if isinstance(ptx, bytes) else ptx
+
+
+def _cache_dir() -> Path:
+    d = Path(os.environ.get("XP_CUDA_KERNEL_CACHE",
+                            Path.home() / ".cache" / "xp_cuda" / "kernels"))
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+    except OSError:  # read-only home: fall back to a per-user temp folder
+        import tempfile
+        d = Path(tempfile.gettempdir()) / f"xp_cuda_kernels_{os.getuid()}"
+        d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+def _device_arch(cupy) -> str:
+    """sm_XX for the current device, clamped to what this NVRTC can target."""
+    from cupy_backends.cuda.libs import nvrtc
+
+    cc = int(cupy.cuda.Device().compute_capability)
+    supported = [a for a in nvrtc.getSupportedArchs() if a <= cc]
+    return f"sm_{max(supported) if supported else cc}"
+
+
+_loaded: dict[tuple, object] = {}
+
+
+def load_kernel(source: str, kernel_name: str, options=()):
+    """Compile once per device architecture and return a ``cupy.RawKernel``.
+
+    Compiles through the same ``_compile`` as CI (one code path: CuPy's RawModule(code=...)
+    would append ``-ftz=true``, flushing float32 subnormals, so GPU results would differ from
+    the CPU reference). Cubins are cached on disk keyed by source, options, arch and NVRTC
+    version; a cubin also avoids the driver rejecting PTX newer than itself. Memoised per
+    (source hash, kernel name, options, current device).
+    """
+    import cupy
+    from cupy_backends.cuda.libs import nvrtc
+
+    options = tuple(options)
+    src_hash = hashlib.sha256(source.encode()).hexdigest()
+    key = (src_hash, kernel_name, options, cupy.cuda.runtime.getDevice())
+    kern = _loaded.get(key)
+    if kern is not None:
+        return kern
+    arch = _device_arch(cupy)
+    file_key = hashlib.sha256(repr((src_hash, options, arch, nvrtc.getVersion(),
+                                    BASE_OPTIONS)).encode()).hexdigest()
+    path = _cache_dir() / f"{file_key}.cubin"
+    if not path.exists():
+        cubin = _compile(source, f"{kernel_name}.cu", arch, options, "cubin")
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_bytes(cubin)
+        os.replace(tmp, path)  # atomic: concurrent processes never read a partial file
+    try:
+        kern = cupy.RawModule(path=str(path)).get_function(kernel_name)
+    except Exception as e:  # e.g. no such kernel name in the source
+        raise KernelCompileError(f"CUDA kernel {kernel_name} could not be loaded: {e}") from None
+    _loaded[key] = kern
+    return kern
