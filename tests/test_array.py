@@ -164,6 +164,9 @@ def test_indexing_rules(rng, device):
     mask = x > 0
     np.testing.assert_array_equal(to_numpy(x[mask]), a[a > 0])
     np.testing.assert_array_equal(to_numpy(x[mask[:, :, 0]]), a[a[:, :, 0] > 0])
+    # an empty mask selects nothing, even where its zero sizes differ from x's
+    e = xp.zeros((0, 3, 2), device=device)[xp.zeros((0, 0), dtype=xp.bool, device=device)]
+    assert e.shape == (0, 2)
     for bad, err in [(4, "out of bounds"), ((0, 0, 0, 0), "too many"),
                      ((Ellipsis, Ellipsis), "ellipsis"), (1.0, "not allowed"),
                      ([0, 1], "not allowed"), (True, "not allowed"),

@@ -115,6 +115,7 @@ def test_clip(rng, device, dtype):
     assert r.dtype == dtype
     np.testing.assert_array_equal(to_numpy(r), np.clip(a, lo, hi))
     assert to_numpy(xp.clip(x, min=-10**6)).tolist() == a.tolist() or dtype.kind == "float"
+    assert xp.clip(xp.asarray(a[0], device=device), x).shape == (50,)  # broadcasts
     b = xp.asarray(np.full(50, lo, dtype=dtype._np), device=device)
     np.testing.assert_array_equal(to_numpy(xp.clip(x, b)), np.maximum(a, lo))
     if dtype.kind == "float":

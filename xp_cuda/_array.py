@@ -14,6 +14,15 @@ _API_VERSIONS = (None, "2021.12", "2022.12", "2023.12")
 _KDL_CPU, _KDL_CUDA = 1, 2
 
 
+class _EmptyMask:
+    """A boolean index with a size-0 dimension: it selects no element."""
+
+    __slots__ = ("ndim",)
+
+    def __init__(self, ndim):
+        self.ndim = ndim
+
+
 class TypedScalar:
     """A Python scalar operand of an operator, already checked and typed by the scalar rules."""
 
@@ -189,9 +198,12 @@ class Array:
             if key.device != self._device:
                 raise ValueError(f"the boolean index is on {key.device} but the array is on "
                                  f"{self._device}; move one with to_device")
-            if key.shape != self.shape[: key.ndim]:
+            lead = self.shape[: key.ndim]
+            if key.ndim > self.ndim or any(k not in (n, 0) for k, n in zip(key.shape, lead)):
                 raise IndexError(f"boolean index of shape {key.shape} does not match the "
                                  f"leading dimensions of an array of shape {self.shape}")
+            if key.shape != lead:  # an empty mask selects nothing, whatever the sizes
+                return _EmptyMask(key.ndim)
             return key._data
         parts = key if isinstance(key, tuple) else (key,)
         n_ellipsis = 0
@@ -241,7 +253,11 @@ class Array:
 
     def __getitem__(self, key, /):
         k = self._key(key, setting=False)
-        with backend(self._device).ctx():
+        b = backend(self._device)
+        with b.ctx():
+            if isinstance(k, _EmptyMask):
+                return _wrap(b.xp.empty((0,) + self.shape[k.ndim:], self._data.dtype),
+                             self._device)
             return _wrap(self._data[k], self._device)
 
     def __setitem__(self, key, value, /):
@@ -256,6 +272,8 @@ class Array:
             v = value._data
         else:
             v = check_scalar(value, self.dtype, "__setitem__")
+        if isinstance(k, _EmptyMask):
+            return
         with backend(self._device).ctx():
             try:
                 self._data[k] = v

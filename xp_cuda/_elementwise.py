@@ -198,14 +198,11 @@ def clip(x, /, min=None, max=None):
             bounds.append(_clip_scalar(v, x.dtype, argname))
     arrays = [x] + [v for v in (min, max) if isinstance(v, Array)]
     shape = broadcast_shapes([a.shape for a in arrays], "clip")
-    if shape != x.shape:
-        raise ValueError(f"clip: min/max of shapes {[a.shape for a in arrays[1:]]} would "
-                         f"change the shape of x {x.shape}; the result has x's shape")
     b = backend(x.device)
     xp = b.xp
     lo, hi = bounds
     with b.ctx(), np.errstate(all="ignore"):
-        out = xp.array(x._data, copy=True)
+        out = xp.array(xp.broadcast_to(x._data, shape), copy=True)
         # where(...) keeps NaN in x (comparisons with NaN are false) and never promotes.
         if lo is not None:
             out = xp.where(out < lo, xp.asarray(lo).astype(out.dtype), out)
