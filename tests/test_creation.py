@@ -154,6 +154,9 @@ def test_asarray_python_input(device):
         xp.asarray(["a"])
     with pytest.raises(TypeError):
         xp.asarray([1.5], dtype=xp.int32)
+    # 0-d arrays inside a sequence read as the Python scalars they hold
+    z = xp.asarray([[xp.asarray(3, dtype=xp.uint8, device=device), 4]], device=device)
+    assert z.dtype == xp.int64 and to_numpy(z).tolist() == [[3, 4]]
 
 
 def test_asarray_copy_semantics():

@@ -7,14 +7,22 @@ from __future__ import annotations
 
 import math as _math
 
-from . import _creation, _data_type_functions, _elementwise, _linear_algebra
+from . import (_creation, _data_type_functions, _elementwise, _indexing, _linear_algebra,
+               _manipulation, _searching, _set, _sorting, _statistical, _utility, fft, linalg)
 from ._creation import *  # noqa: F401,F403
 from ._data_type_functions import *  # noqa: F401,F403
 from ._dtypes import (bool, complex64, complex128, float32, float64, int8,  # noqa: A004
                       int16, int32, int64, uint8, uint16, uint32, uint64)
 from ._elementwise import *  # noqa: F401,F403
 from ._info import __array_namespace_info__
+from ._indexing import *  # noqa: F401,F403
 from ._linear_algebra import *  # noqa: F401,F403
+from ._manipulation import *  # noqa: F401,F403
+from ._searching import *  # noqa: F401,F403
+from ._set import *  # noqa: F401,F403
+from ._sorting import *  # noqa: F401,F403
+from ._statistical import *  # noqa: F401,F403
+from ._utility import *  # noqa: F401,F403
 
 __array_api_version__ = "2023.12"
 __version__ = "0.1.0"
@@ -31,5 +39,7 @@ __all__ = (
     ["__array_api_version__", "__array_namespace_info__", "e", "inf", "nan", "pi", "newaxis"]
     + _DTYPE_NAMES
     + _creation.__all__ + _data_type_functions.__all__ + _elementwise.__all__
-    + _linear_algebra.__all__
+    + _linear_algebra.__all__ + _indexing.__all__ + _manipulation.__all__ + _searching.__all__
+    + _set.__all__ + _sorting.__all__ + _statistical.__all__ + _utility.__all__
+    + ["linalg", "fft"]
 )

@@ -47,6 +47,9 @@ def _alloc(device: Device, fname: str, shape, dtype: DType, make):
 
 # ---- the doors: asarray and from_dlpack -----------------------------------------------------
 
+_ARRAY_LEAF = "0-d array"
+
+
 def _leaf_kinds(obj, kinds, fname, depth=0):
     """Collect the Python scalar kinds of a nested sequence (and reject anything else)."""
     k = scalar_type_name(obj)
@@ -63,7 +66,8 @@ def _leaf_kinds(obj, kinds, fname, depth=0):
         if obj.ndim != 0:
             raise TypeError(f"{fname}: a sequence may hold Python scalars or 0-d arrays, not "
                             f"arrays of shape {obj.shape}; use xp.stack")
-        kinds.add(obj)
+        kinds.add(_ARRAY_LEAF)
+        kinds.add({"uint": "int"}.get(obj.dtype.kind, obj.dtype.kind))
         return
     raise TypeError(f"{fname}: cannot convert a {type(obj).__name__} inside a sequence; "
                     f"a nested sequence must hold Python bool, int, float or complex values")
@@ -72,12 +76,8 @@ def _leaf_kinds(obj, kinds, fname, depth=0):
 def _from_python(obj, dtype, fname):
     kinds = set()
     _leaf_kinds(obj, kinds, fname)
-    arrays = [k for k in kinds if isinstance(k, Array)]
-    names = {k for k in kinds if isinstance(k, str)}
-    if arrays:  # 0-d arrays inside a list: read them as Python scalars of their kind
-        for a in arrays:
-            names.add({"bool": "bool", "int": "int", "uint": "int", "float": "float",
-                       "complex": "complex"}[a.dtype.kind])
+    names = kinds
+    if _ARRAY_LEAF in kinds:  # 0-d arrays inside a list: read them as Python scalars
         obj = _to_python_leaves(obj)
     if dtype is None:
         for kind, dt in (("complex", DEFAULT_DTYPES["complex floating"]),

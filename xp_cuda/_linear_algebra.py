@@ -4,7 +4,8 @@ from __future__ import annotations
 from ._array import _wrap
 from ._devices import backend
 from ._dtypes import promote
-from ._validation import (broadcast_shapes, check_array, check_dtype_category, common_device)
+from ._validation import (broadcast_shapes, check_array, check_dtype_category, common_device,
+                          normalize_axis)
 
 
 def matmul(x1, x2, /):
@@ -31,4 +32,133 @@ def matmul(x1, x2, /):
     return _wrap(out, device)
 
 
-__all__ = ["matmul"]
+def matrix_transpose(x, /):
+    fname = "matrix_transpose"
+    check_array(x, fname, "x")
+    if x.ndim < 2:
+        raise ValueError(f"{fname}: x has shape {x.shape}; it needs at least 2 dimensions "
+                         f"(a matrix or a stack of matrices)")
+    b = backend(x.device)
+    with b.ctx():
+        out = b.xp.swapaxes(x._data, -1, -2)
+    return _wrap(out, x.device)
+
+
+def _numeric_pair(fname, x1, x2):
+    """Check two numeric arrays on one device; return (promoted dtype, device)."""
+    for a, n in ((x1, "x1"), (x2, "x2")):
+        check_array(a, fname, n)
+        check_dtype_category(a, "numeric", fname, n)
+    try:
+        dtype = promote(x1.dtype, x2.dtype)
+    except TypeError as e:
+        raise TypeError(f"{fname}: {e}") from None
+    return dtype, common_device([x1, x2], fname)
+
+
+def _int_arg(v):
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def tensordot(x1, x2, /, *, axes=2):
+    fname = "tensordot"
+    dtype, device = _numeric_pair(fname, x1, x2)
+    n1, n2 = x1.ndim, x2.ndim
+    if _int_arg(axes):
+        if not 0 <= axes <= min(n1, n2):
+            raise ValueError(f"{fname}: axes={axes} must be between 0 and the smaller rank "
+                             f"{min(n1, n2)} (x1 {x1.shape}, x2 {x2.shape})")
+        ax1, ax2 = list(range(n1 - axes, n1)), list(range(axes))
+    elif (isinstance(axes, (tuple, list)) and len(axes) == 2
+          and all(isinstance(a, (tuple, list)) for a in axes)):
+        if len(axes[0]) != len(axes[1]):
+            raise ValueError(f"{fname}: axes={axes}: the two axis sequences have different "
+                             f"lengths ({len(axes[0])} and {len(axes[1])})")
+        ax1 = [normalize_axis(a, n1, fname, "axes[0]") for a in axes[0]]
+        ax2 = [normalize_axis(a, n2, fname, "axes[1]") for a in axes[1]]
+        for ax, nm in ((ax1, "axes[0]"), (ax2, "axes[1]")):
+            if len(set(ax)) != len(ax):
+                raise ValueError(f"{fname}: {nm}={axes[0] if nm == 'axes[0]' else axes[1]} "
+                                 f"repeats an axis")
+    else:
+        raise TypeError(f"{fname}: axes must be a non-negative Python int or a pair of "
+                        f"sequences of ints, got {axes!r}")
+    for i, j in zip(ax1, ax2):
+        if x1.shape[i] != x2.shape[j]:
+            raise ValueError(f"{fname}: contracted axes differ in size: x1 axis {i} has size "
+                             f"{x1.shape[i]}, x2 axis {j} has size {x2.shape[j]} (x1 "
+                             f"{x1.shape}, x2 {x2.shape}); contracted axes are never broadcast")
+    b = backend(device)
+    with b.ctx():
+        a = x1._data.astype(dtype._np, copy=False)
+        c = x2._data.astype(dtype._np, copy=False)
+        if not ax1:  # the outer product (CuPy's tensordot refuses 0-d inputs here)
+            out = b.xp.multiply(a.reshape(a.shape + (1,) * c.ndim), c)
+        else:
+            out = b.xp.tensordot(a, c, axes=(tuple(ax1), tuple(ax2)))
+        out = out.astype(dtype._np, copy=False)
+    return _wrap(out, device)
+
+
+def negative_axis_check(fname, x1, x2, axis):
+    """The 2023.12 rule for vecdot/cross: axis counts from the end, in [-N, -1] with
+    N = min(x1.ndim, x2.ndim). A non-negative axis is ambiguous across ranks, so it is refused
+    with the equivalent call spelled out. Returns the (negative) axis."""
+    if not _int_arg(axis):
+        raise TypeError(f"{fname}: axis must be a Python int, got {axis!r}")
+    n1, n2 = x1.ndim, x2.ndim
+    n = min(n1, n2)
+    if n == 0:
+        raise ValueError(f"{fname}: x1 {x1.shape} and x2 {x2.shape}: both inputs need at least "
+                         f"one dimension")
+    if axis >= 0:
+        if axis < n:
+            # Axis `axis` of each array, moved to the same place from the end in both.
+            t1, t2 = n1 - axis - 1, n2 - axis - 1
+            t = t1 if t1 > t2 else t2
+
+            def spell(name, ti):
+                if ti == t:
+                    return name
+                return f"{name}[{', '.join([':'] * (axis + 1) + ['None'] * (t - ti))}]"
+            hint = (f"to contract axis {axis} of each array, call "
+                    f"`{fname}({spell('x1', t1)}, {spell('x2', t2)}, axis={-(t + 1)})`")
+        else:
+            hint = f"axis {axis} does not exist in both arrays; use a negative axis"
+        raise ValueError(
+            f"{fname}: axis={axis} is not allowed: Array API 2023.12 requires a negative axis "
+            f"in [-{n}, -1] counted from the last dimension (x1 {x1.shape}, x2 {x2.shape}); "
+            f"{hint}")
+    if axis < -n:
+        raise ValueError(
+            f"{fname}: axis={axis} is out of [-{n}, -1]: the contracted axis must exist in both "
+            f"x1 {x1.shape} and x2 {x2.shape} (it is never broadcast)")
+    return axis
+
+
+def vecdot(x1, x2, /, *, axis=-1):
+    fname = "vecdot"
+    dtype, device = _numeric_pair(fname, x1, x2)
+    axis = negative_axis_check(fname, x1, x2, axis)
+    k1, k2 = x1.shape[axis], x2.shape[axis]
+    if k1 != k2:
+        raise ValueError(f"{fname}: the contracted axis {axis} has size {k1} in x1 {x1.shape} "
+                         f"and size {k2} in x2 {x2.shape}; they must be equal (the contracted "
+                         f"axis is never broadcast)")
+    rest1 = x1.shape[:axis] + x1.shape[axis:][1:]
+    rest2 = x2.shape[:axis] + x2.shape[axis:][1:]
+    broadcast_shapes([rest1, rest2], fname)
+    b = backend(device)
+    xp = b.xp
+    with b.ctx():
+        a = xp.moveaxis(x1._data.astype(dtype._np, copy=False), axis, -1)
+        c = xp.moveaxis(x2._data.astype(dtype._np, copy=False), axis, -1)
+        if dtype.kind == "complex":
+            a = xp.conj(a)
+        # (..., 1, K) @ (..., K, 1): one batched product, stacks broadcast by matmul.
+        out = xp.matmul(a[..., None, :], c[..., :, None])[..., 0, 0]
+        out = xp.asarray(out).astype(dtype._np, copy=False)
+    return _wrap(out, device)
+
+
+__all__ = ["matmul", "matrix_transpose", "tensordot", "vecdot"]

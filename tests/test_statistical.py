@@ -1,0 +1,217 @@
+"""Statistical functions against NumPy (float64/complex128 reference where precision matters)."""
+import math
+
+import numpy as np
+import pytest
+
+import xp_cuda as xp
+from helpers import FLOATING, INTEGER, NUMERIC, REAL, random_array, to_numpy
+
+AXES = [None, 0, -1, (0, 2), (), (2, 0, 1)]
+SHAPE = (2, 3, 4)
+
+
+def _ref_dtype(d):
+    return {"float": np.float64, "complex": np.complex128}.get(d.kind)
+
+
+def _tol(dtype):
+    return 1e-4 if dtype in (xp.float32, xp.complex64) else 1e-10
+
+
+def _close(got, ref, dtype, scale):
+    """Relative to the magnitude of the inputs (sums may cancel to near zero)."""
+    np.testing.assert_allclose(to_numpy(got), ref, rtol=_tol(dtype), atol=_tol(dtype) * scale)
+
+
+# ---- sum / prod -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", ["sum", "prod"])
+@pytest.mark.parametrize("dtype", NUMERIC, ids=str)
+def test_sum_prod_values_and_dtypes(device, rng, name, dtype):
+    x, a = random_array(rng, SHAPE, dtype, device)
+    expected_dtype = {"int": xp.int64, "uint": xp.uint64}.get(dtype.kind, dtype)
+    f, nf = getattr(xp, name), getattr(np, name)
+    for axis in AXES:
+        for keepdims in (False, True):
+            out = f(x, axis=axis, keepdims=keepdims)
+            assert out.dtype == expected_dtype
+            if dtype.kind in ("int", "uint"):  # exact (modular) arithmetic, as NumPy's
+                ref = nf(a, axis=axis, keepdims=keepdims, dtype=expected_dtype._np)
+                assert out.shape == ref.shape
+                np.testing.assert_array_equal(to_numpy(out), ref)
+            else:
+                ref = nf(a.astype(_ref_dtype(dtype)), axis=axis, keepdims=keepdims)
+                assert out.shape == np.shape(ref)
+                scale = np.abs(ref).max(initial=0) if name == "prod" else np.abs(a).sum()
+                _close(out, ref, dtype, scale)
+
+
+@pytest.mark.parametrize("name", ["sum", "prod"])
+def test_sum_prod_explicit_dtype(device, rng, name):
+    f, nf = getattr(xp, name), getattr(np, name)
+    x, a = random_array(rng, (5, 3), xp.int8, device)
+    for dt in (xp.int16, xp.uint8, xp.int8, xp.float32, xp.complex128):
+        out = f(x, axis=0, dtype=dt)
+        assert out.dtype == dt
+        np.testing.assert_allclose(to_numpy(out), nf(a.astype(dt._np), axis=0, dtype=dt._np),
+                                   rtol=1e-6)
+    x, a = random_array(rng, (5, 3), xp.float32, device)
+    out = f(x, dtype=xp.float64)
+    assert out.dtype == xp.float64
+    np.testing.assert_allclose(to_numpy(out), nf(a.astype(np.float64)), rtol=1e-12)
+    with pytest.raises(TypeError, match="discard"):
+        f(x, dtype=xp.int32)
+    xc, _ = random_array(rng, (3,), xp.complex64, device)
+    with pytest.raises(TypeError, match="discard"):
+        f(xc, dtype=xp.float64)
+    with pytest.raises(TypeError, match="xp_cuda dtype"):
+        f(x, dtype=np.float64)
+
+
+def test_sum_prod_empty_and_special(device):
+    z = xp.zeros((0, 3), dtype=xp.float32, device=device)
+    assert to_numpy(xp.sum(z)) == 0 and xp.sum(z).shape == ()
+    assert to_numpy(xp.prod(z)) == 1
+    np.testing.assert_array_equal(to_numpy(xp.sum(z, axis=0)), np.zeros(3))
+    x = xp.asarray([1.0, np.nan, 2.0], device=device)
+    assert np.isnan(to_numpy(xp.sum(x))) and np.isnan(to_numpy(xp.prod(x)))
+
+
+# ---- cumulative_sum ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", NUMERIC, ids=str)
+def test_cumulative_sum(device, rng, dtype):
+    x, a = random_array(rng, SHAPE, dtype, device)
+    expected_dtype = {"int": xp.int64, "uint": xp.uint64}.get(dtype.kind, dtype)
+    for axis in (0, 1, -1):
+        for inc in (False, True):
+            out = xp.cumulative_sum(x, axis=axis, include_initial=inc)
+            assert out.dtype == expected_dtype
+            ref = np.cumsum(a.astype(_ref_dtype(dtype) or expected_dtype._np), axis=axis)
+            if inc:
+                zshape = list(a.shape)
+                zshape[axis] = 1
+                ref = np.concatenate([np.zeros(zshape, ref.dtype), ref], axis=axis)
+            assert out.shape == ref.shape
+            if dtype.kind in ("int", "uint"):
+                np.testing.assert_array_equal(to_numpy(out), ref)
+            else:
+                _close(out, ref, dtype, np.abs(a).sum())
+
+
+def test_cumulative_sum_rules(device, rng):
+    x, a = random_array(rng, (6,), xp.int16, device)
+    out = xp.cumulative_sum(x)  # 1-D: axis optional
+    np.testing.assert_array_equal(to_numpy(out), np.cumsum(a, dtype=np.int64))
+    out = xp.cumulative_sum(x, dtype=xp.int16, include_initial=True)
+    assert out.dtype == xp.int16 and out.shape == (7,)
+    x2, _ = random_array(rng, (2, 3), xp.float32, device)
+    with pytest.raises(ValueError, match="axis is required"):
+        xp.cumulative_sum(x2)
+    with pytest.raises(ValueError, match="0-d"):
+        xp.cumulative_sum(xp.asarray(1.0, device=device))
+    with pytest.raises(IndexError):
+        xp.cumulative_sum(x2, axis=2)
+    with pytest.raises(TypeError):
+        xp.cumulative_sum(x2, axis=0, include_initial=1)
+    with pytest.raises(TypeError):
+        xp.cumulative_sum(xp.asarray([True, False], device=device))
+    e = xp.cumulative_sum(xp.zeros((0,), dtype=xp.float64, device=device), include_initial=True)
+    np.testing.assert_array_equal(to_numpy(e), [0.0])
+
+
+# ---- max / min --------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", ["max", "min"])
+@pytest.mark.parametrize("dtype", REAL, ids=str)
+def test_max_min(device, rng, name, dtype):
+    x, a = random_array(rng, SHAPE, dtype, device)
+    f, nf = getattr(xp, name), getattr(np, name)
+    for axis in AXES:
+        for keepdims in (False, True):
+            out = f(x, axis=axis, keepdims=keepdims)
+            ref = nf(a, axis=axis, keepdims=keepdims)
+            assert out.dtype == dtype and out.shape == np.shape(ref)
+            np.testing.assert_array_equal(to_numpy(out), ref)
+
+
+@pytest.mark.parametrize("name", ["max", "min"])
+def test_max_min_nan_empty_and_types(device, name):
+    f = getattr(xp, name)
+    x = xp.asarray([[1.0, np.nan], [3.0, 4.0]], device=device)
+    np.testing.assert_array_equal(to_numpy(f(x, axis=1)), [np.nan, 4.0 if name == "max" else 3.0])
+    assert np.isnan(to_numpy(f(x)))
+    e = xp.zeros((0, 3), dtype=xp.int32, device=device)
+    with pytest.raises(ValueError, match="no elements"):
+        f(e)
+    with pytest.raises(ValueError, match="no elements"):
+        f(e, axis=0)
+    assert f(e, axis=1).shape == (0,)  # every (empty) reduction has 3 elements
+    with pytest.raises(TypeError):
+        f(xp.asarray([1 + 1j], device=device))
+    with pytest.raises(TypeError):
+        f(xp.asarray([True], device=device))
+    with pytest.raises(TypeError, match="xp_cuda array"):
+        f(np.ones(3))
+    with pytest.raises(ValueError, match="repeats"):
+        f(x, axis=(0, 0))
+    with pytest.raises(IndexError):
+        f(x, axis=2)
+    with pytest.raises(TypeError):
+        f(x, keepdims=None)
+
+
+# ---- mean / var / std -------------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", [xp.float32, xp.float64], ids=str)
+def test_mean_var_std(device, rng, dtype):
+    x, a = random_array(rng, SHAPE, dtype, device)
+    a64 = a.astype(np.float64)
+    rtol = 1e-5 if dtype is xp.float32 else 1e-12
+    for axis in AXES:
+        for keepdims in (False, True):
+            out = xp.mean(x, axis=axis, keepdims=keepdims)
+            ref = np.mean(a64, axis=axis, keepdims=keepdims)
+            assert out.dtype == dtype and out.shape == np.shape(ref)
+            np.testing.assert_allclose(to_numpy(out), ref, rtol=rtol, atol=rtol * 10)
+            for corr in (0, 1, 0.5):
+                n = math.prod(a.shape[i] for i in
+                              (range(3) if axis is None else np.atleast_1d(axis))) \
+                    if axis != () else 1
+                for name in ("var", "std"):
+                    out = getattr(xp, name)(x, axis=axis, correction=corr, keepdims=keepdims)
+                    assert out.dtype == dtype
+                    if n - corr <= 0:
+                        assert np.isnan(to_numpy(out)).all()
+                        continue
+                    ref = getattr(np, name)(a64, axis=axis, ddof=corr, keepdims=keepdims)
+                    assert out.shape == np.shape(ref)
+                    np.testing.assert_allclose(to_numpy(out), ref, rtol=rtol * 10, atol=1e-6)
+
+
+def test_mean_var_special(device):
+    e = xp.zeros((0, 2), dtype=xp.float32, device=device)
+    assert np.isnan(to_numpy(xp.mean(e)))
+    np.testing.assert_array_equal(to_numpy(xp.mean(e, axis=0)), [np.nan, np.nan])
+    x = xp.asarray([1.0, 2.0, 4.0], device=device)
+    assert np.isnan(to_numpy(xp.var(x, correction=3)))
+    assert np.isnan(to_numpy(xp.std(x, correction=5.5)))
+    assert np.isnan(to_numpy(xp.var(xp.asarray([1.0, np.nan], device=device))))
+    for f in (xp.mean, xp.var, xp.std):
+        with pytest.raises(TypeError, match="real-valued floating-point"):
+            f(xp.asarray([1, 2], device=device))
+        with pytest.raises(TypeError):
+            f(xp.asarray([1j], device=device))
+    with pytest.raises(TypeError, match="correction"):
+        xp.var(x, correction=True)
+    with pytest.raises(TypeError, match="correction"):
+        xp.std(x, correction=xp.asarray(1.0, device=device))
+
+
+@pytest.mark.parametrize("dtype", INTEGER + FLOATING, ids=str)
+def test_zero_dim_inputs(device, rng, dtype):
+    x, a = random_array(rng, (), dtype, device)
+    out = xp.sum(x)
+    assert out.shape == ()
+    np.testing.assert_allclose(to_numpy(out), a)

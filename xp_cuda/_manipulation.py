@@ -1,0 +1,311 @@
+"""The 14 manipulation functions of 2023.12.
+
+Shapes and axes are validated here with the shared checks, result dtypes come from the promotion
+table, and each function makes one call (or a view) into the device's backend.
+"""
+from __future__ import annotations
+
+import math
+
+from ._array import Array, _wrap
+from ._devices import backend
+from ._dtypes import promote
+from ._validation import (broadcast_shapes, check_array, check_int, common_device,
+                          normalize_axes, normalize_axis)
+
+
+def _check_sequence(arrays, fname: str) -> list:
+    """A non-empty tuple or list of xp_cuda arrays on one device."""
+    if not isinstance(arrays, (tuple, list)):
+        raise TypeError(f"{fname}: arrays must be a tuple or list of arrays, got "
+                        f"{type(arrays).__name__}")
+    if len(arrays) == 0:
+        raise ValueError(f"{fname}: needs at least one array")
+    for i, a in enumerate(arrays):
+        check_array(a, fname, f"arrays[{i}]")
+    common_device(list(arrays), fname)
+    return list(arrays)
+
+
+def _promoted(arrays, fname: str):
+    dt = arrays[0].dtype
+    for a in arrays[1:]:
+        try:
+            dt = promote(dt, a.dtype)
+        except TypeError as e:
+            raise TypeError(f"{fname}: {e}") from None
+    return dt
+
+
+def _int_tuple(value, fname: str, argname: str) -> tuple:
+    """A tuple of Python ints (the spec's Tuple[int, ...])."""
+    if not isinstance(value, tuple):
+        raise TypeError(f"{fname}: {argname} must be a tuple of ints, got {value!r}")
+    return tuple(check_int(v, fname, argname) for v in value)
+
+
+def _int_or_tuple(value, fname: str, argname: str) -> tuple:
+    if isinstance(value, tuple):
+        return _int_tuple(value, fname, argname)
+    return (check_int(value, fname, argname),)
+
+
+def broadcast_arrays(*arrays) -> list:
+    """Array API 2023.12 ``broadcast_arrays``: a list of the arrays broadcast to one shape."""
+    for i, a in enumerate(arrays):
+        check_array(a, "broadcast_arrays", f"arrays[{i}]")
+    if not arrays:
+        return []
+    dev = common_device(list(arrays), "broadcast_arrays")
+    shape = broadcast_shapes([a.shape for a in arrays], "broadcast_arrays")
+    b = backend(dev)
+    with b.ctx():
+        return [_wrap(b.xp.broadcast_to(a._data, shape), dev) for a in arrays]
+
+
+def broadcast_to(x, /, shape) -> Array:
+    """Array API 2023.12 ``broadcast_to``: x broadcast to ``shape`` (a view)."""
+    check_array(x, "broadcast_to")
+    shape = _int_tuple(shape, "broadcast_to", "shape")
+    if any(n < 0 for n in shape):
+        raise ValueError(f"broadcast_to: shape {shape} has a negative dimension")
+    if len(shape) < x.ndim or broadcast_shapes([x.shape, shape], "broadcast_to") != shape:
+        raise ValueError(f"broadcast_to: an array of shape {x.shape} cannot be broadcast to "
+                         f"shape {shape}")
+    b = backend(x.device)
+    with b.ctx():
+        return _wrap(b.xp.broadcast_to(x._data, shape), x.device)
+
+
+def concat(arrays, /, *, axis=0) -> Array:
+    """Array API 2023.12 ``concat``: join arrays along an existing axis (None: flattened)."""
+    arrays = _check_sequence(arrays, "concat")
+    dt = _promoted(arrays, "concat")
+    dev = arrays[0].device
+    b = backend(dev)
+    if axis is None:
+        with b.ctx():
+            parts = [a._data.reshape(-1).astype(dt._np, copy=False) for a in arrays]
+            return _wrap(b.xp.concatenate(parts), dev)
+    ndim = arrays[0].ndim
+    for i, a in enumerate(arrays):
+        if a.ndim != ndim:
+            raise ValueError(f"concat: arrays[0] has {ndim} dimension(s) but arrays[{i}] has "
+                             f"{a.ndim}; all arrays need the same rank")
+    if ndim == 0:
+        raise ValueError("concat: 0-d arrays cannot be joined along an axis; use axis=None or "
+                         "xp.stack")
+    ax = normalize_axis(axis, ndim, "concat")
+    ref = arrays[0].shape
+    for i, a in enumerate(arrays):
+        if any(n != m for j, (n, m) in enumerate(zip(a.shape, ref)) if j != ax):
+            raise ValueError(f"concat: arrays[{i}] has shape {a.shape}, which differs from "
+                             f"arrays[0]'s shape {ref} outside axis {ax}")
+    with b.ctx():
+        parts = [a._data.astype(dt._np, copy=False) for a in arrays]
+        return _wrap(b.xp.concatenate(parts, axis=ax), dev)
+
+
+def expand_dims(x, /, axis) -> Array:
+    """Array API 2023.12 ``expand_dims``: insert a size-one axis at ``axis`` (in [-N-1, N])."""
+    check_array(x, "expand_dims")
+    axis = check_int(axis, "expand_dims", "axis")
+    n = x.ndim
+    if not -n - 1 <= axis <= n:
+        raise IndexError(f"expand_dims: axis={axis} is out of range for an array of {n} "
+                         f"dimension(s) (valid: {-n - 1} to {n})")
+    pos = axis % (n + 1)
+    b = backend(x.device)
+    with b.ctx():
+        return _wrap(x._data.reshape(x.shape[:pos] + (1,) + x.shape[pos:]), x.device)
+
+
+def flip(x, /, *, axis=None) -> Array:
+    """Array API 2023.12 ``flip``: reverse the order of elements along the given axes."""
+    check_array(x, "flip")
+    axes = normalize_axes(axis, x.ndim, "flip")
+    key = tuple(slice(None, None, -1) if i in axes else slice(None) for i in range(x.ndim))
+    b = backend(x.device)
+    with b.ctx():
+        return _wrap(x._data[key], x.device)
+
+
+def moveaxis(x, source, destination, /) -> Array:
+    """Array API 2023.12 ``moveaxis``: move axes to new positions, keeping the others' order."""
+    check_array(x, "moveaxis")
+    if source is None or destination is None:
+        raise TypeError("moveaxis: source and destination must be ints or tuples of ints")
+    src = normalize_axes(source, x.ndim, "moveaxis", "source")
+    dst = normalize_axes(destination, x.ndim, "moveaxis", "destination")
+    if len(src) != len(dst):
+        raise ValueError(f"moveaxis: source {source} and destination {destination} must name "
+                         f"the same number of axes")
+    b = backend(x.device)
+    with b.ctx():
+        return _wrap(b.xp.moveaxis(x._data, src, dst), x.device)
+
+
+def permute_dims(x, /, axes) -> Array:
+    """Array API 2023.12 ``permute_dims``: permute the axes of x."""
+    check_array(x, "permute_dims")
+    axes = _int_tuple(axes, "permute_dims", "axes")
+    perm = normalize_axes(axes, x.ndim, "permute_dims", "axes")
+    if len(perm) != x.ndim:
+        raise ValueError(f"permute_dims: axes={axes} must be a permutation of all "
+                         f"{x.ndim} axes of x")
+    b = backend(x.device)
+    with b.ctx():
+        return _wrap(b.xp.transpose(x._data, perm), x.device)
+
+
+def repeat(x, repeats, /, *, axis=None) -> Array:
+    """Array API 2023.12 ``repeat``: repeat each element ``repeats`` times along ``axis``
+    (None: of the flattened array). An array of repeats makes the output shape depend on its
+    values, so on a GPU it costs one device synchronization."""
+    check_array(x, "repeat")
+    b = backend(x.device)
+    xp = b.xp
+    data = x._data
+    if axis is None:
+        data = data.reshape(-1)
+        ax = 0
+    else:
+        ax = normalize_axis(axis, x.ndim, "repeat")
+    m = data.shape[ax]
+    if not isinstance(repeats, Array):
+        r = check_int(repeats, "repeat", "repeats")
+        if r < 0:
+            raise ValueError(f"repeat: repeats={r} must be non-negative")
+        with b.ctx():
+            return _wrap(xp.repeat(data, r, axis=ax), x.device)
+    if repeats.dtype.kind not in ("int", "uint"):
+        raise TypeError(f"repeat: repeats has dtype {repeats.dtype}, but it must be an integer "
+                        f"array (Array API 2023.12); convert it with xp.astype")
+    common_device([x, repeats], "repeat")
+    if repeats.ndim != 1 or repeats.shape[0] not in (1, m):
+        raise ValueError(f"repeat: repeats of shape {repeats.shape} must have shape (1,) or "
+                         f"({m},) to match the {'flattened array' if axis is None else 'axis'}")
+    with b.ctx():
+        r = repeats._data.astype("int64")
+        if r.shape[0] and bool((r < 0).any()):
+            raise ValueError("repeat: repeats must be non-negative")
+        if r.shape[0] == 1 or m == 0:
+            return _wrap(xp.repeat(data, int(r[0]) if m else 0, axis=ax), x.device)
+        # Source index of each output position: the count of cumulative ends at or below it.
+        ends = xp.cumsum(r)
+        total = int(ends[-1])
+        src = xp.searchsorted(ends, xp.arange(total, dtype=ends.dtype), side="right")
+        return _wrap(xp.take(data, src, axis=ax), x.device)
+
+
+def reshape(x, /, shape, *, copy=None) -> Array:
+    """Array API 2023.12 ``reshape``: same elements in a new shape (one -1 is inferred).
+    copy=False raises ValueError when the new shape cannot be a view of x."""
+    check_array(x, "reshape")
+    shape = _int_tuple(shape, "reshape", "shape")
+    if not (copy is None or copy is True or copy is False):
+        raise TypeError(f"reshape: copy must be True, False or None, got {copy!r}")
+    if any(n < -1 for n in shape) or shape.count(-1) > 1:
+        raise ValueError(f"reshape: shape {shape} may hold non-negative sizes and at most "
+                         f"one -1")
+    known = math.prod(n for n in shape if n != -1)
+    if -1 in shape:
+        if known == 0 or x.size % known:
+            raise ValueError(f"reshape: cannot infer the -1 in {shape} for an array of "
+                             f"{x.size} elements")
+        shape = tuple(x.size // known if n == -1 else n for n in shape)
+    elif known != x.size:
+        raise ValueError(f"reshape: an array of shape {x.shape} ({x.size} elements) cannot "
+                         f"be reshaped to {shape}")
+    b = backend(x.device)
+    xp = b.xp
+    with b.ctx():
+        if copy:
+            return _wrap(xp.array(x._data, copy=True).reshape(shape), x.device)
+        out = x._data.reshape(shape)
+        # A reshape that had to copy lands in a fresh buffer, sharing no memory with x.
+        if copy is False and x.size > 0 and not xp.may_share_memory(out, x._data):
+            raise ValueError(f"reshape: an array of shape {x.shape} with its strides cannot "
+                             f"be viewed as shape {shape} without a copy, but copy=False "
+                             f"was passed")
+        return _wrap(out, x.device)
+
+
+def roll(x, /, shift, *, axis=None) -> Array:
+    """Array API 2023.12 ``roll``: shift elements along axes, wrapping around."""
+    check_array(x, "roll")
+    shifts = _int_or_tuple(shift, "roll", "shift")
+    b = backend(x.device)
+    if axis is None:
+        if isinstance(shift, tuple):
+            raise ValueError("roll: a tuple shift needs a tuple axis of the same length")
+        with b.ctx():
+            return _wrap(b.xp.roll(x._data, shifts[0]), x.device)
+    # Repeated axes are allowed: their shifts add up.
+    axes = tuple(normalize_axis(a, x.ndim, "roll") for a in _int_or_tuple(axis, "roll", "axis"))
+    if isinstance(shift, tuple):
+        if len(shifts) != len(axes):
+            raise ValueError(f"roll: shift {shift} and axis {axis} must have the same length")
+    else:
+        shifts = shifts * len(axes)
+    with b.ctx():
+        return _wrap(b.xp.roll(x._data, shifts, axis=axes), x.device)
+
+
+def squeeze(x, /, axis) -> Array:
+    """Array API 2023.12 ``squeeze``: remove the given size-one axes."""
+    check_array(x, "squeeze")
+    if axis is None:
+        raise TypeError("squeeze: axis is required in Array API 2023.12 (an int or a tuple of "
+                        "ints naming size-one axes)")
+    axes = normalize_axes(axis, x.ndim, "squeeze")
+    for a in axes:
+        if x.shape[a] != 1:
+            raise ValueError(f"squeeze: axis {a} has size {x.shape[a]}; only size-one axes "
+                             f"can be removed (x has shape {x.shape})")
+    shape = tuple(n for i, n in enumerate(x.shape) if i not in axes)
+    b = backend(x.device)
+    with b.ctx():
+        return _wrap(x._data.reshape(shape), x.device)
+
+
+def stack(arrays, /, *, axis=0) -> Array:
+    """Array API 2023.12 ``stack``: join same-shape arrays along a new axis."""
+    arrays = _check_sequence(arrays, "stack")
+    ref = arrays[0].shape
+    for i, a in enumerate(arrays):
+        if a.shape != ref:
+            raise ValueError(f"stack: arrays[{i}] has shape {a.shape} but arrays[0] has "
+                             f"{ref}; all arrays need the same shape")
+    ax = normalize_axis(axis, len(ref) + 1, "stack")
+    dt = _promoted(arrays, "stack")
+    dev = arrays[0].device
+    b = backend(dev)
+    with b.ctx():
+        return _wrap(b.xp.stack([a._data.astype(dt._np, copy=False) for a in arrays],
+                                axis=ax), dev)
+
+
+def tile(x, repetitions, /) -> Array:
+    """Array API 2023.12 ``tile``: repeat the whole array along each axis."""
+    check_array(x, "tile")
+    reps = _int_tuple(repetitions, "tile", "repetitions")
+    if any(r < 0 for r in reps):
+        raise ValueError(f"tile: repetitions {reps} must be non-negative")
+    b = backend(x.device)
+    with b.ctx():
+        return _wrap(b.xp.tile(x._data, reps), x.device)
+
+
+def unstack(x, /, *, axis=0) -> tuple:
+    """Array API 2023.12 ``unstack``: the slices of x along ``axis``, as a tuple (views)."""
+    check_array(x, "unstack")
+    ax = normalize_axis(axis, x.ndim, "unstack")
+    b = backend(x.device)
+    with b.ctx():
+        moved = b.xp.moveaxis(x._data, ax, 0)
+        return tuple(_wrap(moved[i], x.device) for i in range(moved.shape[0]))
+
+
+__all__ = ["broadcast_arrays", "broadcast_to", "concat", "expand_dims", "flip", "moveaxis",
+           "permute_dims", "repeat", "reshape", "roll", "squeeze", "stack", "tile", "unstack"]

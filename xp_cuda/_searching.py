@@ -1,0 +1,119 @@
+"""The 5 searching functions of 2023.12: argmax, argmin, nonzero, searchsorted, where."""
+from __future__ import annotations
+
+from ._array import Array, _wrap
+from ._devices import backend
+from ._dtypes import DEFAULT_DTYPES, promote
+from ._dtypes import bool as _bool
+from ._utility import check_bool
+from ._validation import (broadcast_shapes, check_array, check_dtype_category, common_device,
+                          normalize_axis)
+
+_INDEX = DEFAULT_DTYPES["indexing"]
+
+
+def _arg_reduce(op: str, x, axis, keepdims) -> Array:
+    check_array(x, op)
+    # Complex ordering is unspecified in 2023.12 ("should have a real-valued data type").
+    check_dtype_category(x, "real-valued", op)
+    check_bool(keepdims, op, "keepdims")
+    if axis is None:
+        if x.size == 0:
+            raise ValueError(f"{op}: x is empty (shape {x.shape}); there is no element to "
+                             f"find")
+        ax = None
+    else:
+        ax = normalize_axis(axis, x.ndim, op)
+        if x.shape[ax] == 0:
+            raise ValueError(f"{op}: axis {ax} of x (shape {x.shape}) has size 0; there is "
+                             f"no element to find")
+    b = backend(x.device)
+    with b.ctx():
+        out = getattr(b.xp, op)(x._data, axis=ax, keepdims=keepdims)
+        return _wrap(b.xp.asarray(out).astype(_INDEX._np, copy=False), x.device)
+
+
+def argmax(x, /, *, axis=None, keepdims=False) -> Array:
+    """Array API 2023.12 ``argmax``: index of the first maximum (int64), real-valued x."""
+    return _arg_reduce("argmax", x, axis, keepdims)
+
+
+def argmin(x, /, *, axis=None, keepdims=False) -> Array:
+    """Array API 2023.12 ``argmin``: index of the first minimum (int64), real-valued x."""
+    return _arg_reduce("argmin", x, axis, keepdims)
+
+
+def nonzero(x, /) -> tuple:
+    """Array API 2023.12 ``nonzero``: a tuple of int64 index arrays, row-major order."""
+    check_array(x, "nonzero")
+    if x.ndim == 0:
+        raise ValueError("nonzero: x must have at least one dimension (Array API 2023.12); "
+                         "use xp.reshape(x, (1,)) or xp.expand_dims first")
+    b = backend(x.device)
+    with b.ctx():
+        return tuple(_wrap(i.astype(_INDEX._np, copy=False), x.device)
+                     for i in b.xp.nonzero(x._data))
+
+
+def searchsorted(x1, x2, /, *, side="left", sorter=None) -> Array:
+    """Array API 2023.12 ``searchsorted``: insertion indices (int64) of x2 into sorted 1-D x1.
+
+    Both are compared in their promoted dtype; NaNs order last, as in ``sort``."""
+    check_array(x1, "searchsorted", "x1")
+    check_array(x2, "searchsorted", "x2")
+    check_dtype_category(x1, "real-valued", "searchsorted", "x1")
+    check_dtype_category(x2, "real-valued", "searchsorted", "x2")
+    arrays = [x1, x2] if sorter is None else [x1, x2, check_array(sorter, "searchsorted",
+                                                                    "sorter")]
+    dev = common_device(arrays, "searchsorted")
+    if side not in ("left", "right"):
+        raise ValueError(f"searchsorted: side must be 'left' or 'right', got {side!r}")
+    if x1.ndim != 1:
+        raise ValueError(f"searchsorted: x1 must be 1-D, got shape {x1.shape}")
+    try:
+        dt = promote(x1.dtype, x2.dtype)
+    except TypeError as e:
+        raise TypeError(f"searchsorted: {e}") from None
+    b = backend(dev)
+    xp = b.xp
+    with b.ctx():
+        a = x1._data
+        if sorter is not None:
+            check_dtype_category(sorter, "integer", "searchsorted", "sorter")
+            if sorter.shape != x1.shape:
+                raise ValueError(f"searchsorted: sorter has shape {sorter.shape} but x1 has "
+                                 f"{x1.shape}; they must match")
+            s = sorter._data
+            n = x1.shape[0]
+            if n and (int(s.min()) < -n or int(s.max()) >= n):
+                raise IndexError(f"searchsorted: sorter holds indices outside [-{n}, {n})")
+            # Reorder x1 once here, then one plain search: the same path on both backends.
+            a = xp.take(a, s.astype("int64"))
+        out = xp.searchsorted(a.astype(dt._np, copy=False), x2._data.astype(dt._np, copy=False),
+                              side=side)
+        return _wrap(xp.asarray(out).astype(_INDEX._np, copy=False), dev)
+
+
+def where(condition, x1, x2, /) -> Array:
+    """Array API 2023.12 ``where``: x1 where condition, else x2 (arrays, broadcast together;
+    the result has x1 and x2's promoted dtype)."""
+    check_array(condition, "where", "condition")
+    check_array(x1, "where", "x1")
+    check_array(x2, "where", "x2")
+    if condition.dtype is not _bool:
+        raise TypeError(f"where: condition has dtype {condition.dtype}, but it must be bool; "
+                        f"compare explicitly (e.g. x != 0)")
+    dev = common_device([condition, x1, x2], "where")
+    try:
+        dt = promote(x1.dtype, x2.dtype)
+    except TypeError as e:
+        raise TypeError(f"where: {e}") from None
+    broadcast_shapes([condition.shape, x1.shape, x2.shape], "where")
+    b = backend(dev)
+    with b.ctx():
+        out = b.xp.where(condition._data, x1._data.astype(dt._np, copy=False),
+                         x2._data.astype(dt._np, copy=False))
+        return _wrap(out, dev)
+
+
+__all__ = ["argmax", "argmin", "nonzero", "searchsorted", "where"]

@@ -1,0 +1,193 @@
+"""The 8 statistical functions of 2023.12.
+
+Result dtypes follow the spec text: sum, prod, cumulative_sum (and linalg.trace, which reuses
+`accumulation_dtype`) widen integers to the default integer (int64; uint64 for unsigned) and
+keep floating-point dtypes; max/min/mean/std/var keep the input dtype.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ._array import _wrap
+from ._devices import backend
+from ._dtypes import DEFAULT_DTYPES
+from ._dtypes import uint64 as _uint64
+from ._validation import check_array, check_dtype_arg, check_dtype_category, normalize_axes, \
+    normalize_axis
+
+# dtype=None for sum/prod/cumulative_sum/trace: integers of a smaller range than the default
+# integer widen to it (unsigned: to the unsigned integer of the same width); others are kept.
+_ACCUMULATION_DEFAULT = {"int": DEFAULT_DTYPES["integral"], "uint": _uint64}
+# An explicit dtype is honoured, but never one that drops a part of the value's kind.
+_DTYPE_ARG_KINDS = {"int": ("int", "uint", "float", "complex"),
+                    "uint": ("int", "uint", "float", "complex"),
+                    "float": ("float", "complex"), "complex": ("complex",)}
+
+
+def check_bool(value, fname: str, argname: str) -> bool:
+    """A Python bool argument (keepdims, upper, include_initial, full_matrices)."""
+    if not isinstance(value, bool):
+        raise TypeError(f"{fname}: {argname} must be a Python bool, got {value!r}")
+    return value
+
+
+def accumulation_dtype(x, dtype, fname: str):
+    """The result dtype of sum/prod/cumulative_sum/trace for input x and the dtype argument."""
+    if dtype is None:
+        return _ACCUMULATION_DEFAULT.get(x.dtype.kind, x.dtype)
+    check_dtype_arg(dtype, fname, "numeric")
+    if dtype.kind not in _DTYPE_ARG_KINDS[x.dtype.kind]:
+        raise TypeError(f"{fname}: dtype={dtype} would discard part of the values of x "
+                        f"({x.dtype}); pass a dtype of the same kind or wider, or convert x "
+                        f"with xp.astype first")
+    return dtype
+
+
+def _reduced(x, axis, keepdims, fname):
+    axes = normalize_axes(axis, x.ndim, fname)
+    check_bool(keepdims, fname, "keepdims")
+    n = math.prod(x.shape[a] for a in axes)
+    return axes, n
+
+
+def _out_shape(shape, axes, keepdims):
+    if keepdims:
+        return tuple(1 if i in axes else s for i, s in enumerate(shape))
+    return tuple(s for i, s in enumerate(shape) if i not in axes)
+
+
+def _sum_prod(name, x, axis, dtype, keepdims):
+    check_array(x, name, "x")
+    check_dtype_category(x, "numeric", name, "x")
+    axes, _ = _reduced(x, axis, keepdims, name)
+    rdt = accumulation_dtype(x, dtype, name)
+    b = backend(x.device)
+    with b.ctx(), np.errstate(all="ignore"):
+        # Cast first (spec: the dtype argument exists to prevent overflow), then reduce in it.
+        data = x._data.astype(rdt._np, copy=False)
+        out = getattr(b.xp, name)(data, axis=axes, dtype=rdt._np, keepdims=keepdims)
+        out = b.xp.asarray(out).astype(rdt._np, copy=False)
+    return _wrap(out, x.device)
+
+
+def sum(x, /, *, axis=None, dtype=None, keepdims=False):  # noqa: A001
+    return _sum_prod("sum", x, axis, dtype, keepdims)
+
+
+def prod(x, /, *, axis=None, dtype=None, keepdims=False):
+    return _sum_prod("prod", x, axis, dtype, keepdims)
+
+
+def cumulative_sum(x, /, *, axis=None, dtype=None, include_initial=False):
+    fname = "cumulative_sum"
+    check_array(x, fname, "x")
+    check_dtype_category(x, "numeric", fname, "x")
+    check_bool(include_initial, fname, "include_initial")
+    if x.ndim == 0:
+        raise ValueError(f"{fname}: x is 0-d; a cumulative sum needs at least one dimension "
+                         f"(use xp.reshape(x, (1,)))")
+    if axis is None:
+        if x.ndim > 1:
+            raise ValueError(f"{fname}: x has shape {x.shape}; axis is required when x has "
+                             f"more than one dimension (Array API 2023.12)")
+        axis = 0
+    ax = normalize_axis(axis, x.ndim, fname)
+    rdt = accumulation_dtype(x, dtype, fname)
+    b = backend(x.device)
+    xp = b.xp
+    with b.ctx(), np.errstate(all="ignore"):
+        data = x._data.astype(rdt._np, copy=False)
+        out = xp.cumsum(data, axis=ax, dtype=rdt._np)
+        if include_initial:
+            zshape = tuple(1 if i == ax else s for i, s in enumerate(x.shape))
+            out = xp.concatenate([xp.zeros(zshape, dtype=rdt._np), out], axis=ax)
+        out = out.astype(rdt._np, copy=False)
+    return _wrap(out, x.device)
+
+
+def _max_min(name, x, axis, keepdims):
+    check_array(x, name, "x")
+    check_dtype_category(x, "real-valued", name, "x")
+    axes, n = _reduced(x, axis, keepdims, name)
+    shape = _out_shape(x.shape, axes, keepdims)
+    b = backend(x.device)
+    xp = b.xp
+    if n == 0:
+        if math.prod(shape) != 0:
+            raise ValueError(
+                f"{name}: the reduction over axis {axis} of an array of shape {x.shape} has no "
+                f"elements, and an empty set has no {'maximum' if name == 'max' else 'minimum'} "
+                f"(the Array API leaves it undefined); check the shape before reducing")
+        with b.ctx():
+            return _wrap(xp.empty(shape, dtype=x.dtype._np), x.device)
+    with b.ctx():
+        # amax/amin propagate NaN, as the spec asks.
+        out = getattr(xp, "amax" if name == "max" else "amin")(x._data, axis=axes,
+                                                               keepdims=keepdims)
+        out = xp.asarray(out).astype(x.dtype._np, copy=False)
+    return _wrap(out, x.device)
+
+
+def max(x, /, *, axis=None, keepdims=False):  # noqa: A001
+    return _max_min("max", x, axis, keepdims)
+
+
+def min(x, /, *, axis=None, keepdims=False):  # noqa: A001
+    return _max_min("min", x, axis, keepdims)
+
+
+def _nan_filled(xp, shape, dtype):
+    return xp.full(shape, np.nan, dtype=dtype._np)
+
+
+def mean(x, /, *, axis=None, keepdims=False):
+    fname = "mean"
+    check_array(x, fname, "x")
+    check_dtype_category(x, "real-valued floating-point", fname, "x")
+    axes, n = _reduced(x, axis, keepdims, fname)
+    b = backend(x.device)
+    xp = b.xp
+    with b.ctx(), np.errstate(all="ignore"):
+        if n == 0:  # spec: the mean of nothing is NaN
+            out = _nan_filled(xp, _out_shape(x.shape, axes, keepdims), x.dtype)
+        else:
+            out = xp.mean(x._data, axis=axes, keepdims=keepdims)
+        out = xp.asarray(out).astype(x.dtype._np, copy=False)
+    return _wrap(out, x.device)
+
+
+def _var(fname, x, axis, correction, keepdims, root):
+    check_array(x, fname, "x")
+    check_dtype_category(x, "real-valued floating-point", fname, "x")
+    if isinstance(correction, bool) or not isinstance(correction, (int, float)):
+        raise TypeError(f"{fname}: correction must be a Python int or float, got {correction!r}")
+    axes, n = _reduced(x, axis, keepdims, fname)
+    shape = _out_shape(x.shape, axes, keepdims)
+    b = backend(x.device)
+    xp = b.xp
+    with b.ctx(), np.errstate(all="ignore"):
+        if not n - correction > 0:  # spec: NaN when N - correction <= 0
+            out = _nan_filled(xp, shape, x.dtype)
+        else:
+            data = x._data
+            m = xp.mean(data, axis=axes, keepdims=True)
+            dev = data - m
+            out = xp.sum(dev * dev, axis=axes, keepdims=keepdims)
+            out = out / xp.asarray(n - correction, dtype=x.dtype._np)
+            if root:
+                out = xp.sqrt(out)
+        out = xp.asarray(out).astype(x.dtype._np, copy=False)
+    return _wrap(out, x.device)
+
+
+def var(x, /, *, axis=None, correction=0.0, keepdims=False):
+    return _var("var", x, axis, correction, keepdims, root=False)
+
+
+def std(x, /, *, axis=None, correction=0.0, keepdims=False):
+    return _var("std", x, axis, correction, keepdims, root=True)
+
+
+__all__ = ["cumulative_sum", "max", "mean", "min", "prod", "std", "sum", "var"]

@@ -1,0 +1,37 @@
+"""``all`` and ``any`` of 2023.12, plus the keyword-flag check the reductions share."""
+from __future__ import annotations
+
+from ._array import Array, _wrap
+from ._devices import backend
+from ._dtypes import bool as _bool
+from ._validation import check_array, normalize_axes
+
+
+def check_bool(value, fname: str, argname: str) -> bool:
+    """A Python bool flag (keepdims, descending, stable): ints and NumPy bools are refused."""
+    if not isinstance(value, bool):
+        raise TypeError(f"{fname}: {argname} must be True or False, got {value!r}")
+    return value
+
+
+def _reduce(op: str, x, axis, keepdims) -> Array:
+    check_array(x, op)
+    check_bool(keepdims, op, "keepdims")
+    axes = normalize_axes(axis, x.ndim, op)
+    b = backend(x.device)
+    with b.ctx():
+        out = getattr(b.xp, op)(x._data, axis=axes, keepdims=keepdims)
+        return _wrap(out.astype(_bool._np, copy=False), x.device)
+
+
+def all(x, /, *, axis=None, keepdims=False) -> Array:  # noqa: A001  (the standard's name)
+    """Array API 2023.12 ``all``: logical AND over ``axis`` (any dtype; NaN counts as True)."""
+    return _reduce("all", x, axis, keepdims)
+
+
+def any(x, /, *, axis=None, keepdims=False) -> Array:  # noqa: A001
+    """Array API 2023.12 ``any``: logical OR over ``axis`` (any dtype; NaN counts as True)."""
+    return _reduce("any", x, axis, keepdims)
+
+
+__all__ = ["all", "any"]

@@ -1,0 +1,542 @@
+"""The ``linalg`` extension of 2023.12: its 23 functions.
+
+matmul, matrix_transpose, tensordot and vecdot are the main namespace's own function objects.
+Every decomposition runs as one batched backend call (numpy.linalg or cupy.linalg) on the whole
+stack; empty stacks and empty matrices are answered here, identically on both backends.
+A failure the backend detects (singular, not positive-definite, no convergence) is a ValueError
+naming the function; on cuda the cuSOLVER status is checked so that both devices agree.
+"""
+from __future__ import annotations
+
+import contextlib
+import math
+from collections import namedtuple
+
+import numpy as np
+
+from ._array import Array, _wrap
+from ._devices import backend
+from ._dtypes import DEFAULT_DTYPES, in_category, promote, real_dtype
+from ._linear_algebra import (_numeric_pair, matmul, matrix_transpose, negative_axis_check,
+                              tensordot, vecdot)
+from ._statistical import accumulation_dtype, check_bool
+from ._validation import (broadcast_shapes, check_array, check_dtype_category, check_int,
+                          common_device, normalize_axes)
+
+EighResult = namedtuple("EighResult", ["eigenvalues", "eigenvectors"])
+QRResult = namedtuple("QRResult", ["Q", "R"])
+SlogdetResult = namedtuple("SlogdetResult", ["sign", "logabsdet"])
+SVDResult = namedtuple("SVDResult", ["U", "S", "Vh"])
+
+
+# ---- shared checks and the backend call ------------------------------------------------------
+
+def _floating(x, fname, argname="x"):
+    check_array(x, fname, argname)
+    check_dtype_category(x, "floating-point", fname, argname)
+    return x
+
+
+def _matrix(x, fname, argname="x"):
+    if x.ndim < 2:
+        raise ValueError(f"{fname}: {argname} has shape {x.shape}; it needs at least 2 "
+                         f"dimensions (a matrix or a stack of matrices)")
+    return x
+
+
+def _square(x, fname, argname="x"):
+    _matrix(x, fname, argname)
+    if x.shape[-1] != x.shape[-2]:
+        raise ValueError(f"{fname}: {argname} has shape {x.shape}; its last two dimensions "
+                         f"must be equal (square matrices)")
+    return x
+
+
+def _checked(b):
+    """On cuda, make cuSOLVER's status raise like LAPACK's does on cpu."""
+    if b.device.kind == "cuda":
+        import cupyx
+        return cupyx.errstate(linalg="raise")
+    return contextlib.nullcontext()
+
+
+def _run(b, fname, failure, fn, check=True):
+    """Run fn(xp) on the device; a backend LinAlgError becomes a ValueError naming fname."""
+    errors = (np.linalg.LinAlgError,)
+    if b.device.kind == "cuda":
+        errors += (getattr(b.xp.linalg, "LinAlgError", np.linalg.LinAlgError),)
+    try:
+        with b.ctx(), np.errstate(all="ignore"), (_checked(b) if check else
+                                                  contextlib.nullcontext()):
+            return fn(b.xp)
+    except errors as e:
+        raise ValueError(f"{fname}: {failure} ({e})") from None
+
+
+def _cast(x, dtype):
+    return x._data.astype(dtype._np, copy=False)
+
+
+def _zeros(x, shape, dtype):
+    b = backend(x.device)
+    with b.ctx():
+        return _wrap(b.xp.zeros(shape, dtype=dtype._np), x.device)
+
+
+def _eye_stack(xp, stack, n, dtype):
+    return xp.broadcast_to(xp.eye(n, dtype=dtype._np), tuple(stack) + (n, n)).copy()
+
+
+def _conj_t(xp, a):
+    a = xp.swapaxes(a, -1, -2)
+    return xp.conj(a) if a.dtype.kind == "c" else a
+
+
+# ---- decompositions and solvers ---------------------------------------------------------------
+
+def cholesky(x, /, *, upper=False):
+    fname = "cholesky"
+    _square(_floating(x, fname), fname)
+    check_bool(upper, fname, "upper")
+    if x.size == 0:
+        return _zeros(x, x.shape, x.dtype)
+
+    def f(xp):
+        low = xp.linalg.cholesky(x._data)
+        out = _conj_t(xp, low) if upper else low
+        return out.astype(x.dtype._np, copy=False)
+    out = _run(backend(x.device), fname, "x is not Hermitian positive-definite", f)
+    return _wrap(out, x.device)
+
+
+def det(x, /):
+    fname = "det"
+    _square(_floating(x, fname), fname)
+    stack = x.shape[:-2]
+    b = backend(x.device)
+    if x.size == 0:  # det of a 0x0 matrix is 1
+        with b.ctx():
+            fill = b.xp.ones if x.shape[-1] == 0 else b.xp.zeros
+            return _wrap(fill(stack, dtype=x.dtype._np), x.device)
+    out = _run(b, fname, "the LU factorization failed",
+               lambda xp: xp.asarray(xp.linalg.det(x._data)).astype(x.dtype._np, copy=False),
+               check=False)
+    return _wrap(out, x.device)
+
+
+def slogdet(x, /):
+    fname = "slogdet"
+    _square(_floating(x, fname), fname)
+    stack = x.shape[:-2]
+    rdt = real_dtype(x.dtype)
+    b = backend(x.device)
+    if x.size == 0:
+        with b.ctx():
+            fill = b.xp.ones if x.shape[-1] == 0 else b.xp.zeros
+            return SlogdetResult(_wrap(fill(stack, dtype=x.dtype._np), x.device),
+                                 _wrap(b.xp.zeros(stack, dtype=rdt._np), x.device))
+
+    def f(xp):
+        s, l = xp.linalg.slogdet(x._data)
+        return (xp.asarray(s).astype(x.dtype._np, copy=False),
+                xp.asarray(l).astype(rdt._np, copy=False))
+    s, l = _run(b, fname, "the LU factorization failed", f, check=False)
+    return SlogdetResult(_wrap(s, x.device), _wrap(l, x.device))
+
+
+def eigh(x, /):
+    fname = "eigh"
+    _square(_floating(x, fname), fname)
+    rdt = real_dtype(x.dtype)
+    if x.size == 0:
+        return EighResult(_zeros(x, x.shape[:-1], rdt), _zeros(x, x.shape, x.dtype))
+
+    def f(xp):
+        w, v = xp.linalg.eigh(x._data)
+        return w.astype(rdt._np, copy=False), v.astype(x.dtype._np, copy=False)
+    w, v = _run(backend(x.device), fname, "the eigenvalue iteration did not converge", f)
+    return EighResult(_wrap(w, x.device), _wrap(v, x.device))
+
+
+def eigvalsh(x, /):
+    fname = "eigvalsh"
+    _square(_floating(x, fname), fname)
+    rdt = real_dtype(x.dtype)
+    if x.size == 0:
+        return _zeros(x, x.shape[:-1], rdt)
+    out = _run(backend(x.device), fname, "the eigenvalue iteration did not converge",
+               lambda xp: xp.linalg.eigvalsh(x._data).astype(rdt._np, copy=False))
+    return _wrap(out, x.device)
+
+
+def inv(x, /):
+    fname = "inv"
+    _square(_floating(x, fname), fname)
+    if x.size == 0:
+        return _zeros(x, x.shape, x.dtype)
+    out = _run(backend(x.device), fname, "x is singular (not invertible)",
+               lambda xp: xp.linalg.inv(x._data).astype(x.dtype._np, copy=False))
+    return _wrap(out, x.device)
+
+
+def solve(x1, x2, /):
+    """x2 of shape (M,) is one vector for every matrix in x1; any x2 of 2 or more dimensions
+    is a stack of (M, K) matrices (2023.12: only a 1-D x2 is a vector)."""
+    fname = "solve"
+    _square(_floating(x1, fname, "x1"), fname, "x1")
+    _floating(x2, fname, "x2")
+    dtype, device = _numeric_pair(fname, x1, x2)
+    m = x1.shape[-1]
+    if x2.ndim == 0:
+        raise ValueError(f"{fname}: x2 is 0-d; it must have shape (M,) or (..., M, K)")
+    if x2.ndim == 1:
+        if x2.shape[0] != m:
+            raise ValueError(f"{fname}: x2 has shape {x2.shape}, but x1 {x1.shape} holds "
+                             f"{m}x{m} matrices; a 1-D x2 must have length {m}")
+        stack, k = x1.shape[:-2], 1
+    else:
+        if x2.shape[-2] != m:
+            raise ValueError(f"{fname}: x2 has shape {x2.shape}, but x1 {x1.shape} holds "
+                             f"{m}x{m} matrices; x2 must have shape (..., {m}, K)")
+        stack = broadcast_shapes([x1.shape[:-2], x2.shape[:-2]], fname)
+        k = x2.shape[-1]
+    out_shape = stack + ((m,) if x2.ndim == 1 else (m, k))
+    if math.prod(out_shape) == 0:
+        return _zeros(x1, out_shape, dtype)
+
+    def f(xp):
+        a = xp.broadcast_to(_cast(x1, dtype), stack + (m, m))
+        rhs = _cast(x2, dtype)
+        rhs = xp.broadcast_to(rhs[:, None] if x2.ndim == 1 else rhs, stack + (m, k))
+        # Both operands as full (..., M, M) and (..., M, K) stacks: no backend's own
+        # vector-or-matrix guess is involved.
+        out = xp.linalg.solve(xp.ascontiguousarray(a), xp.ascontiguousarray(rhs))
+        if x2.ndim == 1:
+            out = out[..., 0]
+        return out.astype(dtype._np, copy=False)
+    return _wrap(_run(backend(device), fname, "x1 is singular (not invertible)", f), device)
+
+
+def qr(x, /, *, mode="reduced"):
+    fname = "qr"
+    _matrix(_floating(x, fname), fname)
+    if mode not in ("reduced", "complete"):
+        raise ValueError(f"{fname}: mode must be 'reduced' or 'complete', got {mode!r}")
+    *stack, m, n = x.shape
+    k = min(m, n)
+    qcols, rrows = (m, m) if mode == "complete" else (k, k)
+    if x.size == 0:
+        b = backend(x.device)
+        with b.ctx():
+            xp = b.xp
+            if math.prod(stack) != 0 and mode == "complete":
+                q = _eye_stack(xp, stack, m, x.dtype)  # an orthonormal basis of K^m
+            else:
+                q = xp.zeros(tuple(stack) + (m, qcols), dtype=x.dtype._np)
+            r = xp.zeros(tuple(stack) + (rrows, n), dtype=x.dtype._np)
+        return QRResult(_wrap(q, x.device), _wrap(r, x.device))
+
+    def f(xp):
+        q, r = xp.linalg.qr(x._data, mode=mode)
+        return q.astype(x.dtype._np, copy=False), r.astype(x.dtype._np, copy=False)
+    q, r = _run(backend(x.device), fname, "the factorization failed", f)
+    return QRResult(_wrap(q, x.device), _wrap(r, x.device))
+
+
+def _svd_native(b, fname, x, full_matrices, compute_uv):
+    """SVD of x (non-empty) on its device; returns natives (U, S, Vh) or S."""
+    rdt = real_dtype(x.dtype)
+
+    def f(xp):
+        if not compute_uv:
+            return xp.linalg.svd(x._data, compute_uv=False).astype(rdt._np, copy=False)
+        u, s, vh = xp.linalg.svd(x._data, full_matrices=full_matrices)
+        return (u.astype(x.dtype._np, copy=False), s.astype(rdt._np, copy=False),
+                vh.astype(x.dtype._np, copy=False))
+    return _run(b, fname, "the singular value iteration did not converge", f)
+
+
+def svd(x, /, *, full_matrices=True):
+    fname = "svd"
+    _matrix(_floating(x, fname), fname)
+    check_bool(full_matrices, fname, "full_matrices")
+    *stack, m, n = x.shape
+    k = min(m, n)
+    rdt = real_dtype(x.dtype)
+    b = backend(x.device)
+    if x.size == 0:
+        with b.ctx():
+            xp = b.xp
+            if full_matrices and math.prod(stack) != 0:
+                u, vh = _eye_stack(xp, stack, m, x.dtype), _eye_stack(xp, stack, n, x.dtype)
+            else:
+                u = xp.zeros(tuple(stack) + ((m, m) if full_matrices else (m, k)), x.dtype._np)
+                vh = xp.zeros(tuple(stack) + ((n, n) if full_matrices else (k, n)), x.dtype._np)
+            s = xp.zeros(tuple(stack) + (k,), dtype=rdt._np)
+        return SVDResult(_wrap(u, x.device), _wrap(s, x.device), _wrap(vh, x.device))
+    u, s, vh = _svd_native(b, fname, x, full_matrices, True)
+    return SVDResult(_wrap(u, x.device), _wrap(s, x.device), _wrap(vh, x.device))
+
+
+def svdvals(x, /):
+    fname = "svdvals"
+    _matrix(_floating(x, fname), fname)
+    *stack, m, n = x.shape
+    rdt = real_dtype(x.dtype)
+    if x.size == 0:
+        return _zeros(x, tuple(stack) + (min(m, n),), rdt)
+    return _wrap(_svd_native(backend(x.device), fname, x, False, False), x.device)
+
+
+# ---- functions built on the SVD: rank and pseudo-inverse ------------------------------------
+
+def _rtol_native(fname, x, rtol, rdt, stack):
+    """rtol as a native array broadcastable against the stack shape (None: max(M, N) * eps)."""
+    b = backend(x.device)
+    if rtol is None:
+        return rdt, max(x.shape[-2:]) * float(np.finfo(rdt._np).eps), stack
+    if isinstance(rtol, Array):
+        if not in_category(rtol.dtype, "real-valued floating-point"):
+            raise TypeError(f"{fname}: rtol has dtype {rtol.dtype}; it must be a real-valued "
+                            f"floating-point array (Array API 2023.12)")
+        common_device([x, rtol], fname)
+        out_stack = broadcast_shapes([stack, rtol.shape], fname)
+        dt = promote(rdt, rtol.dtype)
+        with b.ctx():
+            return dt, rtol._data.astype(dt._np, copy=False), out_stack
+    if isinstance(rtol, bool) or not isinstance(rtol, (int, float)):
+        raise TypeError(f"{fname}: rtol must be a Python float, a real floating-point array "
+                        f"or None, got {rtol!r}")
+    return rdt, float(rtol), stack
+
+
+def matrix_rank(x, /, *, rtol=None):
+    fname = "matrix_rank"
+    _matrix(_floating(x, fname), fname)
+    stack = x.shape[:-2]
+    rdt = real_dtype(x.dtype)
+    dt, tol, out_stack = _rtol_native(fname, x, rtol, rdt, stack)
+    idt = DEFAULT_DTYPES["integral"]
+    if x.size == 0:
+        return _zeros(x, out_stack, idt)
+    b = backend(x.device)
+    s = _svd_native(b, fname, x, False, False)
+    with b.ctx(), np.errstate(all="ignore"):
+        xp = b.xp
+        s = s.astype(dt._np, copy=False)
+        cutoff = xp.asarray(tol, dtype=dt._np)[..., None] * s[..., :1]
+        out = xp.sum(s > cutoff, axis=-1, dtype=idt._np)
+        out = xp.broadcast_to(out, out_stack).astype(idt._np)
+    return _wrap(out, x.device)
+
+
+def pinv(x, /, *, rtol=None):
+    fname = "pinv"
+    _matrix(_floating(x, fname), fname)
+    *stack, m, n = x.shape
+    rdt = real_dtype(x.dtype)
+    dt, tol, out_stack = _rtol_native(fname, x, rtol, rdt, tuple(stack))
+    out_dt = x.dtype
+    if x.size == 0:
+        return _zeros(x, tuple(out_stack) + (n, m), out_dt)
+    b = backend(x.device)
+    u, s, vh = _svd_native(b, fname, x, False, True)
+    with b.ctx(), np.errstate(all="ignore"):
+        xp = b.xp
+        cutoff = xp.asarray(tol, dtype=dt._np)[..., None] * s[..., :1]
+        keep = s > cutoff
+        # 1/s only where s is kept; elsewhere 0 (the pseudo-inverse of a zero singular value).
+        sinv = xp.where(keep, 1 / xp.where(keep, s, xp.ones_like(s)), xp.zeros_like(s))
+        out = xp.matmul(_conj_t(xp, vh) * sinv[..., None, :].astype(x.dtype._np),
+                        _conj_t(xp, u))
+        out = xp.broadcast_to(out, tuple(out_stack) + (n, m)).astype(out_dt._np)
+    return _wrap(out, x.device)
+
+
+# ---- powers and products ---------------------------------------------------------------------
+
+def matrix_power(x, n, /):
+    fname = "matrix_power"
+    _square(_floating(x, fname), fname)
+    check_int(n, fname, "n")
+    b = backend(x.device)
+    if n == 0:
+        with b.ctx():
+            return _wrap(_eye_stack(b.xp, x.shape[:-2], x.shape[-1], x.dtype), x.device)
+    base = inv(x) if n < 0 else x
+    if x.size == 0:
+        return _zeros(x, x.shape, x.dtype)
+    e = -n if n < 0 else n
+    with b.ctx(), np.errstate(all="ignore"):
+        xp = b.xp
+        a, out = base._data, None
+        while True:  # binary exponentiation: O(log n) batched products
+            if e & 1:
+                out = a if out is None else xp.matmul(out, a)
+            e >>= 1
+            if not e:
+                break
+            a = xp.matmul(a, a)
+        out = out.astype(x.dtype._np, copy=True)
+    return _wrap(out, x.device)
+
+
+def outer(x1, x2, /):
+    fname = "outer"
+    dtype, device = _numeric_pair(fname, x1, x2)
+    for a, nm in ((x1, "x1"), (x2, "x2")):
+        if a.ndim != 1:
+            raise ValueError(f"{fname}: {nm} has shape {a.shape}; outer takes 1-D arrays")
+    b = backend(device)
+    with b.ctx(), np.errstate(all="ignore"):
+        out = b.xp.multiply(_cast(x1, dtype)[:, None], _cast(x2, dtype)[None, :])
+        out = out.astype(dtype._np, copy=False)
+    return _wrap(out, device)
+
+
+def cross(x1, x2, /, *, axis=-1):
+    fname = "cross"
+    dtype, device = _numeric_pair(fname, x1, x2)
+    axis = negative_axis_check(fname, x1, x2, axis)
+    if x1.shape[axis] != 3 or x2.shape[axis] != 3:
+        raise ValueError(f"{fname}: axis {axis} has size {x1.shape[axis]} in x1 {x1.shape} and "
+                         f"size {x2.shape[axis]} in x2 {x2.shape}; both must be 3 (the cross "
+                         f"product is of 3-element vectors, and that axis is never broadcast)")
+    broadcast_shapes([x1.shape, x2.shape], fname)
+    b = backend(device)
+    with b.ctx(), np.errstate(all="ignore"):
+        xp = b.xp
+        a = xp.moveaxis(_cast(x1, dtype), axis, -1)
+        c = xp.moveaxis(_cast(x2, dtype), axis, -1)
+        a0, a1, a2 = a[..., 0], a[..., 1], a[..., 2]
+        c0, c1, c2 = c[..., 0], c[..., 1], c[..., 2]
+        out = xp.stack([a1 * c2 - a2 * c1, a2 * c0 - a0 * c2, a0 * c1 - a1 * c0], axis=-1)
+        out = xp.moveaxis(out, -1, axis).astype(dtype._np, copy=False)
+    return _wrap(out, device)
+
+
+# ---- diagonals and norms ---------------------------------------------------------------------
+
+def diagonal(x, /, *, offset=0):
+    fname = "diagonal"
+    check_array(x, fname, "x")
+    _matrix(x, fname)
+    check_int(offset, fname, "offset")
+    m, n = x.shape[-2:]
+    b = backend(x.device)
+    with b.ctx():
+        xp = b.xp
+        if offset >= n or -offset >= m:  # entirely outside the matrix: empty diagonals
+            out = xp.zeros(x.shape[:-2] + (0,), dtype=x.dtype._np)
+        else:
+            # A copy: NumPy's diagonal is a read-only view.
+            out = xp.diagonal(x._data, offset=offset, axis1=-2, axis2=-1).copy()
+    return _wrap(out, x.device)
+
+
+def trace(x, /, *, offset=0, dtype=None):
+    fname = "trace"
+    check_array(x, fname, "x")
+    check_dtype_category(x, "numeric", fname, "x")
+    _matrix(x, fname)
+    check_int(offset, fname, "offset")
+    rdt = accumulation_dtype(x, dtype, fname)
+    d = diagonal(x, offset=offset)
+    b = backend(x.device)
+    with b.ctx(), np.errstate(all="ignore"):
+        out = b.xp.sum(d._data.astype(rdt._np, copy=False), axis=-1, dtype=rdt._np)
+        out = b.xp.asarray(out).astype(rdt._np, copy=False)
+    return _wrap(out, x.device)
+
+
+def _check_ord(ord, fname):
+    if isinstance(ord, bool) or not isinstance(ord, (int, float)):
+        raise TypeError(f"{fname}: ord must be a Python int or float (inf and -inf included), "
+                        f"got {ord!r}")
+    if ord != ord:
+        raise ValueError(f"{fname}: ord=nan is not a norm order")
+    return ord
+
+
+def _keep(out, keepdims, shape, axes):
+    if not keepdims:
+        return out
+    return out.reshape(tuple(1 if i in axes else s for i, s in enumerate(shape)))
+
+
+def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
+    fname = "vector_norm"
+    _floating(x, fname)
+    axes = normalize_axes(axis, x.ndim, fname)
+    check_bool(keepdims, fname, "keepdims")
+    ord = _check_ord(ord, fname)
+    rdt = real_dtype(x.dtype)
+    count = math.prod(x.shape[a] for a in axes)
+    rest = tuple(i for i in range(x.ndim) if i not in axes)
+    b = backend(x.device)
+    with b.ctx(), np.errstate(all="ignore"):
+        xp = b.xp
+        # Reduced axes moved to the end and flattened: one reduction over one axis.
+        a = xp.abs(xp.transpose(x._data, rest + axes)).astype(rdt._np, copy=False)
+        a = a.reshape(tuple(x.shape[i] for i in rest) + (count,))
+        if count == 0:  # the norm of an empty vector: 0 (and +inf for ord < 0, its limit)
+            fill = np.inf if ord < 0 else 0.0
+            out = xp.full(a.shape[:-1], fill, dtype=rdt._np)
+        elif ord == math.inf:
+            out = xp.max(a, axis=-1)
+        elif ord == -math.inf:
+            out = xp.min(a, axis=-1)
+        elif ord == 0:
+            out = xp.sum(a != 0, axis=-1).astype(rdt._np)
+        elif ord == 1:
+            out = xp.sum(a, axis=-1)
+        elif ord == 2:
+            out = xp.sqrt(xp.sum(a * a, axis=-1))
+        else:
+            p = xp.asarray(ord, dtype=rdt._np)
+            out = xp.power(xp.sum(xp.power(a, p), axis=-1), 1 / p)
+        out = xp.asarray(out).astype(rdt._np, copy=False)
+        out = _keep(out, keepdims, x.shape, axes)
+    return _wrap(out, x.device)
+
+
+def matrix_norm(x, /, *, keepdims=False, ord="fro"):
+    fname = "matrix_norm"
+    _matrix(_floating(x, fname), fname)
+    check_bool(keepdims, fname, "keepdims")
+    if not (isinstance(ord, str) and ord in ("fro", "nuc")
+            or not isinstance(ord, (bool, str)) and isinstance(ord, (int, float))
+            and ord in (1, 2, math.inf, -1, -2, -math.inf)):
+        raise ValueError(f"{fname}: ord={ord!r} is not one of the 2023.12 matrix norms "
+                         f"'fro', 'nuc', 1, 2, inf, -1, -2, -inf")
+    rdt = real_dtype(x.dtype)
+    stack = x.shape[:-2]
+    axes = (x.ndim - 2, x.ndim - 1)
+    b = backend(x.device)
+    if x.shape[-1] == 0 or x.shape[-2] == 0:  # every norm of an empty (zero) matrix is 0
+        out = _zeros(x, stack, rdt)._data
+    elif ord in ("nuc", 2, -2):
+        s = _svd_native(b, fname, x, False, False)
+        with b.ctx():
+            xp = b.xp
+            out = (xp.sum(s, axis=-1) if ord == "nuc" else s[..., 0] if ord == 2
+                   else s[..., -1])
+    else:
+        with b.ctx(), np.errstate(all="ignore"):
+            xp = b.xp
+            a = xp.abs(x._data).astype(rdt._np, copy=False)
+            if ord == "fro":
+                out = xp.sqrt(xp.sum(a * a, axis=(-2, -1)))
+            else:
+                sums = xp.sum(a, axis=-2 if ord in (1, -1) else -1)
+                out = xp.max(sums, axis=-1) if ord > 0 else xp.min(sums, axis=-1)
+    with b.ctx():
+        out = b.xp.asarray(out).astype(rdt._np, copy=False)
+        out = _keep(out, keepdims, x.shape, axes)
+    return _wrap(out, x.device)
+
+
+__all__ = ["cholesky", "cross", "det", "diagonal", "eigh", "eigvalsh", "inv", "matmul",
+           "matrix_norm", "matrix_power", "matrix_rank", "matrix_transpose", "outer", "pinv",
+           "qr", "slogdet", "solve", "svd", "svdvals", "tensordot", "trace", "vecdot",
+           "vector_norm"]
