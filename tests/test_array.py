@@ -141,7 +141,9 @@ def test_zero_d_conversions(device):
     with pytest.raises(TypeError):
         float(xp.asarray(1j, device=device))
     with pytest.raises(TypeError):
-        iter(xp.ones(3, device=device))
+        iter(xp.asarray(1.0, device=device))
+    rows = list(xp.asarray([[1, 2], [3, 4]], device=device))  # iteration runs over axis 0
+    assert [to_numpy(r).tolist() for r in rows] == [[1, 2], [3, 4]]
 
 
 def test_array_namespace():
@@ -161,6 +163,10 @@ def test_indexing_rules(rng, device):
         np.testing.assert_array_equal(to_numpy(x[key]), a[key])
     assert x[1, 2, 3].shape == () and x[1, 2, 3].device == device
     np.testing.assert_array_equal(to_numpy(x[2]), a[2])  # fewer indices than dims
+    i, j = xp.asarray(1, device=device), xp.asarray(3, dtype=xp.uint8, device=device)
+    np.testing.assert_array_equal(to_numpy(x[i:j, ::i]), a[1:3])  # 0-d int slice bounds
+    with pytest.raises(IndexError, match="slice bounds"):
+        x[xp.asarray(1.0, device=device):]
     mask = x > 0
     np.testing.assert_array_equal(to_numpy(x[mask]), a[a > 0])
     np.testing.assert_array_equal(to_numpy(x[mask[:, :, 0]]), a[a[:, :, 0] > 0])

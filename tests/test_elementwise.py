@@ -124,3 +124,22 @@ def test_clip(rng, device, dtype):
     else:
         with pytest.raises(TypeError):
             xp.clip(x, 0.5)
+
+
+def test_complex_expm1_special_cases(device):
+    """2023.12 expm1 special cases for complex input (NumPy's own misses several)."""
+    inf, nan = float("inf"), float("nan")
+    cases = {  # input: expected (None: NaN)
+        complex(-0.0, 0.0): (0.0, 0.0), complex(inf, 0.0): (inf, 0.0),
+        complex(-inf, inf): (-1.0, 0.0), complex(-inf, nan): (-1.0, 0.0),
+        complex(nan, 0.0): (None, 0.0), complex(inf, nan): (inf, None),
+        complex(1.0, inf): (None, None),
+    }
+    got = to_numpy(xp.expm1(xp.asarray(list(cases), dtype=xp.complex128, device=device)))
+    for g, (re, im) in zip(got, cases.values()):
+        for part, want in ((g.real, re), (g.imag, im)):
+            assert np.isnan(part) if want is None else abs(part) == abs(want)
+    small = to_numpy(xp.expm1(xp.asarray([1e-10 + 1e-10j, 1 + 2j], device=device)))
+    np.testing.assert_allclose(small, [np.expm1(1e-10) * np.cos(1e-10) - 2 * np.sin(5e-11) ** 2
+                                       + 1j * np.exp(1e-10) * np.sin(1e-10), np.exp(1 + 2j) - 1],
+                               rtol=1e-14)

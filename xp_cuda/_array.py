@@ -35,6 +35,10 @@ class TypedScalar:
         self.dtype = dtype
 
 
+def _is_int_0d(v) -> bool:
+    return isinstance(v, Array) and v.ndim == 0 and v.dtype.kind in ("int", "uint")
+
+
 def _wrap(data, device: Device) -> "Array":
     # NumPy returns scalars from 0-d work; the standard always returns arrays.
     if device is CPU and not isinstance(data, np.ndarray):
@@ -112,10 +116,11 @@ class Array:
     __str__ = __repr__
 
     def __iter__(self):
-        raise TypeError(
-            "iterating over an array is not part of the Array API standard; index it "
-            "(x[i]) or use xp.unstack"
-        )
+        # The standard defines no __iter__, but integer __getitem__ implies Python's
+        # iteration over the first axis; say so explicitly (0-d arrays have no first axis).
+        if self.ndim == 0:
+            raise TypeError("a 0-d array cannot be iterated; convert it with int()/float()")
+        return (self[i] for i in range(self.shape[0]))
 
     # ---- namespace, devices, DLPack -------------------------------------------------------
     def __array_namespace__(self, /, *, api_version=None):
@@ -216,8 +221,10 @@ class Array:
                     raise IndexError("None (newaxis) is not allowed in an index for assignment")
             elif isinstance(p, slice):
                 for v in (p.start, p.stop, p.step):
-                    if v is not None and (isinstance(v, bool) or not isinstance(v, int)):
-                        raise IndexError(f"slice bounds must be Python ints or None, got {p}")
+                    if v is not None and (isinstance(v, bool) or not isinstance(v, int)) and \
+                            not _is_int_0d(v):
+                        raise IndexError(f"slice bounds must be ints (or 0-d integer arrays) "
+                                         f"or None, got {p}")
                 if p.step == 0:
                     raise IndexError("a slice step of 0 is not allowed")
                 n_axes += 1
@@ -231,6 +238,12 @@ class Array:
                     f"index {p!r} is not allowed: 2023.12 indexes with Python ints, slices, "
                     f"..., None, or a boolean array as the sole index"
                 )
+        if any(isinstance(p, slice) and any(map(_is_int_0d, (p.start, p.stop, p.step)))
+               for p in parts):  # 0-d integer arrays as slice bounds, through __index__
+            parts = tuple(slice(*(int(v) if _is_int_0d(v) else v
+                                  for v in (p.start, p.stop, p.step)))
+                          if isinstance(p, slice) else p for p in parts)
+            key = parts
         if n_ellipsis > 1:
             raise IndexError("an index may contain at most one ellipsis (...)")
         if n_axes > self.ndim:
@@ -274,6 +287,9 @@ class Array:
             v = check_scalar(value, self.dtype, "__setitem__")
         if isinstance(k, _EmptyMask):
             return
+        if self._device is CPU and not self._data.flags.writeable:
+            raise ValueError("this array is a read-only view (broadcast_to/broadcast_arrays "
+                             "return views); copy it first with xp.asarray(x, copy=True)")
         with backend(self._device).ctx():
             try:
                 self._data[k] = v

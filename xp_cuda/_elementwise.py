@@ -12,7 +12,7 @@ from ._array import Array, TypedScalar, _wrap
 from ._devices import CPU, backend
 from ._dtypes import bool as _bool
 from ._dtypes import check_scalar, in_category, promote, real_dtype
-from ._validation import broadcast_shapes, check_array, common_device
+from ._validation import article, broadcast_shapes, check_array, common_device
 
 # Result rules: "same" = the promoted input dtype; "bool"; "real" = the real dtype of the same
 # precision (abs and real/imag of complex input).
@@ -103,13 +103,39 @@ def _int_pow(xp, base, exp, signed: bool):
     return out
 
 
+def _complex_expm1(xp, z):
+    """expm1 for complex input with the spec's special cases (NumPy's misses several: e.g.
+    expm1(+inf + 0j) must be +inf + 0j). expm1(a + ib) = expm1(a) cos b - 2 sin^2(b/2)
+    + i e^a sin b keeps the accuracy of expm1 near 0."""
+    a, b = z.real, z.imag
+    half = xp.sin(b / 2)
+    re = xp.expm1(a) * xp.cos(b) - 2 * half * half
+    im = xp.exp(a) * xp.sin(b)
+    zero = xp.zeros_like(a)
+    im = xp.where(b == 0, b, im)  # a real argument keeps an exact (signed) zero imaginary part
+    re = xp.where((a == 0) & (b == 0), zero, re)
+    finite_b = xp.isfinite(b)
+    neg_inf, pos_inf = a == -xp.inf, a == xp.inf
+    re = xp.where(neg_inf, -xp.ones_like(a), re)  # +0 cis(b) - 1
+    im = xp.where(neg_inf, xp.where(finite_b, zero * xp.sin(xp.where(finite_b, b, 0)), zero), im)
+    re = xp.where(pos_inf & ~finite_b, xp.full_like(a, xp.inf), re)
+    im = xp.where(pos_inf & ~finite_b, xp.full_like(a, xp.nan), im)
+    out = xp.empty_like(z)
+    out.real, out.imag = re, im
+    return out
+
+
+# Functions whose backend misses special cases of the spec, replaced per input kind.
+_OVERRIDES = {("expm1", "complex"): _complex_expm1}
+
+
 def result_dtype(name: str, dtypes):
     arity, category, rule, _ = ELEMENTWISE[name]
     for i, d in enumerate(dtypes):
         if not in_category(d, category):
             arg = "x" if arity == 1 else f"x{i + 1}"
             raise TypeError(
-                f"{name}: {arg} has dtype {d}, but {name} requires a {category} dtype "
+                f"{name}: {arg} has dtype {d}, but {name} requires {article(category)} {category} dtype "
                 f"(Array API 2023.12); convert it with xp.astype if that is what you mean"
             )
     try:
@@ -141,6 +167,8 @@ def apply(name: str, operands) -> Array:
         elif name == "pow" and kind in ("int", "uint"):
             x1, x2 = (xp.asarray(v, dtype=in_dtype._np) for v in natives)
             out = _int_pow(xp, x1, x2, kind == "int")
+        elif (name, kind) in _OVERRIDES:
+            out = _OVERRIDES[name, kind](xp, *(xp.asarray(v) for v in natives))
         else:
             out = getattr(xp, fn)(*natives)
         if device is CPU and not isinstance(out, np.ndarray):

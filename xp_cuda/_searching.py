@@ -5,8 +5,7 @@ from ._array import Array, _wrap
 from ._devices import backend
 from ._dtypes import DEFAULT_DTYPES, promote
 from ._dtypes import bool as _bool
-from ._utility import check_bool
-from ._validation import (broadcast_shapes, check_array, check_dtype_category, common_device,
+from ._validation import (broadcast_shapes, check_array, check_bool, check_dtype_category, common_device,
                           normalize_axis)
 
 _INDEX = DEFAULT_DTYPES["indexing"]

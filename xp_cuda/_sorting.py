@@ -6,8 +6,7 @@ import numpy as np
 from ._array import Array, _wrap
 from ._devices import backend
 from ._dtypes import DEFAULT_DTYPES
-from ._utility import check_bool
-from ._validation import check_array, check_dtype_category, normalize_axis
+from ._validation import check_array, check_bool, check_dtype_category, normalize_axis
 
 _INDEX = DEFAULT_DTYPES["indexing"]
 

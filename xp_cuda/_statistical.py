@@ -14,7 +14,7 @@ from ._array import _wrap
 from ._devices import backend
 from ._dtypes import DEFAULT_DTYPES
 from ._dtypes import uint64 as _uint64
-from ._validation import check_array, check_dtype_arg, check_dtype_category, normalize_axes, \
+from ._validation import check_array, check_bool, check_dtype_arg, check_dtype_category, normalize_axes, \
     normalize_axis
 
 # dtype=None for sum/prod/cumulative_sum/trace: integers of a smaller range than the default
@@ -24,13 +24,6 @@ _ACCUMULATION_DEFAULT = {"int": DEFAULT_DTYPES["integral"], "uint": _uint64}
 _DTYPE_ARG_KINDS = {"int": ("int", "uint", "float", "complex"),
                     "uint": ("int", "uint", "float", "complex"),
                     "float": ("float", "complex"), "complex": ("complex",)}
-
-
-def check_bool(value, fname: str, argname: str) -> bool:
-    """A Python bool argument (keepdims, upper, include_initial, full_matrices)."""
-    if not isinstance(value, bool):
-        raise TypeError(f"{fname}: {argname} must be a Python bool, got {value!r}")
-    return value
 
 
 def accumulation_dtype(x, dtype, fname: str):

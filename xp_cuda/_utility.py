@@ -4,14 +4,7 @@ from __future__ import annotations
 from ._array import Array, _wrap
 from ._devices import backend
 from ._dtypes import bool as _bool
-from ._validation import check_array, normalize_axes
-
-
-def check_bool(value, fname: str, argname: str) -> bool:
-    """A Python bool flag (keepdims, descending, stable): ints and NumPy bools are refused."""
-    if not isinstance(value, bool):
-        raise TypeError(f"{fname}: {argname} must be True or False, got {value!r}")
-    return value
+from ._validation import check_array, check_bool, normalize_axes
 
 
 def _reduce(op: str, x, axis, keepdims) -> Array:

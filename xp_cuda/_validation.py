@@ -4,6 +4,10 @@ from __future__ import annotations
 from ._dtypes import DType, in_category
 
 
+def article(word: str) -> str:
+    return "an" if word[0] in "aeiou" else "a"
+
+
 def _foreign_hint(x) -> str:
     mod = type(x).__module__.split(".")[0]
     if mod in ("numpy", "cupy", "torch", "jax", "jaxlib", "dask", "array_api_strict") or hasattr(
@@ -27,7 +31,8 @@ def check_array(x, fname: str, argname: str = "x"):
 def check_dtype_category(x, category: str, fname: str, argname: str = "x"):
     if not in_category(x.dtype, category):
         raise TypeError(
-            f"{fname}: {argname} has dtype {x.dtype}, but {fname} requires a {category} dtype "
+            f"{fname}: {argname} has dtype {x.dtype}, but {fname} requires {article(category)} "
+            f"{category} dtype "
             f"(Array API 2023.12); convert it with xp.astype if that is what you mean"
         )
 
@@ -76,6 +81,13 @@ def check_int(value, fname: str, argname: str) -> int:
     """A Python int argument (bool, floats and NumPy scalars are rejected)."""
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"{fname}: {argname} must be a Python int, got {value!r}")
+    return value
+
+
+def check_bool(value, fname: str, argname: str) -> bool:
+    """A Python bool flag (keepdims, descending, stable, ...): ints and NumPy bools refused."""
+    if not isinstance(value, bool):
+        raise TypeError(f"{fname}: {argname} must be True or False, got {value!r}")
     return value
 
 
