@@ -143,3 +143,14 @@ def test_complex_expm1_special_cases(device):
     np.testing.assert_allclose(small, [np.expm1(1e-10) * np.cos(1e-10) - 2 * np.sin(5e-11) ** 2
                                        + 1j * np.exp(1e-10) * np.sin(1e-10), np.exp(1 + 2j) - 1],
                                rtol=1e-14)
+
+
+def test_complex_tanh_infinite_real_part(device):
+    inf = float("inf")
+    z = xp.asarray([complex(inf, 1.0), complex(inf, 3.0), complex(-inf, 3.0), complex(inf, -3.0),
+                    complex(inf, inf), 0.5 + 0.25j], dtype=xp.complex128, device=device)
+    got = to_numpy(xp.tanh(z))
+    assert got[:5].real.tolist() == [1.0, 1.0, -1.0, 1.0, 1.0]
+    assert [bool(np.signbit(v)) for v in got[:4].imag] == [False, False, False, True]
+    assert got[4].imag == 0
+    np.testing.assert_allclose(got[5], np.tanh(0.5 + 0.25j), rtol=1e-15)

@@ -125,8 +125,24 @@ def _complex_expm1(xp, z):
     return out
 
 
+def _complex_tanh(xp, z):
+    """tanh for complex input; the spec wants tanh(+inf + ib) = 1 + 0j for every positive
+    finite b (C99, and so NumPy, give 1 + 0*sin(2b) j, whose sign follows sin(2b)). By
+    symmetry (odd, and conj-symmetric), an infinite real part gives sign(a) + copysign(0, b) j."""
+    out = xp.tanh(z)
+    a, b = z.real, z.imag
+    inf_a = xp.isinf(a)
+    if inf_a.any():
+        zero = xp.zeros_like(a)
+        re = xp.where(inf_a, xp.where(a > 0, 1.0, -1.0).astype(a.dtype), out.real)
+        im = xp.where(inf_a, xp.where(xp.isfinite(b), xp.copysign(zero, b), zero), out.imag)
+        out = xp.empty_like(z)
+        out.real, out.imag = re, im
+    return out
+
+
 # Functions whose backend misses special cases of the spec, replaced per input kind.
-_OVERRIDES = {("expm1", "complex"): _complex_expm1}
+_OVERRIDES = {("expm1", "complex"): _complex_expm1, ("tanh", "complex"): _complex_tanh}
 
 
 def result_dtype(name: str, dtypes):
