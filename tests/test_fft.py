@@ -281,3 +281,14 @@ def test_signatures():
     assert sorted(xp.fft.__all__) == sorted(
         ["fft", "ifft", "fftn", "ifftn", "rfft", "irfft", "rfftn", "irfftn", "hfft", "ihfft",
          "fftfreq", "rfftfreq", "fftshift", "ifftshift"])
+
+
+@pytest.mark.parametrize("axes", [[0, 2, 1], [2, 0], [1, 2]])
+def test_real_nd_transforms_with_axes_out_of_order(rng, device, axes):
+    a = rng.standard_normal((3, 4, 5))
+    got = xp.fft.rfftn(xp.asarray(a, device=device), axes=axes)
+    ref = np.fft.rfftn(a, axes=axes)
+    assert got.shape == ref.shape
+    np.testing.assert_allclose(to_numpy(got), ref, rtol=1e-12, atol=1e-12)
+    back = xp.fft.irfftn(got, s=[a.shape[i] for i in axes], axes=axes)
+    np.testing.assert_allclose(to_numpy(back), a, rtol=1e-12, atol=1e-12)

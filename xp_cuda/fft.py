@@ -174,8 +174,19 @@ def _transform_nd(fname, x, s, axes, norm):
     out_shape = list(x.shape)
     for i, ax in enumerate(axes):
         out_shape[ax] = sizes[i] // 2 + 1 if kind == "r2c" and i == last else sizes[i]
-    return _run(x, fname, out_dtype, tuple(out_shape),
-                lambda fm, a: getattr(fm, fname)(a, s=sizes, axes=axes, norm=norm))
+    if kind == "c2c" or len(axes) == 1:
+        return _run(x, fname, out_dtype, tuple(out_shape),
+                    lambda fm, a: getattr(fm, fname)(a, s=sizes, axes=axes, norm=norm))
+
+    # Real n-D transforms by their definition: a real transform over the last listed axis and
+    # complex ones over the others. (CuPy's own rfftn returns wrong shapes for axes listed out
+    # of order, e.g. axes=[0, 2, 1].)
+    def split(fm, a):
+        rest = dict(s=sizes[:-1], axes=axes[:-1], norm=norm)
+        if kind == "r2c":
+            return fm.fftn(fm.rfft(a, n=sizes[-1], axis=axes[-1], norm=norm), **rest)
+        return fm.irfft(fm.ifftn(a, **rest), n=sizes[-1], axis=axes[-1], norm=norm)
+    return _run(x, fname, out_dtype, tuple(out_shape), split)
 
 
 def fftn(x, /, *, s=None, axes=None, norm="backward"):
