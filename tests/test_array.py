@@ -273,3 +273,19 @@ def test_default_device_env(monkeypatch):
     with pytest.raises(ValueError, match="XP_CUDA_DEFAULT_DEVICE"):
         devs.default_device()
     monkeypatch.setattr(devs, "_default", None)
+
+
+def test_negative_zero_survives_every_door(device):
+    """-0.0 keeps its sign through asarray, full, setitem and to_device (CuPy's fill() would
+    memset it to +0.0)."""
+    def neg(a):
+        return bool(np.signbit(to_numpy(a)).all())
+    assert neg(xp.asarray(-0.0, device=device))
+    assert neg(xp.asarray([-0.0, -0.0], dtype=xp.float32, device=device))
+    assert neg(xp.full((3,), -0.0, device=device))
+    c = xp.asarray([1.0, 2.0], device=device)
+    c[0] = -0.0
+    c[1:] = -0.0
+    assert neg(c)
+    assert neg(xp.asarray(-0.0).to_device(device))
+    assert neg(xp.sin(xp.asarray(-0.0, device=device)))

@@ -1,7 +1,7 @@
 """The Array object: one backend buffer (NumPy or CuPy) and its Device, with the spec's rules."""
 from __future__ import annotations
 
-import sys
+import contextlib
 
 import numpy as np
 
@@ -285,6 +285,8 @@ class Array:
             v = value._data
         else:
             v = check_scalar(value, self.dtype, "__setitem__")
+            if self._device is not CPU:  # a device scalar: CuPy's fill() loses -0.0
+                v = _move(np.asarray(v), CPU, self._device)
         if isinstance(k, _EmptyMask):
             return
         if self._device is CPU and not self._data.flags.writeable:
@@ -422,8 +424,13 @@ def _move(data, src: Device, dst: Device, stream=None):
     b = backend(dst)
     cp = b.xp
     with b.ctx():
-        if stream is not None:
-            s = cp.cuda.ExternalStream(stream) if isinstance(stream, int) else stream
-            with s:
-                return cp.array(data, copy=True)
-        return cp.array(data, copy=True)
+        s = contextlib.nullcontext() if stream is None else (
+            cp.cuda.ExternalStream(stream) if isinstance(stream, int) else stream)
+        with s:
+            if isinstance(data, np.ndarray):
+                # A plain memcpy: cupy.array(0-d host array) goes through fill(), whose
+                # memset shortcut turns -0.0 into +0.0.
+                out = cp.empty(data.shape, dtype=data.dtype)
+                out.set(np.ascontiguousarray(data))
+                return out
+            return cp.array(data, copy=True)
