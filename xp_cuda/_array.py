@@ -431,6 +431,6 @@ def _move(data, src: Device, dst: Device, stream=None):
                 # A plain memcpy: cupy.array(0-d host array) goes through fill(), whose
                 # memset shortcut turns -0.0 into +0.0.
                 out = cp.empty(data.shape, dtype=data.dtype)
-                out.set(np.ascontiguousarray(data))
+                out.set(data if data.flags.c_contiguous else data.copy(order="C"))
                 return out
             return cp.array(data, copy=True)

@@ -214,11 +214,36 @@ def from_dlpack(x, /, *, device=None, copy=None):
 
 # ---- shapes filled with values ------------------------------------------------------------
 
-def _fill(fname, shape, dtype, device, make):
+def _kern():
+    from ._kernels import creation  # lazy: CuPy is needed only on cuda
+    return creation
+
+
+def _fill(fname, shape, dtype, device, make, fill_cuda=None):
+    """make(xp, shape) builds the result on cpu (and on cuda when fill_cuda is None);
+    fill_cuda(cp, out) fills a fresh C-contiguous cupy array with our kernels."""
     shape = check_shape(shape, fname)
     check_dtype_arg(dtype, fname)
     device = _device_arg(device, fname)
-    return _wrap(_alloc(device, fname, shape, dtype, lambda xp: make(xp, shape)), device)
+    if device.kind == "cuda" and fill_cuda is not None:
+        def build(cp):
+            return fill_cuda(cp, cp.empty(shape, dtype=dtype._np))
+    else:
+        def build(xp):
+            return make(xp, shape)
+    return _wrap(_alloc(device, fname, shape, dtype, build), device)
+
+
+def _value_bytes(value, dtype: DType) -> bytes:
+    return np.asarray(value, dtype=dtype._np).tobytes()
+
+
+def _filled(fname, shape, value, dtype, device):
+    """Every element equal to value (already checked against dtype)."""
+    vb = _value_bytes(value, dtype)
+    return _fill(fname, shape, dtype, device,
+                 lambda xp, s: xp.full(s, value, dtype=dtype._np),
+                 lambda cp, out: _kern().fill(cp, out, vb))
 
 
 def empty(shape, *, dtype=None, device=None):
@@ -228,12 +253,14 @@ def empty(shape, *, dtype=None, device=None):
 
 def zeros(shape, *, dtype=None, device=None):
     dtype = dtype or DEFAULT_DTYPES["real floating"]
-    return _fill("zeros", shape, dtype, device, lambda xp, s: xp.zeros(s, dtype=dtype._np))
+    check_dtype_arg(dtype, "zeros")
+    return _filled("zeros", shape, dtype._np.type(0), dtype, device)
 
 
 def ones(shape, *, dtype=None, device=None):
     dtype = dtype or DEFAULT_DTYPES["real floating"]
-    return _fill("ones", shape, dtype, device, lambda xp, s: xp.ones(s, dtype=dtype._np))
+    check_dtype_arg(dtype, "ones")
+    return _filled("ones", shape, dtype._np.type(1), dtype, device)
 
 
 def _scalar_dtype(value, fname):
@@ -252,7 +279,7 @@ def full(shape, fill_value, *, dtype=None, device=None):
     else:
         check_dtype_arg(dtype, "full")
     v = check_scalar(fill_value, dtype, "full")
-    return _fill("full", shape, dtype, device, lambda xp, s: xp.full(s, v, dtype=dtype._np))
+    return _filled("full", shape, v, dtype, device)
 
 
 def _like(fname, x, dtype, device):
@@ -290,8 +317,11 @@ def eye(n_rows, n_cols=None, /, *, k=0, dtype=None, device=None):
         raise ValueError(f"eye: n_rows and n_cols must be non-negative, got {n_rows}, {n_cols}")
     k = check_int(k, fname, "k")
     dtype = dtype or DEFAULT_DTYPES["real floating"]
+    check_dtype_arg(dtype, fname)
+    one = _value_bytes(dtype._np.type(1), dtype)
     return _fill(fname, (n_rows, n_cols), dtype, device,
-                 lambda xp, s: xp.eye(s[0], s[1], k=k, dtype=dtype._np))
+                 lambda xp, s: xp.eye(s[0], s[1], k=k, dtype=dtype._np),
+                 lambda cp, out: _kern().eye(cp, out, k, one))
 
 
 def _tri(fname, x, k, upper):
@@ -299,10 +329,13 @@ def _tri(fname, x, k, upper):
     k = check_int(k, fname, "k")
     if x.ndim < 2:
         raise ValueError(f"{fname}: x must have at least 2 dimensions, got shape {x.shape}")
-    b = backend(x.device)
-    with b.ctx():
-        out = (b.xp.triu if upper else b.xp.tril)(x._data, k=k)
-    return _wrap(out, x.device)
+    if x.device.kind == "cpu":
+        return _wrap((np.triu if upper else np.tril)(x._data, k=k), x.device)
+
+    def make(cp):
+        src = x._data if x._data.flags.c_contiguous else cp.ascontiguousarray(x._data)
+        return _kern().tri(cp, src, cp.empty(x.shape, dtype=src.dtype), k, upper)
+    return _wrap(_alloc(x.device, fname, x.shape, x.dtype, make), x.device)
 
 
 def tril(x, /, *, k=0):
@@ -348,15 +381,73 @@ def arange(start, /, stop=None, step=1, *, dtype=None, device=None):
         if not (info.min <= start <= info.max and info.min <= last <= info.max):
             raise OverflowError(f"arange: values from {start} to {last} do not fit in {dtype}")
 
-    def make(xp, s):
-        i = xp.arange(s[0], dtype=np.int64 if integral else np.float64)
-        if integral and dtype.kind in ("int", "uint"):
-            return (i * step + start).astype(dtype._np)
-        return (i * float(step) + float(start)).astype(dtype._np)
-    return _fill(fname, (n,), dtype, device, make)
+    exact = integral and dtype.kind in ("int", "uint")
+    if not exact:
+        try:
+            fstart, fstep = float(start), float(step)
+        except OverflowError:
+            raise OverflowError(f"arange: start {start} or step {step} is too large for "
+                                f"{dtype}") from None
+
+    def make(xp, s):  # the cpu reference; the kernel does the same operations
+        if exact:  # modular uint64 arithmetic is exact because every value fits dtype
+            i = np.arange(s[0], dtype=np.uint64)
+            return (i * np.uint64(step % 2**64) + np.uint64(start % 2**64)).astype(dtype._np)
+        i = np.arange(s[0], dtype=np.float64)
+        return (i * fstep + fstart).astype(dtype._np)
+    return _fill(fname, (n,), dtype, device, make,
+                 lambda cp, out: _kern().arange(cp, out, start if exact else fstart,
+                                                step if exact else fstep))
+
+
+def _lin_params(start: float, stop: float, num: int, endpoint: bool):
+    """NumPy 2.x's linspace as (start, mult, div, stop, mode) for one real component:
+    y = i*mult + start (mode 0) or (i/div)*mult + start (mode 1, when step underflows to 0),
+    with step = (stop - start)/div; the kernels and _lin_at evaluate exactly this."""
+    div = num - 1 if endpoint else num
+    delta = stop - start
+    if div > 0:
+        step = delta / div
+        return (start, delta, float(div), stop, 1) if step == 0 else \
+            (start, step, float(div), stop, 0)
+    return (start, delta, 1.0, stop, 0)  # 0 or 1 element: 0*delta + start, as NumPy
+
+
+def _lin_last(num: int, endpoint: bool) -> int:
+    """The index NumPy sets to stop exactly, or -1."""
+    return num - 1 if endpoint and num > 1 else -1
+
+
+def _lin_at(p, i: int, last: int) -> float:
+    """Element i of the grid p, with the float64 operations of NumPy and the kernel."""
+    start, mult, div, stop, mode = p
+    if i == last:
+        return stop
+    return ((i / div) * mult if mode else i * mult) + start
+
+
+def _to_float(v, fname, argname):
+    try:
+        return float(v)
+    except OverflowError:
+        raise OverflowError(f"{fname}: {argname}={v} is too large for float64") from None
+
+
+def _int_range_check(fname, values, dtype):
+    """values (floats, already floored or truncated) must be finite and fit dtype."""
+    info = np.iinfo(dtype._np)
+    for v in values:
+        if math.isnan(v):
+            raise ValueError(f"{fname}: the result holds NaN, which no integer dtype can hold; "
+                             f"use a floating-point dtype")
+        if not (info.min <= v <= info.max):
+            raise OverflowError(f"{fname}: the value {v} does not fit in {dtype} "
+                                f"[{info.min}, {info.max}]; use a dtype that holds it")
 
 
 def linspace(start, stop, /, num, *, dtype=None, device=None, endpoint=True):
+    """num evenly spaced values; the same float64 operations as NumPy 2.x on every device
+    (integer dtypes: floor of NumPy's float64 grid, exactly NumPy's values)."""
     fname = "linspace"
     kinds = set()
     for v, n in ((start, "start"), (stop, "stop")):
@@ -374,19 +465,32 @@ def linspace(start, stop, /, num, *, dtype=None, device=None, endpoint=True):
     check_dtype_arg(dtype, fname, "numeric")
     if "complex" in kinds and dtype.kind != "complex":
         raise TypeError(f"linspace: complex start/stop need a complex dtype, not {dtype}")
+    integer = dtype.kind in ("int", "uint")
+    if integer and kinds != {"int"}:
+        raise TypeError(f"linspace: an integer dtype ({dtype}) needs Python int start and "
+                        f"stop (a Python float does not mix with integer dtypes); pass ints "
+                        f"or a floating-point dtype")
+    a, b = complex(_to_float(start, fname, "start") if "complex" not in kinds else start), \
+        complex(_to_float(stop, fname, "stop") if "complex" not in kinds else stop)
+    re = _lin_params(a.real, b.real, num, endpoint)
+    im = _lin_params(a.imag, b.imag, num, endpoint)
+    last = _lin_last(num, endpoint)
+    if integer and num:  # the grid is monotonic: its ends bound every value
+        ends = (_lin_at(re, i, last) for i in (0, num - 1))
+        _int_range_check(fname, [math.floor(y) if math.isfinite(y) else y for y in ends], dtype)
 
-    def make(xp, s):
+    def make(xp, s):  # the cpu reference
         if dtype.kind != "complex":
-            return xp.linspace(start, stop, num=s[0], endpoint=endpoint, dtype=dtype._np)
-        # Componentwise: the complex grid is two real grids (CuPy's linspace is real-only).
-        a, b = complex(start), complex(stop)
+            return xp.linspace(a.real, b.real, num=s[0], endpoint=endpoint, dtype=dtype._np)
+        # Componentwise, as the spec defines the complex grid (two real grids).
         parts = [xp.linspace(u, v, num=s[0], endpoint=endpoint, dtype=np.float64)
                  for u, v in ((a.real, b.real), (a.imag, b.imag))]
         out = xp.empty(s, dtype=dtype._np)
         out.real, out.imag = parts
         return out
     with np.errstate(all="ignore"):
-        return _fill(fname, (num,), dtype, device, make)
+        return _fill(fname, (num,), dtype, device, make,
+                     lambda cp, out: _kern().linspace(cp, out, re, im, last))
 
 
 def meshgrid(*arrays, indexing="xy"):

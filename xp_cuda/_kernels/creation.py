@@ -1,0 +1,128 @@
+"""Launchers of creation.cu on the current CuPy device and stream (callers hold backend().ctx()).
+
+Each launcher takes a freshly allocated, C-contiguous CuPy output (16-byte aligned, as every
+CuPy allocation is) and the already-validated host parameters; nothing here checks user input.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from . import load_kernel
+
+_SOURCE_PATH = Path(__file__).resolve().parent / "creation.cu"
+_source = None
+_THREADS = 256
+_sm_count: dict[int, int] = {}
+
+# dtype name -> kernel suffix; the names the .cu file instantiates (tests check the PTX)
+SPACE_DTYPES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+                "float32", "float64", "complex64", "complex128")
+ARANGE_DTYPES = SPACE_DTYPES[:10]
+ITEM_SIZES = (1, 2, 4, 8, 16)
+
+
+def kernel_names() -> list[str]:
+    """Every kernel name a launcher here can request."""
+    return (["xp_fill"] + [f"xp_eye_diag_{s}" for s in ITEM_SIZES]
+            + [f"xp_tri_{s}" for s in ITEM_SIZES] + [f"xp_arange_{d}" for d in ARANGE_DTYPES]
+            + [f"xp_{f}_{d}" for f in ("linspace", "logspace") for d in SPACE_DTYPES])
+
+
+def _kernel(name):
+    global _source
+    if _source is None:
+        _source = _SOURCE_PATH.read_text(encoding="utf-8")
+    return load_kernel(_source, name)
+
+
+def _blocks(cp, work: int) -> int:
+    """Enough blocks to fill the GPU several times over; the kernels are grid-stride."""
+    dev = cp.cuda.runtime.getDevice()
+    sms = _sm_count.get(dev)
+    if sms is None:
+        sms = _sm_count[dev] = cp.cuda.Device(dev).attributes["MultiProcessorCount"]
+    return max(1, min(-(-work // _THREADS), sms * 16))
+
+
+def _launch(cp, name, work, args):
+    if work > 0:
+        _kernel(name)((_blocks(cp, work),), (_THREADS,), args)
+
+
+def _pattern(value_bytes: bytes) -> tuple[np.uint64, np.uint64]:
+    """One element's bytes repeated to 16 bytes, as two little-endian uint64 words."""
+    rep = value_bytes * (16 // len(value_bytes))
+    return (np.uint64(int.from_bytes(rep[:8], "little")),
+            np.uint64(int.from_bytes(rep[8:], "little")))
+
+
+def _memset(cp, out, byte: int):
+    if out.nbytes:
+        stream = cp.cuda.get_current_stream()
+        cp.cuda.runtime.memsetAsync(out.data.ptr, byte, out.nbytes, stream.ptr)
+
+
+def fill(cp, out, value_bytes: bytes):
+    """Every element of out set to the element whose bytes are value_bytes."""
+    if len(set(value_bytes)) == 1:  # zeros, int8 ones, -1: the copy engine's memset
+        _memset(cp, out, value_bytes[0])
+        return out
+    lo, hi = _pattern(value_bytes)
+    nbytes = out.nbytes
+    _launch(cp, "xp_fill", max(nbytes // 16, 1 if nbytes else 0),
+            (out, np.int64(nbytes), lo, hi))
+    return out
+
+
+def eye(cp, out, k: int, one_bytes: bytes):
+    """out (n_rows, n_cols) zeroed by memset, then its k-th diagonal set to one."""
+    n_rows, n_cols = out.shape
+    _memset(cp, out, 0)
+    r0, c0 = max(0, -k), max(0, k)
+    ndiag = max(0, min(n_rows - r0, n_cols - c0))
+    lo, hi = _pattern(one_bytes)
+    _launch(cp, f"xp_eye_diag_{out.itemsize}", ndiag,
+            (out, np.int64(n_cols), np.int64(r0), np.int64(c0), np.int64(ndiag), lo, hi))
+    return out
+
+
+def tri(cp, x, out, k: int, upper: bool):
+    """tril/triu of a C-contiguous x (..., rows, cols) into out of the same shape."""
+    rows, cols = x.shape[-2:]
+    _launch(cp, f"xp_tri_{x.itemsize}", x.size,
+            (x, out, np.int64(x.size), np.int64(rows), np.int64(cols),
+             np.int64(max(min(k, 2**62), -2**62)), np.int32(upper)))
+    return out
+
+
+def arange(cp, out, start, step):
+    """out[i] = start + i*step: Python ints (any integer dtype) or floats (float dtypes)."""
+    name = f"xp_arange_{out.dtype.name}"
+    if out.dtype.kind in "iu":
+        args = (np.uint64(start % 2**64), np.uint64(step % 2**64))
+    else:
+        args = (np.float64(start), np.float64(step))
+    _launch(cp, name, out.size, (out, np.int64(out.size)) + args)
+    return out
+
+
+def _lin_args(p):
+    start, mult, div, stop, mode = p
+    return (np.float64(start), np.float64(mult), np.float64(div), np.float64(stop),
+            np.int32(mode))
+
+
+def linspace(cp, out, re, im, last: int):
+    """re, im: (start, mult, div, stop, mode) per component (see Lin in creation.cu)."""
+    _launch(cp, f"xp_linspace_{out.dtype.name}", out.size,
+            (out, np.int64(out.size)) + _lin_args(re) + _lin_args(im) + (np.int64(last),))
+    return out
+
+
+def logspace(cp, out, lin, last: int, base: float, ibase: int, base_is_int: bool):
+    _launch(cp, f"xp_logspace_{out.dtype.name}", out.size,
+            (out, np.int64(out.size)) + _lin_args(lin)
+            + (np.int64(last), np.float64(base), np.int64(ibase), np.int32(base_is_int)))
+    return out
