@@ -148,6 +148,8 @@ def test_vecdot_rules(device):
     assert xp.vecdot(a[:, None], b, axis=-2).shape == (20,)
     with pytest.raises(ValueError, match="axis=-2"):
         xp.vecdot(b, b, axis=0)
+    with pytest.raises(ValueError, match="size 3 in x1 but 4 in x2"):  # no call to suggest
+        xp.vecdot(xp.ones((2, 3, 4), device=device), xp.ones((3, 4), device=device), axis=1)
     with pytest.raises(ValueError, match="size 3.*size 4"):
         xp.vecdot(xp.ones((2, 3), device=device), xp.ones((2, 4), device=device))
     with pytest.raises(ValueError, match="size 1.*size 4"):  # never broadcast
