@@ -112,7 +112,10 @@ def negative_axis_check(fname, x1, x2, axis):
         raise ValueError(f"{fname}: x1 {x1.shape} and x2 {x2.shape}: both inputs need at least "
                          f"one dimension")
     if axis >= 0:
-        if axis < n:
+        if axis < n and x1.shape[axis] != x2.shape[axis]:
+            hint = (f"axis {axis} has size {x1.shape[axis]} in x1 but {x2.shape[axis]} in "
+                    f"x2, so no contraction over it exists")
+        elif axis < n:
             # Axis `axis` of each array, moved to the same place from the end in both.
             t1, t2 = n1 - axis - 1, n2 - axis - 1
             t = t1 if t1 > t2 else t2
