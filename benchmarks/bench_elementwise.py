@@ -29,7 +29,9 @@ def bandwidth_cases(cp, xp, torch, n: int) -> list[dict]:
     cases = [("float32 + float32", rng.random(n, dtype=cp.float32),
               rng.random(n, dtype=cp.float32)),
              ("int16 + int32", rng.integers(-2**15, 2**15, n, dtype=cp.int16),
-              rng.integers(-2**31, 2**31 - 1, n, dtype=cp.int32))]
+              rng.integers(-2**31, 2**31 - 1, n, dtype=cp.int32)),
+             ("float32 + float64", rng.random(n, dtype=cp.float32),
+              rng.random(n, dtype=cp.float64))]
     rows = []
     for case, a, b in cases:
         out_dtype = cp.result_type(a, b)
@@ -87,6 +89,18 @@ def host_overhead_us(cp, xp, torch, calls: int = 2000) -> dict:
             out["xp_cuda"] = median_us(lambda: xx + xy, dsync)
         except Exception as e:
             out["xp_cuda_error"] = repr(e)
+        try:  # where the time goes: allocation, one raw launch, the synchronise itself
+            from xp_cuda import _elementwise as ew
+            plan = ew._PLANS[("add", ("float32", "float32"), xx.device)]
+            k, o = plan.kernel("cc"), cp.empty(8, cp.float32)
+            out["parts: raw launch+sync"] = median_us(lambda: k((1,), (256,), (cx, cy, o, 8)),
+                                                      dsync)
+            out["parts: cupy.empty"] = median_us(lambda: cp.empty((8,), cp.float32),
+                                                 lambda: None)
+            out["parts: sync only"] = median_us(lambda: None, dsync)
+            out["parts: xp_cuda x + y, no sync"] = median_us(lambda: xx + xy, lambda: None)
+        except Exception as e:
+            out["parts_error"] = repr(e)
     if torch is not None:
         tx, ty = torch.as_tensor(hx, device="cuda"), torch.as_tensor(hy, device="cuda")
         out["torch"] = median_us(lambda: tx + ty, torch.cuda.synchronize)

@@ -51,6 +51,14 @@ def _ew():
     return _elementwise
 
 
+def _apply(fname, operands):
+    """elementwise apply; rebinds itself to the real function on first use (no import per
+    operator call: _elementwise imports this module)."""
+    global _apply
+    _apply = _ew().apply
+    return _apply(fname, operands)
+
+
 class Array:
     """An n-dimensional array of the Array API standard (2023.12) on a cpu or cuda device.
 
@@ -313,16 +321,18 @@ class Array:
         return NotImplemented
 
     def _binary(self, other, fname, op, reflected=False):
+        if type(other) is Array:  # the common case first: no operand conversion to do
+            return _apply(fname, (other, self) if reflected else (self, other))
         o = self._operand(other, op)
         if o is NotImplemented:
             return o
-        return _ew().apply(fname, (o, self) if reflected else (self, o))
+        return _apply(fname, (o, self) if reflected else (self, o))
 
     def _inplace(self, other, fname, op):
         o = self._operand(other, op)
         if o is NotImplemented:
             return o
-        res = _ew().apply(fname, (self, o))
+        res = _apply(fname, (self, o))
         if res.dtype is not self.dtype:
             raise TypeError(f"{op}: the result dtype {res.dtype} differs from the array's dtype "
                             f"{self.dtype}; in-place operations cannot change the dtype")

@@ -167,11 +167,81 @@ def result_dtype(name: str, dtypes):
 
 def apply(name: str, operands) -> Array:
     """Run elementwise function `name` on Arrays (and TypedScalars from operators)."""
+    # Hot paths: a launch plan cached per (function, dtypes); it exists only once the full
+    # checks of _apply_checked have passed for these dtypes on that device, so a hit needs
+    # only the layout and device checks.
+    if len(operands) == 2:
+        x1, x2 = operands
+        if type(x1) is Array:
+            d1 = x1._data
+            if type(x2) is Array:
+                d2 = x2._data
+                entry = _FAST.get((name, d1.dtype, d2.dtype))
+                if entry is not None:
+                    plan, dev = entry
+                    if (x1._device is dev or x1._device == dev) and \
+                            (x2._device is dev or x2._device == dev):
+                        shape = d1.shape
+                        if shape == d2.shape and d1._c_contiguous and d2._c_contiguous:
+                            if _ONE_GPU:
+                                return Array._new(plan.cc(d1, d2, shape), dev)
+                            with _ctx(dev):
+                                return Array._new(plan.cc(d1, d2, shape), dev)
+            elif type(x2) is TypedScalar:
+                entry = _FAST.get((name, d1.dtype, "s"))
+                if entry is not None:
+                    plan, dev = entry
+                    if (x1._device is dev or x1._device == dev) and d1._c_contiguous:
+                        args = ("cs", (d1, x2.value), d1.shape, d1.size)
+                        if _ONE_GPU:
+                            return Array._new(plan.contiguous(*args), dev)
+                        with _ctx(dev):
+                            return Array._new(plan.contiguous(*args), dev)
+    elif len(operands) == 1:
+        x1 = operands[0]
+        d1 = x1._data
+        entry = _FAST.get((name, d1.dtype))
+        if entry is not None:
+            plan, dev = entry
+            if (x1._device is dev or x1._device == dev) and d1._c_contiguous:
+                if _ONE_GPU:
+                    return Array._new(plan.c1(d1, d1.shape), dev)
+                with _ctx(dev):
+                    return Array._new(plan.c1(d1, d1.shape), dev)
+    return _apply_checked(name, operands)
+
+
+def _ctx(device):
+    return backend(device).ctx()
+
+
+_FAST: dict = {}  # (name, numpy dtype(s), or "s" for a scalar operand) -> (Plan, Device)
+_PLANS: dict = {}  # (name, dtype names, device) -> Plan
+_ONE_GPU = False  # set once a cuda plan exists: with one GPU there is no device to switch
+
+
+def _plan(name, dtypes, in_dtype, out_dtype, device, cp):
+    key = (name, dtypes, device)
+    plan = _PLANS.get(key)
+    if plan is None:
+        global _ONE_GPU
+        from ._devices import cuda_device_count
+        from ._kernels.elementwise import Plan
+        _ONE_GPU = cuda_device_count() == 1
+        plan = _PLANS[key] = Plan(cp, name, dtypes, in_dtype.name, out_dtype.name)
+    return plan
+
+
+def _apply_checked(name: str, operands) -> Array:
     arrays = [o for o in operands if isinstance(o, Array)]
     in_dtype, out_dtype = result_dtype(name, [o.dtype for o in operands])
     device = common_device(arrays, name) if len(arrays) > 1 else arrays[0].device
     if len(arrays) > 1:
-        broadcast_shapes([a.shape for a in arrays], name)
+        shape = broadcast_shapes([a.shape for a in arrays], name)
+    else:
+        shape = arrays[0].shape
+    if device is not CPU and device.kind == "cuda":
+        return _apply_cuda(name, operands, in_dtype, out_dtype, device, shape)
     b = backend(device)
     xp = b.xp
     natives = [o._data if isinstance(o, Array) else o.value for o in operands]
@@ -191,6 +261,44 @@ def apply(name: str, operands) -> Array:
             out = np.asarray(out)
         if out.dtype != out_dtype._np:
             out = out.astype(out_dtype._np)
+    return Array._new(out, device)
+
+
+def _apply_cuda(name, operands, in_dtype, out_dtype, device, shape) -> Array:
+    """One generated kernel: operands read in their own dtypes (scalars as parameters),
+    converted in registers, the output written once."""
+    b = backend(device)
+    dtypes = tuple(o.dtype.name for o in operands)
+    with b.ctx():
+        plan = _plan(name, dtypes, in_dtype, out_dtype, device, b.xp)
+        # register the hot-path entries only for the device kinds the hot paths serve
+        if type(operands[0]) is Array:
+            key = (name,) + tuple(o._data.dtype if type(o) is Array else "s" for o in operands)
+            if key[-1] != "s" or len(key) == 3:
+                _FAST[key] = (plan, device)
+        n = 1
+        for s in shape:
+            n *= s
+        args, modes = [], []
+        for o in operands:
+            if isinstance(o, Array):
+                d = o._data
+                args.append(d)
+                if d._c_contiguous and d.shape == shape:
+                    modes.append("c")
+                elif d.size == 1:
+                    modes.append("z")  # read once, whatever its shape
+                else:
+                    modes.append("g")
+            else:
+                args.append(o.value)
+                modes.append("s")
+        layout = "".join(modes)
+        if "g" in modes or layout in ("z", "sz", "zs", "zz"):
+            layout = "".join("s" if m == "s" else "g" for m in modes)
+            out = plan.strided(layout, tuple(args), shape, n)
+        else:
+            out = plan.contiguous(layout, tuple(args), shape, n)
     return Array._new(out, device)
 
 

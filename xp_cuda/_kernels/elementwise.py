@@ -1,0 +1,450 @@
+"""Generated elementwise kernels: one generator, one table of per-kind expressions, a launcher.
+
+``OPS`` is the single table of what each of the 65 functions computes for each dtype kind
+(b bool, i signed, u unsigned, f real floating, c complex): a C++ expression over ``a`` (and
+``b``) of the compute type ``T`` (the promoted dtype), with ``U`` an unsigned type at least as
+wide as int (wrap-around integer arithmetic) and ``R`` the real type of ``T``. Special cases
+live in the device helpers of elementwise.cuh that the expressions name; nothing else in the
+package decides them.
+
+For one (function, dtype1, dtype2) the generator emits one translation unit holding every
+layout variant: contiguous (vectorised, 16-byte accesses when aligned) with each operand an
+array, a 0-d array or a scalar parameter, and strided (each operand read through its own
+strides, broadcast axes stride 0). Operands are loaded in their own dtypes and converted in
+registers; the output is written once. The spec layer (xp_cuda._elementwise) validates and
+decides the result dtype; nothing here checks user input.
+"""
+from __future__ import annotations
+
+import ctypes
+import threading
+from pathlib import Path
+
+import numpy as np
+
+from . import load_kernel
+
+_CUH_PATH = Path(__file__).resolve().parent / "elementwise.cuh"
+_cuh = None
+
+CTYPES = {
+    "bool": "bool", "int8": "signed char", "int16": "short", "int32": "int",
+    "int64": "long long", "uint8": "unsigned char", "uint16": "unsigned short",
+    "uint32": "unsigned int", "uint64": "unsigned long long", "float32": "float",
+    "float64": "double", "complex64": "complex<float>", "complex128": "complex<double>",
+}
+_SHORT = {"bool": "b1", "int8": "i1", "int16": "i2", "int32": "i4", "int64": "i8", "uint8": "u1",
+          "uint16": "u2", "uint32": "u4", "uint64": "u8", "float32": "f4", "float64": "f8",
+          "complex64": "c8", "complex128": "c16"}
+_KIND = {"bool": "b", "int": "i", "uint": "u", "float": "f", "complex": "c"}
+
+_WRAP = {k: f"(T)((U)a {op} (U)b)" for k, op in (("add", "+"), ("sub", "-"), ("mul", "*"))}
+
+def _same(expr, kinds="iufc"):
+    return {k: expr for k in kinds}
+
+
+def _cmp(op):
+    return {"b": f"a {op} b", "i": f"a {op} b", "u": f"a {op} b", "f": f"a {op} b"}
+
+
+# function -> {kind: expression}. Read against the spec page of each function: where a helper
+# is named, its comment in elementwise.cuh says which special cases it carries.
+OPS = {
+    "abs": {"i": "xp_iabs<T, U>(a)", "u": "a", "f": "fabs(a)", "c": "xp_cabs(a)"},
+    "acos": {"f": "acos(a)", "c": "xp_cacos(a)"},
+    "acosh": {"f": "acosh(a)", "c": "xp_cacosh(a)"},
+    "add": {"i": _WRAP["add"], "u": _WRAP["add"], "f": "a + b", "c": "a + b"},
+    "asin": {"f": "asin(a)", "c": "xp_casin(a)"},
+    "asinh": {"f": "asinh(a)", "c": "xp_casinh(a)"},
+    "atan": {"f": "atan(a)", "c": "xp_catan(a)"},
+    "atan2": {"f": "atan2(a, b)"},
+    "atanh": {"f": "atanh(a)", "c": "xp_catanh(a)"},
+    "bitwise_and": _same("a & b", "biu"),
+    "bitwise_left_shift": {"i": "xp_lshift<T, U>(a, b)", "u": "xp_lshift<T, U>(a, b)"},
+    "bitwise_invert": {"b": "!a", "i": "~a", "u": "~a"},
+    "bitwise_or": _same("a | b", "biu"),
+    "bitwise_right_shift": {"i": "xp_rshift(a, b)", "u": "xp_rshift(a, b)"},
+    "bitwise_xor": _same("a ^ b", "biu"),
+    "ceil": {"i": "a", "u": "a", "f": "ceil(a)"},
+    "conj": {"c": "thrust::conj(a)"},
+    "copysign": {"f": "copysign(a, b)"},
+    "cos": {"f": "cos(a)", "c": "xp_ccos(a)"},
+    "cosh": {"f": "cosh(a)", "c": "xp_ccosh(a)"},
+    "divide": {"f": "a / b", "c": "xp_cdiv(a, b)"},
+    "equal": {"b": "a == b", "i": "a == b", "u": "a == b", "f": "a == b", "c": "xp_ceq(a, b)"},
+    "exp": {"f": "exp(a)", "c": "xp_cexp(a)"},
+    "expm1": {"f": "expm1(a)", "c": "xp_cexpm1(a)"},
+    "floor": {"i": "a", "u": "a", "f": "floor(a)"},
+    "floor_divide": {"i": "xp_ifloordiv(a, b)", "u": "xp_ufloordiv(a, b)",
+                     "f": "xp_ffloordiv(a, b)"},
+    "greater": _cmp(">"),
+    "greater_equal": _cmp(">="),
+    "hypot": {"f": "hypot(a, b)"},
+    "imag": {"c": "a.imag()"},
+    "isfinite": {"i": "true", "u": "true", "f": "isfinite(a)", "c": "xp_cisfinite(a)"},
+    "isinf": {"i": "false", "u": "false", "f": "isinf(a)", "c": "xp_cisinf(a)"},
+    "isnan": {"i": "false", "u": "false", "f": "isnan(a)", "c": "xp_cisnan(a)"},
+    "less": _cmp("<"),
+    "less_equal": _cmp("<="),
+    "log": {"f": "log(a)", "c": "xp_clog(a)"},
+    "log1p": {"f": "log1p(a)", "c": "xp_clog1p(a)"},
+    "log2": {"f": "log2(a)", "c": "xp_clogscaled(a, (R)1.442695040888963407359924681001892137)"},
+    "log10": {"f": "log10(a)",
+              "c": "xp_clogscaled(a, (R)0.434294481903251827651128918916605082)"},
+    "logaddexp": {"f": "xp_logaddexp(a, b)"},
+    "logical_and": {"b": "a && b"},
+    "logical_not": {"b": "!a"},
+    "logical_or": {"b": "a || b"},
+    "logical_xor": {"b": "a != b"},
+    "maximum": {"i": "a > b ? a : b", "u": "a > b ? a : b", "f": "xp_fmaximum(a, b)"},
+    "minimum": {"i": "a < b ? a : b", "u": "a < b ? a : b", "f": "xp_fminimum(a, b)"},
+    "multiply": {"i": _WRAP["mul"], "u": _WRAP["mul"], "f": "a * b", "c": "a * b"},
+    "negative": {"i": "(T)((U)0 - (U)a)", "u": "(T)((U)0 - (U)a)", "f": "-a", "c": "-a"},
+    "not_equal": {"b": "a != b", "i": "a != b", "u": "a != b", "f": "a != b",
+                  "c": "!xp_ceq(a, b)"},
+    "positive": _same("a"),
+    "pow": {"i": "xp_ipow<T, U>(a, b)", "u": "xp_ipow<T, U>(a, b)", "f": "pow(a, b)",
+            "c": "xp_cpow(a, b)"},
+    "real": {"c": "a.real()"},
+    "remainder": {"i": "xp_iremainder(a, b)", "u": "xp_uremainder(a, b)",
+                  "f": "xp_fremainder(a, b)"},
+    "round": {"i": "a", "u": "a", "f": "rint(a)", "c": "xp_cround(a)"},
+    "sign": {"i": "xp_isign(a)", "u": "(T)(a > 0)", "f": "xp_fsign(a)", "c": "xp_csign(a)"},
+    "signbit": {"f": "signbit(a)"},
+    "sin": {"f": "sin(a)", "c": "xp_csin(a)"},
+    "sinh": {"f": "sinh(a)", "c": "xp_csinh(a)"},
+    "square": {"i": "(T)((U)a * (U)a)", "u": "(T)((U)a * (U)a)", "f": "a * a",
+               "c": "xp_csquare(a)"},
+    "sqrt": {"f": "sqrt(a)", "c": "xp_csqrt(a)"},
+    "subtract": {"i": _WRAP["sub"], "u": _WRAP["sub"], "f": "a - b", "c": "a - b"},
+    "tan": {"f": "tan(a)", "c": "xp_ctan(a)"},
+    "tanh": {"f": "tanh(a)", "c": "xp_ctanh(a)"},
+    "trunc": {"i": "a", "u": "a", "f": "trunc(a)"},
+}
+
+MAXND = 8  # XP_MAXND in elementwise.cuh: collapsed dimensions a strided kernel takes
+THREADS = 256
+
+# Layout variants. Binary: two operand letters, c = contiguous array, z = 0-d array (read once),
+# s = scalar parameter; g = strided. Unary: c or g.
+BINARY_LAYOUTS = ("cc", "cz", "zc", "gg")
+SCALAR_LAYOUTS = ("cs", "sc", "gs", "sg")  # only for dtype1 == dtype2 (the operators)
+UNARY_LAYOUTS = ("c", "g")
+
+
+def _unsigned_wide(dtype: str) -> str:
+    return "unsigned long long" if dtype.endswith("64") and dtype[0] in "iu" else "unsigned int"
+
+
+def _real_ctype(dtype: str) -> str:
+    return {"complex64": "float", "complex128": "double"}.get(dtype, CTYPES[dtype])
+
+
+def vec_width(names) -> int:
+    """Elements per thread in the contiguous path: 16 bytes of the widest array operand."""
+    return max(1, 16 // max(np.dtype(n).itemsize for n in names))
+
+
+def kernel_name(fname: str, dtypes, layout: str) -> str:
+    return f"xp_{fname}_{'_'.join(_SHORT[d] for d in dtypes)}_{layout}"
+
+
+def _op_struct(sname, fname, tc, to, arity):
+    kind = _KIND[_dtype_kind(tc)]
+    expr = OPS[fname][kind]
+    params = "T a" if arity == 1 else "T a, T b"
+    return (f"struct {sname} {{\n  typedef {CTYPES[tc]} T;\n  typedef {_real_ctype(tc)} R;\n"
+            f"  typedef {_unsigned_wide(tc)} U;\n"
+            f"  static XP_HD {CTYPES[to]} f({params}) {{ return ({CTYPES[to]})({expr}); }}\n}};\n")
+
+
+def _dtype_kind(name: str) -> str:
+    if name == "bool":
+        return "bool"
+    if name.startswith("complex"):
+        return "complex"
+    if name.startswith("float"):
+        return "float"
+    return "uint" if name.startswith("uint") else "int"
+
+
+def _geo_params(arity):
+    names = [f"d{i}" for i in range(MAXND)] + [f"a{i}" for i in range(MAXND)]
+    if arity == 2:
+        names += [f"b{i}" for i in range(MAXND)]
+    params = "int nd, " + ", ".join(f"long long {n}" for n in names)
+    fill = (f"XpGeo g; g.nd = nd;\n"
+            + "".join(f"  g.sh[{i}] = d{i}; g.s1[{i}] = a{i}; g.s2[{i}] = "
+                      f"{f'b{i}' if arity == 2 else '0'};\n" for i in range(MAXND)))
+    return params, fill
+
+
+def instantiation(fname: str, dtypes, tc: str, to: str, layouts) -> str:
+    """C++ for one (function, input dtypes): the op struct and one kernel per layout."""
+    arity = len(dtypes)
+    sname = f"XpOp_{kernel_name(fname, dtypes, 'op')}"
+    out = [_op_struct(sname, fname, tc, to, arity)]
+    cts = [CTYPES[d] for d in dtypes]
+    cto = CTYPES[to]
+    vec = vec_width(list(dtypes) + [to])
+    for lay in layouts:
+        kname = kernel_name(fname, dtypes, lay)
+        if lay[0] == "g" or (arity == 1 and lay == "g"):
+            params, fill = _geo_params(arity)
+            srcs, decl = [], []
+            for i, (ct, m) in enumerate(zip(cts, lay if arity == 2 else "g")):
+                if m == "s":
+                    decl.append(f"const {ct} x{i + 1}")
+                    srcs.append(f"XpVal<{ct}>{{x{i + 1}}}")
+                else:
+                    decl.append(f"const {ct}* __restrict__ x{i + 1}")
+                    srcs.append(f"XpArr<{ct}>{{x{i + 1}}}")
+            call = (f"xp_strided{arity}<{sname}>({', '.join(srcs)}, out, n, g);")
+            out.append(f'extern "C" __global__ void __launch_bounds__({THREADS}) {kname}('
+                       f"{', '.join(decl)}, {cto}* __restrict__ out, long long n, {params}) {{\n"
+                       f"  {fill}  {call}\n}}\n")
+            continue
+        srcs, decl = [], []
+        for i, (ct, m) in enumerate(zip(cts, lay)):
+            if m == "s":
+                decl.append(f"const {ct} x{i + 1}")
+                srcs.append(f"XpVal<{ct}>{{x{i + 1}}}")
+            elif m == "z":
+                decl.append(f"const {ct}* __restrict__ x{i + 1}")
+                srcs.append(f"XpVal<{ct}>{{x{i + 1}[0]}}")
+            else:
+                decl.append(f"const {ct}* __restrict__ x{i + 1}")
+                srcs.append(f"XpArr<{ct}>{{x{i + 1}}}")
+        out.append(f'extern "C" __global__ void __launch_bounds__({THREADS}) {kname}('
+                   f"{', '.join(decl)}, {cto}* __restrict__ out, long long n) {{\n"
+                   f"  xp_contig{arity}<{sname}, {vec}>({', '.join(srcs)}, out, n);\n}}\n")
+    return "".join(out)
+
+
+def layouts_for(dtypes) -> tuple:
+    if len(dtypes) == 1:
+        return UNARY_LAYOUTS
+    return BINARY_LAYOUTS + (SCALAR_LAYOUTS if dtypes[0] == dtypes[1] else ())
+
+
+def header() -> str:
+    global _cuh
+    if _cuh is None:
+        _cuh = _CUH_PATH.read_text(encoding="utf-8")
+    return _cuh
+
+
+def translation_unit(items) -> str:
+    """One source: the helpers, then each (fname, dtypes, compute dtype, out dtype)."""
+    return header() + "\n" + "".join(
+        instantiation(f, d, tc, to, layouts_for(d)) for f, d, tc, to in items)
+
+
+# ---- launcher ------------------------------------------------------------------------------
+_sm_count: dict = {}
+
+
+def _launch(*args):
+    """cuLaunchKernel (CuPy's driver binding), bound on first use: CuPy is imported lazily."""
+    global _launch
+    from cupy.cuda import driver
+    _launch = driver.launchKernel
+    return _launch(*args)
+
+
+def _max_blocks(cp) -> int:
+    dev = cp.cuda.runtime.getDevice()
+    n = _sm_count.get(dev)
+    if n is None:
+        n = _sm_count[dev] = cp.cuda.Device(dev).attributes["MultiProcessorCount"] * 16
+    return n
+
+
+class Plan:
+    """Kernels of one (function, input dtypes, device); loaded on first use, kept for good.
+
+    ``run`` takes backend operands (CuPy arrays, or NumPy scalars of the scalar layouts), the
+    output shape, and returns the new CuPy output. Callers hold the device current.
+    """
+
+    __slots__ = ("fname", "dtypes", "to", "out_np", "source", "kernels", "vec", "max_blocks",
+                 "cp", "_ndarray", "_fn", "_tls", "_per_block", "_stream")
+
+    def __init__(self, cp, fname, dtypes, tc, to):
+        self.cp = cp
+        self.fname = fname
+        self.dtypes = tuple(dtypes)
+        self.to = to
+        self.out_np = np.dtype(to)
+        self.source = translation_unit([(fname, self.dtypes, tc, to)])
+        self.kernels = {}
+        self.vec = vec_width(list(dtypes) + [to])
+        self.max_blocks = _max_blocks(cp)
+        self._ndarray = cp.ndarray
+        self._fn = None
+        self._tls = threading.local()
+        self._per_block = THREADS * self.vec
+        self._stream = cp.cuda.get_current_stream
+
+    # The hot path: all-contiguous array operands. Launched through the driver with a reused
+    # parameter block (one per thread: cuLaunchKernel copies it before returning), which
+    # costs a fraction of the generic argument packing of a RawKernel call.
+    def _bind(self):
+        layout = "cc" if len(self.dtypes) == 2 else "c"
+        self._fn = self.kernel(layout).kernel.ptr
+        return self._fn
+
+    def _params(self):
+        vals = (ctypes.c_uint64 * 4)()
+        base = ctypes.addressof(vals)
+        ptrs = (ctypes.c_void_p * 4)(*(base + 8 * i for i in range(4)))
+        self._tls.p = p = (vals, ctypes.addressof(ptrs), ptrs)
+        return p
+
+    def cc(self, d1, d2, shape):
+        """Two C-contiguous operands of the output's shape."""
+        out = self._ndarray(shape, self.out_np)
+        n = out.size
+        if n:
+            fn = self._fn or self._bind()
+            try:
+                vals, addr, _ = self._tls.p
+            except AttributeError:
+                vals, addr, _ = self._params()
+            vals[0] = d1.data.ptr
+            vals[1] = d2.data.ptr
+            vals[2] = out.data.ptr
+            vals[3] = n
+            blocks = (n + self._per_block - 1) // self._per_block
+            _launch(fn, blocks if blocks < self.max_blocks else self.max_blocks, 1, 1,
+                    THREADS, 1, 1, 0, self._stream().ptr, addr, 0)
+        return out
+
+    def c1(self, d1, shape):
+        """One C-contiguous operand."""
+        out = self._ndarray(shape, self.out_np)
+        n = out.size
+        if n:
+            fn = self._fn or self._bind()
+            try:
+                vals, addr, _ = self._tls.p
+            except AttributeError:
+                vals, addr, _ = self._params()
+            vals[0] = d1.data.ptr
+            vals[1] = out.data.ptr
+            vals[2] = n
+            blocks = (n + self._per_block - 1) // self._per_block
+            _launch(fn, blocks if blocks < self.max_blocks else self.max_blocks, 1, 1,
+                    THREADS, 1, 1, 0, self._stream().ptr, addr, 0)
+        return out
+
+    def kernel(self, layout):
+        k = self.kernels.get(layout)
+        if k is None:
+            k = self.kernels[layout] = load_kernel(
+                self.source, kernel_name(self.fname, self.dtypes, layout))
+        return k
+
+    def blocks(self, work: int) -> int:
+        b = (work + THREADS - 1) // THREADS
+        return b if b < self.max_blocks else self.max_blocks
+
+    def contiguous(self, layout, args, shape, n):
+        """All array operands C-contiguous of the output's shape (or 0-d / scalar)."""
+        out = self.cp.empty(shape, dtype=self.out_np)
+        if n:
+            k = self.kernels.get(layout) or self.kernel(layout)
+            k((self.blocks((n + self.vec - 1) // self.vec),), (THREADS,),
+              (*args, out, np.int64(n)))
+        return out
+
+    def strided(self, layout, args, shape, n):
+        """Any operand layout: collapsed to at most MAXND dims, read through strides."""
+        out = self.cp.empty(shape, dtype=self.out_np)
+        if not n:
+            return out
+        geo = _geometry(shape, args, layout)
+        if geo is None:  # more than MAXND dims survive collapsing: read contiguous copies
+            args = tuple(self.cp.ascontiguousarray(self.cp.broadcast_to(a, shape))
+                         if m == "g" else a for a, m in zip(args, layout))
+            geo = _geometry(shape, args, layout)
+        nd, dims, strides = geo
+        params = [np.int32(nd)] + [np.int64(v) for v in dims]
+        for s in strides:
+            params += [np.int64(v) for v in s]
+        self.kernel(layout)((self.blocks(n),), (THREADS,), (*args, out, np.int64(n), *params))
+        return out
+
+
+def _geometry(shape, args, layout):
+    """Collapse the output shape and each array operand's element strides (0 where broadcast):
+    drop size-1 axes, merge neighbours that are contiguous for every operand."""
+    ndim = len(shape)
+    per = []
+    for a, m in zip(args, layout):
+        if m != "g":
+            per.append([0] * ndim)
+            continue
+        st = [0] * ndim
+        off = ndim - a.ndim
+        isz = a.itemsize
+        for i, (n, s) in enumerate(zip(a.shape, a.strides)):
+            st[off + i] = 0 if n == 1 else s // isz
+        per.append(st)
+    dims, cols = [], [[] for _ in per]
+    for i, n in enumerate(shape):
+        if n == 1:
+            continue
+        if dims and all(c[-1] == p[i] * n for c, p in zip(cols, per)):
+            dims[-1] *= n
+            for c, p in zip(cols, per):
+                c[-1] = p[i]
+            continue
+        dims.append(n)
+        for c, p in zip(cols, per):
+            c.append(p[i])
+    if not dims:
+        dims, cols = [1], [[0] for _ in per]
+    if len(dims) > MAXND:
+        return None
+    pad = MAXND - len(dims)
+    strides = [c + [0] * pad for c in cols]
+    return len(dims), dims + [1] * pad, strides
+
+
+# ---- cache warming -------------------------------------------------------------------------------
+def all_items():
+    """Every (function, input dtypes, compute dtype, output dtype) the spec layer can launch."""
+    from .._dtypes import ALL_DTYPES, PROMOTION_TABLE, in_category
+    from .._elementwise import ELEMENTWISE, result_dtype
+
+    items = []
+    for name, (arity, cat, _, _) in ELEMENTWISE.items():
+        ok = [d for d in ALL_DTYPES if in_category(d, cat)]
+        combos = [(d,) for d in ok] if arity == 1 else \
+            [(a, b) for a in ok for b in ok if (a, b) in PROMOTION_TABLE]
+        for ds in combos:
+            tc, to = result_dtype(name, list(ds))
+            items.append((name, tuple(d.name for d in ds), tc.name, to.name))
+    return items
+
+
+def _warm_one(item):
+    name, dtypes, tc, to = item
+    load_kernel(translation_unit([item]), kernel_name(name, dtypes, layouts_for(dtypes)[0]))
+    return 1
+
+
+def warm_cache(processes: int = 0, names=None) -> int:
+    """Compile every generated kernel for this GPU into load_kernel's on-disk cubin cache, in
+    parallel processes (a fresh machine then never compiles on the hot path). Returns the
+    number of translation units."""
+    import os
+    from concurrent.futures import ProcessPoolExecutor
+    from multiprocessing import get_context
+
+    items = [it for it in all_items() if names is None or it[0] in names]
+    with ProcessPoolExecutor(max_workers=processes or os.cpu_count() or 1,
+                             mp_context=get_context("spawn")) as pool:
+        return sum(pool.map(_warm_one, items, chunksize=8))
