@@ -2,7 +2,7 @@
 
     python tools/gpu_check.py OUTDIR [--suite SUITE_PATH] [--max-examples N] [--skip-bench]
 
-Steps: environment, the CUDA tests (pytest -m cuda), the official suite on cuda:0 (with
+Steps: environment, warming the kernel cache, the CUDA tests (pytest -m cuda), the official suite on cuda:0 (with
 --suite), every benchmarks/bench_*.py. Each step logs to OUTDIR/<step>.log; the summary goes to
 OUTDIR/summary.json and stdout. Later steps run even when one fails; exit 1 if any failed.
 """
@@ -107,6 +107,13 @@ def main(argv=None) -> int:
     summary: dict = {"started": time.strftime("%Y-%m-%dT%H:%M:%S")}
 
     summary["environment"] = environment(out)
+
+    # Compile every generated elementwise kernel for this GPU in parallel first, so the tests
+    # below measure behaviour, not one-at-a-time NVRTC compiles.
+    summary["warm_kernels"] = run_step(out, "warm_kernels", [
+        py, "-c", "from xp_cuda._kernels.elementwise import warm_cache; "
+                  "print(warm_cache(), 'translation units compiled or cached')"])
+    summary["warm_kernels"].pop("output", None)
 
     r = run_step(out, "cuda_tests", [py, "-m", "pytest", "-m", "cuda", "-q",
                                      "-p", "no:cacheprovider", "tests"])
