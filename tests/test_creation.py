@@ -120,6 +120,10 @@ def test_eye_tril_triu(rng, device, k):
         xp.tril(xp.ones(3, device=device))
     with pytest.raises(ValueError):
         xp.eye(-1)
+    for huge in (2**63, -(2**63) - 5):  # beyond any kernel integer: still all zeros
+        assert not to_numpy(xp.eye(3, 4, k=huge, device=device)).any()
+        np.testing.assert_array_equal(to_numpy(xp.tril(x, k=huge)), np.tril(a, k=huge))
+        np.testing.assert_array_equal(to_numpy(xp.triu(x, k=huge)), np.triu(a, k=huge))
 
 
 def test_meshgrid(rng, device):

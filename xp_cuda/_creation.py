@@ -316,6 +316,7 @@ def eye(n_rows, n_cols=None, /, *, k=0, dtype=None, device=None):
     if n_rows < 0 or n_cols < 0:
         raise ValueError(f"eye: n_rows and n_cols must be non-negative, got {n_rows}, {n_cols}")
     k = check_int(k, fname, "k")
+    k = max(-n_rows - 1, min(k, n_cols + 1))  # a diagonal outside the matrix is all zeros
     dtype = dtype or DEFAULT_DTYPES["real floating"]
     check_dtype_arg(dtype, fname)
     one = _value_bytes(dtype._np.type(1), dtype)
@@ -329,6 +330,7 @@ def _tri(fname, x, k, upper):
     k = check_int(k, fname, "k")
     if x.ndim < 2:
         raise ValueError(f"{fname}: x must have at least 2 dimensions, got shape {x.shape}")
+    k = max(-x.shape[-2] - 1, min(k, x.shape[-1] + 1))  # same result, fits a kernel int
     if x.device.kind == "cpu":
         return _wrap((np.triu if upper else np.tril)(x._data, k=k), x.device)
 
