@@ -4,7 +4,17 @@ from __future__ import annotations
 import json
 import platform
 import statistics
+import sys
 from pathlib import Path
+
+
+def try_import(name):
+    """A peer library (cupy, torch) if it imports, else None with a note on stderr."""
+    try:
+        return __import__(name)
+    except Exception as e:
+        print(f"[bench] {name} unavailable: {e!r}", file=sys.stderr)
+        return None
 
 
 def time_gpu(fn, warmup: int = 3, reps: int = 20) -> float:

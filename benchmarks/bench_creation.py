@@ -14,15 +14,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # xp_cuda from this checkout
-from _timing import copy_gbps, environment, print_table, time_gpu, write_json  # noqa: E402
-
-
-def _try_import(name):
-    try:
-        return __import__(name)
-    except Exception as e:
-        print(f"[bench] {name} unavailable: {e!r}", file=sys.stderr)
-        return None
+from _timing import copy_gbps, environment, print_table, time_gpu, write_json, try_import  # noqa: E402
 
 
 def cases(cp, xp, torch, n: int):
@@ -97,7 +89,7 @@ def main(argv=None) -> int:
 
     import cupy as cp
     cp.cuda.Device(0).use()
-    xp, torch = _try_import("xp_cuda"), _try_import("torch")
+    xp, torch = try_import("xp_cuda"), try_import("torch")
     if torch is not None and not torch.cuda.is_available():
         torch = None
 

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # xp_cuda from this checkout
-from _timing import copy_gbps, environment, print_table, time_gpu, write_json  # noqa: E402
+from _timing import copy_gbps, environment, print_table, time_gpu, write_json, try_import  # noqa: E402
 
 # (name, shape, axis, dtype): the shapes the kernel family must cover.
 CASES = [
@@ -25,14 +25,6 @@ CASES = [
     ("(16k, 16k)", (2**14, 2**14), -1, "float32"),
     ("c64 (4M, 32)", (2**22, 32), -1, "complex64"),
 ]
-
-
-def _try_import(name):
-    try:
-        return __import__(name)
-    except Exception as e:
-        print(f"[bench] {name} unavailable: {e!r}", file=sys.stderr)
-        return None
 
 
 def _random(cp, rng, shape, dtype):
@@ -141,7 +133,7 @@ def main(argv=None) -> int:
     cp.cuda.Device(0).use()
     import xp_cuda as xp
     from xp_cuda._kernels import vecdot as vk
-    torch = _try_import("torch")
+    torch = try_import("torch")
     if torch is not None and not torch.cuda.is_available():
         torch = None
 
