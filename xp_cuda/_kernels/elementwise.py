@@ -190,7 +190,7 @@ def instantiation(fname: str, dtypes, tc: str, to: str, layouts) -> str:
     vec = vec_width(list(dtypes) + [to])
     for lay in layouts:
         kname = kernel_name(fname, dtypes, lay)
-        if lay[0] == "g" or (arity == 1 and lay == "g"):
+        if "g" in lay:  # any strided operand ("gg", "gs", "sg", "g") takes the geometry
             params, fill = _geo_params(arity)
             srcs, decl = [], []
             for i, (ct, m) in enumerate(zip(cts, lay if arity == 2 else "g")):
