@@ -51,6 +51,12 @@ def _ew():
     return _elementwise
 
 
+def _tracing():
+    """xp_cuda.fusion's recorder; imported only when a traced array reaches a hook."""
+    from .fusion import _trace
+    return _trace
+
+
 def _apply(fname, operands):
     """elementwise apply; rebinds itself to the real function on first use (no import per
     operator call: _elementwise imports this module)."""
@@ -66,6 +72,7 @@ class Array:
     """
 
     __slots__ = ("_data", "_device", "__weakref__")
+    _traced = False  # True on xp_cuda.fusion's tracer: the hooks record instead of computing
     # NumPy and CuPy binary operators defer to ours, which reject foreign arrays clearly.
     __array_ufunc__ = None
     __array_priority__ = 1000
@@ -274,6 +281,8 @@ class Array:
 
     def __getitem__(self, key, /):
         k = self._key(key, setting=False)
+        if self._traced:
+            return _tracing().getitem(self, key, k)
         b = backend(self._device)
         with b.ctx():
             if isinstance(k, _EmptyMask):

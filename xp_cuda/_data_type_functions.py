@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._array import Array, _move, _wrap
+from ._array import Array, _move, _tracing, _wrap
 from ._devices import backend, check_device
 from ._dtypes import (ALL_DTYPES, CATEGORIES, ISDTYPE_KINDS, PROMOTION_TABLE, DType, promote,
                       real_dtype)
@@ -21,6 +21,8 @@ def astype(x, dtype, /, *, copy=True, device=None):
     if x.dtype.kind == "complex" and dtype.kind != "complex":
         raise TypeError(f"astype: casting complex {x.dtype} to real {dtype} is not allowed "
                         f"(Array API 2023.12); take xp.real, xp.imag or xp.abs first")
+    if x._traced:
+        return _tracing().astype(x, dtype, device)
     data, dev = x._data, x.device
     if device is not None and check_device(device, fname) != dev:
         data, dev, copy = _move(data, dev, device), device, False

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._array import Array, TypedScalar, _wrap
+from ._array import Array, TypedScalar, _tracing, _wrap
 from ._devices import CPU, backend
 from ._dtypes import bool as _bool
 from ._dtypes import check_scalar, in_category, promote, real_dtype
@@ -201,7 +201,7 @@ def apply(name: str, operands) -> Array:
         x1 = operands[0]
         d1 = x1._data
         entry = _FAST.get((name, d1.dtype))
-        if entry is not None:
+        if entry is not None and type(x1) is Array:  # not a fusion Tracer
             plan, dev = entry
             if (x1._device is dev or x1._device == dev) and d1._c_contiguous:
                 if _ONE_GPU:
@@ -240,6 +240,8 @@ def _apply_checked(name: str, operands) -> Array:
         shape = broadcast_shapes([a.shape for a in arrays], name)
     else:
         shape = arrays[0].shape
+    if any(a._traced for a in arrays):
+        return _tracing().elementwise(name, operands, in_dtype, out_dtype, shape)
     if device is not CPU and device.kind == "cuda":
         return _apply_cuda(name, operands, in_dtype, out_dtype, device, shape)
     b = backend(device)
@@ -347,9 +349,12 @@ def clip(x, /, min=None, max=None):
             common_device([x, v], "clip")
             bounds.append(v._data)
         else:
-            bounds.append(_clip_scalar(v, x.dtype, argname))
+            # a fused function's scalar argument is checked with its value at trace time
+            bounds.append(_clip_scalar(getattr(v, "sample", v), x.dtype, argname))
     arrays = [x] + [v for v in (min, max) if isinstance(v, Array)]
     shape = broadcast_shapes([a.shape for a in arrays], "clip")
+    if any(a._traced for a in arrays):
+        return _tracing().clip(x, min, max, shape)
     b = backend(x.device)
     xp = b.xp
     lo, hi = bounds

@@ -1,7 +1,7 @@
 """The 5 searching functions of 2023.12: argmax, argmin, nonzero, searchsorted, where."""
 from __future__ import annotations
 
-from ._array import Array, _wrap
+from ._array import Array, _tracing, _wrap
 from ._devices import backend
 from ._dtypes import DEFAULT_DTYPES, promote
 from ._dtypes import bool as _bool
@@ -107,7 +107,9 @@ def where(condition, x1, x2, /) -> Array:
         dt = promote(x1.dtype, x2.dtype)
     except TypeError as e:
         raise TypeError(f"where: {e}") from None
-    broadcast_shapes([condition.shape, x1.shape, x2.shape], "where")
+    shape = broadcast_shapes([condition.shape, x1.shape, x2.shape], "where")
+    if condition._traced or x1._traced or x2._traced:
+        return _tracing().where(condition, x1, x2, dt, shape)
     b = backend(dev)
     with b.ctx():
         out = b.xp.where(condition._data, x1._data.astype(dt._np, copy=False),

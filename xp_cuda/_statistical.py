@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from ._array import _wrap
+from ._array import _tracing, _wrap
 from ._devices import backend
 from ._dtypes import DEFAULT_DTYPES
 from ._dtypes import uint64 as _uint64
@@ -56,6 +56,8 @@ def _sum_prod(name, x, axis, dtype, keepdims):
     check_dtype_category(x, "numeric", name, "x")
     axes, _ = _reduced(x, axis, keepdims, name)
     rdt = accumulation_dtype(x, dtype, name)
+    if x._traced:
+        return _tracing().reduce(name, x, axes, keepdims, rdt, dict(axis=axis, dtype=dtype))
     b = backend(x.device)
     with b.ctx(), np.errstate(all="ignore"):
         # Cast first (spec: the dtype argument exists to prevent overflow), then reduce in it.
@@ -113,8 +115,11 @@ def _max_min(name, x, axis, keepdims):
                 f"{name}: the reduction over axis {axis} of an array of shape {x.shape} has no "
                 f"elements, and an empty set has no {'maximum' if name == 'max' else 'minimum'} "
                 f"(the Array API leaves it undefined); check the shape before reducing")
-        with b.ctx():
-            return _wrap(xp.empty(shape, dtype=x.dtype._np), x.device)
+        if not x._traced:
+            with b.ctx():
+                return _wrap(xp.empty(shape, dtype=x.dtype._np), x.device)
+    if x._traced:
+        return _tracing().reduce(name, x, axes, keepdims, x.dtype, dict(axis=axis))
     with b.ctx():
         # amax/amin propagate NaN, as the spec asks.
         out = getattr(xp, "amax" if name == "max" else "amin")(x._data, axis=axes,
@@ -140,6 +145,8 @@ def mean(x, /, *, axis=None, keepdims=False):
     check_array(x, fname, "x")
     check_dtype_category(x, "real-valued floating-point", fname, "x")
     axes, n = _reduced(x, axis, keepdims, fname)
+    if x._traced:
+        return _tracing().reduce(fname, x, axes, keepdims, x.dtype, dict(axis=axis))
     b = backend(x.device)
     xp = b.xp
     with b.ctx(), np.errstate(all="ignore"):

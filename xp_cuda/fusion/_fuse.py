@@ -1,0 +1,194 @@
+"""``fuse``: trace once per argument layout, then run the graph as one kernel (cuda) or through
+the same eager functions (cpu, and the parts of a result that are views of an argument)."""
+from __future__ import annotations
+
+import functools
+
+from .._array import Array, TypedScalar
+from .._dtypes import scalar_type_name
+from .._validation import common_device
+from . import _trace
+
+
+def _eager_fns():
+    from .. import _data_type_functions as dtf
+    from .. import _elementwise as ew
+    from .. import _searching as srch
+    from .. import _statistical as st
+    from .. import _utility as ut
+    return {"apply": ew.apply, "clip": ew.clip, "where": srch.where, "astype": dtf.astype,
+            "sum": st.sum, "prod": st.prod, "max": st.max, "min": st.min, "mean": st.mean,
+            "all": ut.all, "any": ut.any}
+
+
+_FNS = None
+_SCALAR_TYPES = (bool, int, float, complex)
+
+
+def evaluate(nodes, values, raw, conv):
+    """The graph, node by node, through xp_cuda's eager functions. values: the argument values
+    by position; raw/conv: each parameter use's Python value and its typed NumPy scalar."""
+    global _FNS
+    fns = _FNS or _eager_fns()
+    _FNS = fns
+    memo = {}
+
+    def ev(node):
+        key = id(node)
+        if key in memo:
+            return memo[key]
+        op = node.op
+        if op == "input":
+            out = values[node.attr]
+        elif op == "const":
+            out = TypedScalar(node.attr[0], node.dtype)
+        elif op == "param":
+            out = TypedScalar(conv[node.attr], node.dtype)
+        elif op == "ew":
+            out = fns["apply"](node.attr[0], tuple(ev(a) for a in node.args))
+        elif op == "where":
+            out = fns["where"](*(ev(a) for a in node.args))
+        elif op == "astype":
+            out = fns["astype"](ev(node.args[0]), node.dtype)
+        elif op == "clip":
+            x, lo, hi = node.args
+            out = fns["clip"](ev(x), min=bound(lo), max=bound(hi))
+        elif op == "view":
+            out = ev(node.args[0])[node.attr[1]]
+        elif op == "reduce":
+            out = fns[node.attr[0]](ev(node.args[0]), **node.attr[3])
+        else:
+            raise AssertionError(op)
+        memo[key] = out
+        return out
+
+    def bound(b):
+        if b is None:
+            return None
+        if b.op == "const":
+            return b.attr[1]
+        if b.op == "param":
+            return raw[b.attr]
+        return ev(b)
+
+    return [ev(n) for n in nodes]
+
+
+def _view_only(node) -> bool:
+    while node.op == "view":
+        node = node.args[0]
+    return node.op == "input"
+
+
+class _Entry:
+    """What one argument layout runs: the trace, and on cuda the compiled kernel."""
+
+    __slots__ = ("trace", "nodes", "is_tuple", "launch", "kernel_idx", "eager_idx",
+                 "in_pos", "device", "one_gpu", "fast")
+
+    def __init__(self, fn, args, kwargs, values):
+        arrays = [v for v in values if isinstance(v, Array)]
+        if not arrays:
+            raise TypeError("a function fused with xp_cuda.fusion.fuse needs at least one "
+                            "xp_cuda array argument")
+        device = common_device(arrays, "fuse") if len(arrays) > 1 else arrays[0].device
+        self.device = device
+        self.trace, self.nodes, self.is_tuple = _trace.trace(fn, args, kwargs, device)
+        self.in_pos = [n.attr for n in self.trace.inputs]
+        self.launch = None
+        self.one_gpu = False
+        self.kernel_idx, self.eager_idx = [], []
+        if device.kind == "cuda":
+            for j, n in enumerate(self.nodes):
+                (self.eager_idx if _view_only(n) else self.kernel_idx).append(j)
+            if self.kernel_idx:
+                from .._devices import backend, cuda_device_count
+                self.one_gpu = cuda_device_count() == 1  # no device to switch to
+                from .._kernels.fusion import Launch
+                b = backend(device)
+                with b.ctx():
+                    self.launch = Launch(b.xp, self.trace,
+                                         [self.nodes[j] for j in self.kernel_idx],
+                                         [values[p]._data for p in self.in_pos])
+        else:
+            self.eager_idx = list(range(len(self.nodes)))
+        self.fast = self.one_gpu and self.launch is not None and not self.eager_idx
+
+    def run(self, values):
+        if self.fast:  # one kernel computes every output
+            res = self.launch([values[p]._data for p in self.in_pos], values)
+            dev = self.device
+            if self.is_tuple:
+                return tuple([Array._new(r, dev) for r in res])
+            return Array._new(res[0], dev)
+        uses = self.trace.uses
+        outs = [None] * len(self.nodes)
+        if self.launch is not None:
+            dev = self.device
+            if self.one_gpu:
+                res = self.launch([values[p]._data for p in self.in_pos], values)
+            else:
+                from .._devices import backend
+                with backend(dev).ctx():
+                    res = self.launch([values[p]._data for p in self.in_pos], values)
+            new = Array._new
+            for j, r in zip(self.kernel_idx, res):
+                outs[j] = new(r, dev)
+        if self.eager_idx:
+            raw = [u[0].fn(values) for u in uses]
+            conv = [u[2](r) for u, r in zip(uses, raw)]
+            res = evaluate([self.nodes[j] for j in self.eager_idx], values, raw, conv)
+            for j, r in zip(self.eager_idx, res):
+                outs[j] = r
+        return tuple(outs) if self.is_tuple else outs[0]
+
+
+class Fused:
+    """A fused function: call it like the original."""
+
+    def __init__(self, fn):
+        self._fn = fn
+        self._cache = {}
+        functools.update_wrapper(self, fn)
+
+    def __call__(self, *args, **kwargs):
+        values = args + tuple(kwargs[k] for k in sorted(kwargs)) if kwargs else args
+        key = [tuple(kwargs) if kwargs else None]
+        for v in values:
+            if type(v) is Array:
+                d = v._data
+                key += (d.dtype, d.shape, d.strides, v._device)
+            elif type(v) in _SCALAR_TYPES:
+                key.append(type(v))
+            elif isinstance(v, Array):
+                d = v._data
+                key += (d.dtype, d.shape, d.strides, v._device)
+            elif scalar_type_name(v) is not None:
+                key.append(type(v))
+            else:
+                key += ("static", v)
+        try:
+            key = tuple(key)
+            entry = self._cache.get(key)
+        except TypeError:  # an unhashable static argument: trace every call
+            key, entry = None, None
+        if entry is None:
+            entry = _Entry(self._fn, args, kwargs, values)
+            if key is not None:
+                self._cache[key] = entry
+        return entry.run(values)
+
+
+def fuse(fn=None, /):
+    """Decorator: ``@fuse`` (or ``fuse(f)``) returns f traced into one kernel per argument layout.
+
+    Inside, use xp_cuda's elementwise functions and operators, ``where``, ``clip``, ``astype``,
+    indexing with ints, slices, None and ..., and reductions (sum, prod, max, min, mean, all,
+    any) as results. Python scalars written in the function are constants typed by the same
+    rules as eagerly; Python scalars passed as arguments are kernel parameters. Results equal
+    the eager function's (dtype, shape and values). Anything data-dependent (if on a value,
+    boolean masks, nonzero) raises a TypeError saying to move it outside.
+    """
+    if fn is None:
+        return fuse
+    return Fused(fn)

@@ -1,0 +1,413 @@
+"""The tracer: xp_cuda's own eager functions, run on Tracer arrays, record typed IR nodes.
+
+The shared entry points (elementwise ``apply``, ``clip``, ``where``, ``astype``, the reductions,
+``Array.__getitem__``) validate and compute the result dtype and shape exactly as they do
+eagerly, then call the recorder here instead of computing. So a fused function has the dtypes,
+shapes and errors of the eager one by construction; this module decides none of them.
+"""
+from __future__ import annotations
+
+import operator
+import sys
+import threading
+
+import numpy as np
+
+from .._array import Array, TypedScalar
+from .._dtypes import check_scalar, scalar_type_name
+
+_FUSE = "xp_cuda.fusion.fuse"
+
+
+def unsupported(what: str) -> TypeError:
+    return TypeError(
+        f"{what} is not supported inside a function fused with {_FUSE} (it needs data-dependent "
+        f"control flow or shapes, or has no fused form); move it outside the fused function")
+
+
+def _caller_op() -> str | None:
+    """The public xp_cuda function the user called that reached an unhooked backend call."""
+    f = sys._getframe(2)
+    name = None
+    while f is not None:
+        mod = f.f_globals.get("__name__", "")
+        if mod.startswith("xp_cuda") and not mod.startswith("xp_cuda.fusion"):
+            name = f.f_code.co_name
+        elif name is not None:
+            break
+        f = f.f_back
+    return name
+
+
+class Meta:
+    """What a Tracer holds instead of a backend array: dtype and shape, and its IR node. Any
+    backend operation on it (an xp_cuda function with no fused form) raises the TypeError."""
+
+    __slots__ = ("dtype", "shape", "ndim", "size", "node")
+
+    def __init__(self, node):
+        self.node = node
+        self.dtype = node.dtype._np
+        self.shape = node.shape
+        self.ndim = len(node.shape)
+        self.size = int(np.prod(node.shape, dtype=np.int64)) if node.shape else 1
+
+    def _refuse(self, what=None):
+        op = _caller_op()
+        raise unsupported(f"xp.{op}" if op and not op.startswith("_") else
+                          f"xp_cuda operation {op or what}")
+
+    def __getattr__(self, attr):
+        self._refuse(attr)
+
+    def __array__(self, *a, **k):
+        self._refuse()
+
+    def __array_function__(self, func, types, args, kwargs):
+        self._refuse(func.__name__)
+
+    def __array_ufunc__(self, ufunc, method, *args, **kwargs):
+        self._refuse(ufunc.__name__)
+
+    def __getitem__(self, key):
+        self._refuse()
+
+    def __len__(self):
+        self._refuse()
+
+
+class Node:
+    """One IR node: op, operand nodes, result DType, result shape, op attributes."""
+
+    __slots__ = ("op", "args", "dtype", "shape", "attr")
+
+    def __init__(self, op, args, dtype, shape, attr=None):
+        self.op, self.args, self.dtype, self.shape, self.attr = op, tuple(args), dtype, \
+            tuple(shape), attr
+
+    def __repr__(self):
+        return f"Node({self.op}, {self.dtype}, {self.shape}, {self.attr!r})"
+
+
+class Tracer(Array):
+    """An Array standing for a value of the function being fused."""
+
+    __slots__ = ()
+    _traced = True
+
+    def __repr__(self):
+        return f"Tracer(shape={self.shape}, dtype={self.dtype}, device={self._device})"
+
+    __str__ = __repr__
+
+    def _no(self, what):
+        raise unsupported(what)
+
+    def __bool__(self):
+        self._no("bool() of a traced array (a Python if/while/and/or/not on array values)")
+
+    def __int__(self):
+        self._no("int() of a traced array")
+
+    def __float__(self):
+        self._no("float() of a traced array")
+
+    def __complex__(self):
+        self._no("complex() of a traced array")
+
+    def __index__(self):
+        self._no("using a traced array as a Python index")
+
+    def __setitem__(self, key, value):
+        self._no("item assignment (x[...] = v)")
+
+    def _inplace(self, other, fname, op):
+        self._no(f"the in-place operator {op} (write x = x {op[:-1]} y)")
+
+    def to_device(self, device, /, *, stream=None):
+        self._no("to_device")
+
+    def __dlpack__(self, **kw):
+        self._no("__dlpack__")
+
+    def _operand(self, other, op):
+        if isinstance(other, ScalarParam):
+            check_scalar(other.sample, self.dtype, op)  # the eager error, at trace time
+            dtype = self.dtype
+            return _param_scalar(other, dtype, lambda v, d=dtype, o=op: check_scalar(v, d, o))
+        return super()._operand(other, op)
+
+
+class ParamScalar(TypedScalar):
+    """A scalar argument of the fused function met by an operator: a kernel parameter."""
+
+    __slots__ = ("use",)
+
+
+def _param_scalar(param, dtype, convert):
+    ts = ParamScalar(None, dtype)
+    ts.use = current().add_use(param, dtype, convert)
+    return ts
+
+
+# ---- scalar arguments -------------------------------------------------------------------------
+class ScalarParam:
+    """A Python scalar argument of the fused function (or Python arithmetic on such arguments).
+    It stays a kernel parameter: ``fn(args)`` recomputes its value on every call, in Python, so
+    the arithmetic is exactly Python's; ``sample`` is its value at trace time (for the checks)."""
+
+    __slots__ = ("fn", "sample")
+
+    def __init__(self, fn, sample):
+        self.fn, self.sample = fn, sample
+
+    def _no(self, what):
+        raise unsupported(f"{what} of a scalar argument (its value is a kernel parameter)")
+
+    def __bool__(self):
+        self._no("bool() / a Python if")
+
+    def __int__(self):
+        self._no("int()")
+
+    def __float__(self):
+        self._no("float() (math module functions)")
+
+    def __complex__(self):
+        self._no("complex()")
+
+    def __index__(self):
+        self._no("use as an index, axis or size")
+
+    __hash__ = None
+
+    def __repr__(self):
+        return f"ScalarParam(sample={self.sample!r})"
+
+
+def _lift(v):
+    if isinstance(v, ScalarParam):
+        return v
+    if scalar_type_name(v) is not None:
+        return ScalarParam(lambda a, v=v: v, v)
+    return None
+
+
+def _sbin(op, reflected=False):
+    def method(self, other):
+        o = _lift(other)
+        if o is None:
+            return NotImplemented
+        f1, f2 = (o.fn, self.fn) if reflected else (self.fn, o.fn)
+        s1, s2 = (o.sample, self.sample) if reflected else (self.sample, o.sample)
+        return ScalarParam(lambda a: op(f1(a), f2(a)), op(s1, s2))
+    return method
+
+
+def _sun(op):
+    def method(self):
+        f = self.fn
+        return ScalarParam(lambda a: op(f(a)), op(self.sample))
+    return method
+
+
+for _stem, _op in (("add", operator.add), ("sub", operator.sub), ("mul", operator.mul),
+                   ("truediv", operator.truediv), ("floordiv", operator.floordiv),
+                   ("mod", operator.mod), ("pow", operator.pow), ("and", operator.and_),
+                   ("or", operator.or_), ("xor", operator.xor), ("lshift", operator.lshift),
+                   ("rshift", operator.rshift)):
+    setattr(ScalarParam, f"__{_stem}__", _sbin(_op))
+    setattr(ScalarParam, f"__r{_stem}__", _sbin(_op, True))
+for _stem, _op in (("lt", operator.lt), ("le", operator.le), ("gt", operator.gt),
+                   ("ge", operator.ge), ("eq", operator.eq), ("ne", operator.ne)):
+    setattr(ScalarParam, f"__{_stem}__", _sbin(_op))
+for _stem, _op in (("neg", operator.neg), ("pos", operator.pos), ("abs", operator.abs),
+                   ("invert", operator.invert)):
+    setattr(ScalarParam, f"__{_stem}__", _sun(_op))
+del _stem, _op
+
+
+# ---- the trace being recorded ---------------------------------------------------------------
+_local = threading.local()
+
+
+class Trace:
+    """Nodes recorded by one run of the user's function on Tracers."""
+
+    def __init__(self, device):
+        self.device = device
+        self.inputs = []  # input Nodes, by array-argument position
+        self.uses = []  # (ScalarParam, DType, convert) per parameter use
+        self.n_nodes = 0
+
+    def add_use(self, param, dtype, convert):
+        self.uses.append((param, dtype, convert))
+        return len(self.uses) - 1
+
+    def tracer(self, node):
+        return Tracer._new(Meta(node), self.device)
+
+
+def current() -> Trace:
+    t = getattr(_local, "trace", None)
+    if t is None:
+        raise unsupported("a Tracer used after its fused function returned")
+    return t
+
+
+def _node_of(x, what):
+    """The node of an operand: Tracers, typed constants, parameter uses."""
+    if isinstance(x, Array):
+        if not x._traced:
+            raise TypeError(
+                f"{what}: an xp_cuda array that is not an argument of the fused function (a "
+                f"global or closure variable) was used inside it; pass it as an argument "
+                f"({_FUSE} traces arguments only)")
+        node = x._data.node
+        if node.op == "reduce":
+            raise unsupported(f"using the result of xp.{node.attr[0]} as an input of {what} (a "
+                              f"reduction can only be returned by the fused function)")
+        return node
+    if isinstance(x, ParamScalar):
+        return Node("param", (), x.dtype, (), x.use)
+    if isinstance(x, TypedScalar):  # a Python scalar typed by the operator rules: a constant
+        return Node("const", (), x.dtype, (), (x.value, x.value))
+    raise AssertionError(f"unexpected operand {x!r}")
+
+
+def _bound(v, dtype, argname):
+    """A clip bound: None, a Tracer, a Python scalar (constant) or a scalar argument."""
+    from .._elementwise import _clip_scalar
+    if v is None:
+        return None
+    if isinstance(v, Array):
+        return _node_of(v, "clip")
+    if isinstance(v, ScalarParam):
+        return Node("param", (), dtype, (), current().add_use(
+            v, dtype, lambda val, d=dtype, a=argname: _clip_scalar(val, d, a)))
+    return Node("const", (), dtype, (), (_clip_scalar(v, dtype, argname), v))
+
+
+# ---- the recorders the hooks call (after their validation) ----------------------------------
+def elementwise(name, operands, in_dtype, out_dtype, shape):
+    args = [_node_of(o, name) for o in operands]
+    return current().tracer(Node("ew", args, out_dtype, shape, (name, in_dtype)))
+
+
+def where(condition, x1, x2, dtype, shape):
+    args = [_node_of(a, "where") for a in (condition, x1, x2)]
+    return current().tracer(Node("where", args, dtype, shape))
+
+
+def clip(x, lo, hi, shape):
+    args = [_node_of(x, "clip"), _bound(lo, x.dtype, "min"), _bound(hi, x.dtype, "max")]
+    return current().tracer(Node("clip", args, x.dtype, shape))
+
+
+def astype(x, dtype, device):
+    if device is not None and device != x.device:
+        raise unsupported("astype(..., device=...) moving data to another device")
+    return current().tracer(Node("astype", [_node_of(x, "astype")], dtype, x.shape))
+
+
+def reduce(kind, x, axes, keepdims, rdtype, kwargs):
+    from .._statistical import _out_shape
+    node = _node_of(x, kind)
+    shape = _out_shape(x.shape, axes, keepdims)
+    return current().tracer(Node("reduce", [node], rdtype, shape,
+                                 (kind, tuple(sorted(axes)), keepdims, dict(kwargs, keepdims=keepdims))))
+
+
+def getitem(x, key, k):
+    """x[key] with ints, slices, None and Ellipsis: a strided view of x's values."""
+    from .._array import _EmptyMask
+    if isinstance(k, _EmptyMask) or (hasattr(k, "dtype") and not isinstance(k, tuple)):
+        raise unsupported("boolean-mask indexing (its result shape depends on the data)")
+    node = _node_of(x, "__getitem__")
+    parts = k if isinstance(k, tuple) else (k,)
+    n_axes = sum(1 for p in parts if p is not None and p is not Ellipsis)
+    spec, shape = [], []  # spec per source axis: ("int", i) | ("slice", out_axis, start, step, full)
+    axis = 0
+    for p in parts:
+        if p is Ellipsis:
+            for _ in range(x.ndim - n_axes):
+                spec.append(("slice", len(shape), 0, 1, True))
+                shape.append(x.shape[axis])
+                axis += 1
+        elif p is None:
+            shape.append(1)
+        elif isinstance(p, slice):
+            start, stop, step = p.indices(x.shape[axis])
+            n = len(range(start, stop, step))
+            full = p.start is None and p.stop is None and p.step is None
+            spec.append(("slice", len(shape), start, step, full))
+            shape.append(n)
+            axis += 1
+        else:
+            i = int(p)
+            spec.append(("int", i + x.shape[axis] if i < 0 else i))
+            axis += 1
+    while axis < x.ndim:  # axes the key does not name are taken whole
+        spec.append(("slice", len(shape), 0, 1, True))
+        shape.append(x.shape[axis])
+        axis += 1
+    return current().tracer(Node("view", [node], x.dtype, shape, (tuple(spec), key)))
+
+
+def _backend_reached(tb):
+    """The public xp_cuda function whose backend call (NumPy/CuPy) got a Tracer's Meta and
+    failed in its own way (e.g. CuPy's type checks); None for any other error."""
+    name, outer = None, None
+    while tb is not None:
+        mod = tb.tb_frame.f_globals.get("__name__", "")
+        if mod.startswith("xp_cuda.fusion"):
+            pass
+        elif mod.startswith("xp_cuda"):
+            if outer is None:
+                outer = tb.tb_frame.f_code.co_name
+        elif outer is not None and mod.split(".")[0] in ("numpy", "cupy", "cupy_backends",
+                                                          "cupyx"):
+            name = outer
+            break
+        tb = tb.tb_next
+    return name
+
+
+# ---- running the user's function ------------------------------------------------------------
+def trace(fn, args, kwargs, device):
+    """Run fn on Tracers for its array arguments and ScalarParams for its Python scalars.
+    Returns (Trace, output nodes, is_tuple)."""
+    t = Trace(device)
+    names = [("a", i) for i in range(len(args))] + [("k", k) for k in sorted(kwargs)]
+    values = list(args) + [kwargs[k] for k in sorted(kwargs)]
+    targs = []
+    for pos, v in enumerate(values):
+        if isinstance(v, Array):
+            node = Node("input", (), v.dtype, v.shape, pos)
+            t.inputs.append(node)
+            targs.append(t.tracer(node))
+        elif scalar_type_name(v) is not None:
+            targs.append(ScalarParam(lambda a, pos=pos: a[pos], v))
+        else:
+            targs.append(v)  # anything else is static: part of the cache key
+    prev = getattr(_local, "trace", None)
+    _local.trace = t
+    try:
+        out = fn(*targs[:len(args)], **{n[1]: v for n, v in zip(names[len(args):],
+                                                                 targs[len(args):])})
+    except Exception as e:
+        op = _backend_reached(e.__traceback__)
+        if op is None:
+            raise  # the eager function's own validation error, unchanged
+        raise unsupported(f"xp.{op}") from None
+    finally:
+        _local.trace = prev
+    is_tuple = isinstance(out, (tuple, list))
+    outs = list(out) if is_tuple else [out]
+    nodes = []
+    for o in outs:
+        if not (isinstance(o, Array) and o._traced):
+            raise TypeError(f"a function fused with {_FUSE} must return arrays computed from "
+                            f"its array arguments (or a tuple of them); got {type(o).__name__}")
+        nodes.append(o._data.node)
+    return t, nodes, is_tuple
