@@ -8,6 +8,12 @@ import sys
 from pathlib import Path
 
 
+def size_arg(text: str) -> int:
+    """A size from the command line: an int or a power written as 2**28 (no eval)."""
+    base, _, exp = text.partition("**")
+    return int(base) ** int(exp) if exp else int(text)
+
+
 def try_import(name):
     """A peer library (cupy, torch) if it imports, else None with a note on stderr."""
     try:

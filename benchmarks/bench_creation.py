@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # xp_cuda from this checkout
-from _timing import copy_gbps, environment, print_table, time_gpu, write_json, try_import  # noqa: E402
+from _timing import copy_gbps, environment, print_table, time_gpu, write_json, size_arg, try_import  # noqa: E402
 
 
 def cases(cp, xp, torch, n: int):
@@ -82,7 +82,7 @@ def _sample_ok(cp, got, ref, exact):
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path, required=True)
-    ap.add_argument("--n", type=lambda s: int(eval(s, {})), default=2**28,
+    ap.add_argument("--n", type=size_arg, default=2**28,
                     help="elements per array (expressions like 2**28 allowed)")
     args = ap.parse_args(argv)
     n = args.n

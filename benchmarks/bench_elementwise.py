@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # xp_cuda from this checkout
-from _timing import copy_gbps, environment, print_table, time_gpu, write_json, try_import  # noqa: E402
+from _timing import copy_gbps, environment, print_table, time_gpu, write_json, size_arg, try_import  # noqa: E402
 
 
 def bandwidth_cases(cp, xp, torch, n: int) -> list[dict]:
@@ -102,7 +102,7 @@ def host_overhead_us(cp, xp, torch, calls: int = 2000) -> dict:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path, required=True)
-    ap.add_argument("--n", type=lambda s: int(eval(s, {})), default=2**28,
+    ap.add_argument("--n", type=size_arg, default=2**28,
                     help="elements per array (expressions like 2**28 allowed)")
     args = ap.parse_args(argv)
 
