@@ -154,3 +154,13 @@ def test_complex_tanh_infinite_real_part(device):
     assert [bool(np.signbit(v)) for v in got[:4].imag] == [False, False, False, True]
     assert got[4].imag == 0
     np.testing.assert_allclose(got[5], np.tanh(0.5 + 0.25j), rtol=1e-15)
+
+
+def test_complex_sign_nan_parts(device):
+    """2023.12 sign: "If a is NaN or b is NaN, the result is NaN + NaN j"."""
+    inf, nan = float("inf"), float("nan")
+    z = xp.asarray([complex(inf, nan), complex(nan, 1.0), complex(0.0, nan), 3 + 4j],
+                   dtype=xp.complex128, device=device)
+    got = to_numpy(xp.sign(z))
+    assert np.isnan(got[:3].real).all() and np.isnan(got[:3].imag).all()
+    np.testing.assert_allclose(got[3], 0.6 + 0.8j, rtol=1e-15)

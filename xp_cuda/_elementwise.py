@@ -141,8 +141,17 @@ def _complex_tanh(xp, z):
     return out
 
 
+def _complex_sign(xp, z):
+    """sign for complex input: the spec makes any NaN part give NaN + NaN j (NumPy gives
+    e.g. sign(inf + nan j) = 1 + 0j)."""
+    out = xp.sign(z)
+    nan = xp.isnan(z.real) | xp.isnan(z.imag)
+    return xp.where(nan, xp.asarray(complex(xp.nan, xp.nan), dtype=z.dtype), out)
+
+
 # Functions whose backend misses special cases of the spec, replaced per input kind.
-_OVERRIDES = {("expm1", "complex"): _complex_expm1, ("tanh", "complex"): _complex_tanh}
+_OVERRIDES = {("expm1", "complex"): _complex_expm1, ("tanh", "complex"): _complex_tanh,
+              ("sign", "complex"): _complex_sign}
 
 
 def result_dtype(name: str, dtypes):
