@@ -115,3 +115,9 @@ def test_isdtype_and_info():
         xp.finfo(xp.int8)
     with pytest.raises(TypeError):
         xp.iinfo(xp.float32)
+
+
+def test_namespace_has_no_public_extras():
+    """Every public name of the namespace is in __all__ (nothing leaks from imports)."""
+    extras = {n for n in dir(xp) if not n.startswith("_")} - set(xp.__all__)
+    assert extras <= {"nonstandard", "fusion", "spatial"}, extras  # opt-in submodules only

@@ -3,7 +3,6 @@
 ``import xp_cuda as xp`` gives exactly the standard's names; everything else lives in clearly
 named submodules (``xp_cuda.nonstandard``, ``xp_cuda.fuse``, ``xp_cuda.spatial``).
 """
-from __future__ import annotations
 
 import math as _math
 
