@@ -132,7 +132,7 @@ def test_choose_config_invariants(case, resident):
         assert cfg.variant == variant
         assert 1 <= cfg.S <= 65535 and cfg.S * cfg.chunk >= lay.K > (cfg.S - 1) * cfg.chunk
         per_block = {"vecout": vk.THREADS * vk.vec_for(it, it),
-                     "rows": vk.THREADS * vk.ROWS_PER_THREAD}.get(variant,
+                     "rows": vk.THREADS * vk.rows_group(lay.K, it, it)[0]}.get(variant,
                                                                    vk.THREADS >> cfg.lg)
         assert cfg.blocks * per_block >= lay.M > (cfg.blocks - 1) * per_block
         assert 0 <= cfg.lg <= 8 and cfg.kfast in (0, 1)
@@ -151,7 +151,7 @@ def test_choose_config_picks_the_intended_variants():
         return vk.choose_config(lay, it, it, 132 * 5, variant)
     long = cfg((2**28,), -1)
     assert long.variant == "vec" and long.G == 256 and long.S >= 132 * 4  # split + 2nd pass
-    assert cfg((2**24, 3), -1).variant == "rows"                          # staged short rows
+    assert cfg((2**24, 3), -1).variant == "rows"                          # short rows
     medium = cfg((2**22, 64), -1)
     assert medium.variant == "vec" and 1 < medium.G <= 32 and medium.S == 1  # lanes per row
     col = cfg((64, 2**22), -2)
@@ -161,7 +161,17 @@ def test_choose_config_picks_the_intended_variants():
     # Misaligned base pointers (a view starting at element 1) fall back to the scalar kernel.
     assert cfg((2**22, 64), -1, ptr=260).variant == "main"
     assert cfg((2**24, 3), -1, ptr=260).variant == "main"
-    assert cfg((2**24, 3), -1, it=8).variant == "main"  # 24-byte rows: not staged
+    assert cfg((2**24, 3), -1, it=8).variant == "main"  # 24-byte rows: not the rows kernel
+    assert cfg((2**24, 15), -1, it=1).variant == "main"  # 15 + 15 words per thread: too many
+
+
+def test_rows_group():
+    """Rows per thread and 16-byte words loaded, as vecdot.cu's rows_k computes them."""
+    assert vk.rows_group(3, 4, 4) == (4, 6)      # (16M, 3) float32: 4 rows = 3 words each
+    assert vk.rows_group(1, 16, 16) == (1, 2)    # complex128 scalars
+    assert vk.rows_group(3, 1, 1) == (16, 6)     # int8 rows of 3
+    assert vk.rows_group(2, 1, 8) == (8, 9)      # int8 with int64: the narrower needs 8 rows
+    assert vk.rows_group(4, 4, 2) == (2, 3)
 
 
 # ---- behaviour on every device against NumPy --------------------------------------------------
@@ -357,15 +367,22 @@ def test_every_variant_agrees(rng, dtype):
     assert seen == {"main", "vec", "vecout", "rows"}
 
 
-@pytest.mark.parametrize("dtype", [xp.float32, xp.int8, xp.complex64, xp.float64], ids=str)
-def test_short_rows(device, rng, dtype):
-    """Rows of 1 to 4 elements (the staged kernel where 16-byte aligned), odd row counts."""
-    for K in (1, 2, 3, 4):
+@pytest.mark.parametrize("pair", [(xp.float32, xp.float32), (xp.int8, xp.int8),
+                                  (xp.complex64, xp.complex64), (xp.float64, xp.float64),
+                                  (xp.int8, xp.int64), (xp.uint16, xp.int32),
+                                  (xp.float32, xp.complex64), (xp.int16, xp.int16)], ids=str)
+def test_short_rows(device, rng, pair):
+    """Every row length of the rows kernel (16 bytes or less per input; where 16-byte aligned),
+    row counts that leave a partial group for the last thread, misaligned starts."""
+    d1, d2 = pair
+    rdtype = xp.result_type(d1, d2)
+    longest = 16 // max(np.dtype(d1._np).itemsize, np.dtype(d2._np).itemsize)
+    for K in range(1, longest + 1):
         for M in (1, 7, 1027, 5003):
-            x1, a1 = random_array(rng, (M, K), dtype, device)
-            x2, a2 = random_array(rng, (M, K), dtype, device)
-            _check(xp.vecdot(x1, x2), a1, a2, -1, dtype)
-            _check(xp.vecdot(x1[1:], x2[1:]), a1[1:], a2[1:], -1, dtype)  # misaligned start
+            x1, a1 = random_array(rng, (M, K), d1, device)
+            x2, a2 = random_array(rng, (M, K), d2, device)
+            _check(xp.vecdot(x1, x2), a1, a2, -1, rdtype)
+            _check(xp.vecdot(x1[1:], x2[1:]), a1[1:], a2[1:], -1, rdtype)  # misaligned start
 
 
 @pytest.mark.cuda

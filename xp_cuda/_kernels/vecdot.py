@@ -105,8 +105,17 @@ def plan_layout(shape1, strides1, shape2, strides2, axis: int) -> Layout:
 
 
 VU = 4  # VD_VU in vecdot.cu: vector loads in flight per lane and input
-ROW_BYTES = 16       # VD_ROWBYTES: the longest row (per input) vecdot_rows stages
-ROWS_PER_THREAD = 4  # VD_RPT
+ROW_BYTES = 16       # VD_ROWBYTES: the longest row (per input) vecdot_rows takes
+ROWS_MAX_WORDS = 16  # VD_ROWS_MAXW: 16-byte words a vecdot_rows thread holds, both inputs
+
+
+def rows_group(K: int, itemsize1: int, itemsize2: int) -> tuple[int, int]:
+    """vecdot_rows' G (rows per thread: the fewest whose bytes are whole 16-byte words in
+    both inputs) and the words W1 + W2 it loads; as rows_k in vecdot.cu."""
+    def g(nbytes):
+        return next(d for d in (1, 2, 4, 8, 16) if (nbytes * d) % 16 == 0)
+    G = max(g(K * itemsize1), g(K * itemsize2))
+    return G, G * K * (itemsize1 + itemsize2) // 16
 
 
 def vec_for(itemsize1: int, itemsize2: int) -> int:
@@ -162,8 +171,8 @@ def eligible_variants(lay: Layout, itemsize1: int, itemsize2: int, ptr1: int,
     if (len(lay.shape) == 1 and lay.ks1 == itemsize1 and lay.ks2 == itemsize2
             and lay.s1[0] == K * itemsize1 and lay.s2[0] == K * itemsize2
             and K * max(itemsize1, itemsize2) <= ROW_BYTES and ptr1 % 16 == 0
-            and ptr2 % 16 == 0):
-        out.append("rows")  # short contiguous rows: staged through shared memory
+            and ptr2 % 16 == 0 and rows_group(K, itemsize1, itemsize2)[1] <= ROWS_MAX_WORDS):
+        out.append("rows")  # short contiguous rows: whole rows per thread in registers
     v = vec_for(itemsize1, itemsize2)
     a1, a2 = v * itemsize1, v * itemsize2
     if v > 1 and ptr1 % a1 == 0 and ptr2 % a2 == 0:
@@ -190,7 +199,8 @@ def choose_config(lay: Layout, itemsize1: int, itemsize2: int, resident: int,
     M, K = lay.M, lay.K
     v = vec_for(itemsize1, itemsize2)
     if variant == "rows":
-        return Config(0, 1, 1, K, -(-M // (THREADS * ROWS_PER_THREAD)), variant)
+        G = rows_group(K, itemsize1, itemsize2)[0]
+        return Config(0, 1, 1, K, -(-M // (THREADS * G)), variant)
     if variant == "vecout":
         # Thread per v adjacent outputs; split K when that leaves the GPU part empty.
         blocks = -(-M // (THREADS * v))
@@ -336,7 +346,7 @@ def _plan(cp, a, c, axis, rdtype, config):
         if cfg.variant == "vecout":
             blocks = -(-inner_M // (THREADS * vec_for(a.itemsize, c.itemsize)))
         elif cfg.variant == "rows":
-            blocks = -(-inner_M // (THREADS * ROWS_PER_THREAD))
+            blocks = -(-inner_M // (THREADS * rows_group(lay.K, a.itemsize, c.itemsize)[0]))
         else:
             blocks = -(-inner_M // (THREADS >> cfg.lg))
         i64 = np.int64
