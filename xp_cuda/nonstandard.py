@@ -35,19 +35,21 @@ def _exact_powers(ibase: int, exps: np.ndarray):
 
 
 def _logspace_values(y: np.ndarray, base: float, dtype, fname="logspace") -> np.ndarray:
-    """base**y as dtype, the reference the kernel reproduces. Where base and y are integers and
-    |base|**|y| fits in 64 bits the power is exact; for integer dtypes a power within a few
-    ulps of an integer is that integer, then it truncates as NumPy's astype."""
+    """base**y as dtype, the reference the kernel reproduces. Floating dtypes: NumPy's power.
+    Integer dtypes: where base and y are integers and |base|**|y| fits in 64 bits the power is
+    exact; elsewhere a power within a few ulps of an integer is that integer, then it
+    truncates as NumPy's astype."""
     y = np.asarray(y, dtype=np.float64)
-    integer = dtype.kind in ("int", "uint")
-    base_is_int = math.isfinite(base) and float(base).is_integer() and abs(base) < 2**63
     with np.errstate(all="ignore"):
         p = np.power(np.float64(base), y)
-        if integer:
-            r = np.rint(p)
-            a = np.abs(r)
-            near = (r != 0) & np.isfinite(r) & (np.abs(p - r) <= 8 * np.spacing(a))
-            t = np.trunc(np.where(near, r, p))
+    if dtype.kind not in ("int", "uint"):
+        return p.astype(dtype._np)
+    base_is_int = math.isfinite(base) and float(base).is_integer() and abs(base) < 2**63
+    with np.errstate(all="ignore"):
+        r = np.rint(p)
+        a = np.abs(r)
+        near = (r != 0) & np.isfinite(r) & (np.abs(p - r) <= 8 * np.spacing(a))
+        t = np.trunc(np.where(near, r, p))
     exact = np.zeros(y.shape, dtype=bool)
     if base_is_int:
         exact = (y == np.floor(y)) & (np.abs(y) < 9.2e18)
@@ -57,14 +59,6 @@ def _logspace_values(y: np.ndarray, base: float, dtype, fname="logspace") -> np.
     idx = np.flatnonzero(exact)[ok]
     e, m = e[ok], m[ok]
     neg = (ib < 0) & (np.abs(e) % 2 == 1)
-    if not integer:
-        with np.errstate(all="ignore"):
-            d = m.astype(np.float64)
-            small = m <= np.uint64(2**53)
-            d = np.where(e < 0, np.where(small, 1.0 / d, p[idx]), d)
-        vals = p.copy()
-        vals[idx] = np.where(neg, -d, d)
-        return vals.astype(dtype._np)
     # integer dtypes: check every value before converting (no silent wrap, no NaN cast)
     rest = np.ones(y.shape, dtype=bool)
     rest[idx] = False

@@ -5,6 +5,8 @@ CuPy allocation is) and the already-validated host parameters; nothing here chec
 """
 from __future__ import annotations
 
+import math
+from decimal import Decimal, localcontext
 from pathlib import Path
 
 import numpy as np
@@ -121,8 +123,50 @@ def linspace(cp, out, re, im, last: int):
     return out
 
 
+def _dd(value: Decimal) -> tuple[float, float]:
+    """A number as the double-double hi + lo (hi the nearest double)."""
+    hi = float(value)
+    return hi, float(value - Decimal(hi))
+
+
+def _exp2_table() -> np.ndarray:
+    """Pow2's table in creation.cu: 2**(j/128) for j < 128 as (hi, lo) pairs, from 60-digit
+    decimal arithmetic."""
+    with localcontext() as ctx:
+        ctx.prec = 60
+        ln2 = Decimal(2).ln()
+        pairs = [_dd((ln2 * j / 128).exp()) for j in range(128)]
+    return np.array([v for pair in pairs for v in pair], dtype=np.float64)
+
+
+def _exp2_coefficients() -> tuple[float, ...]:
+    """Pow2's c1..c5: ln2**k / k!, the Taylor coefficients of 2**r - 1."""
+    with localcontext() as ctx:
+        ctx.prec = 60
+        ln2 = Decimal(2).ln()
+        return tuple(float(ln2 ** k / math.factorial(k)) for k in range(1, 6))
+
+
+_tables: dict[int, object] = {}  # device id -> Pow2's table on that device
+_COEFFICIENTS = _exp2_coefficients()
+
+
+def _log2_dd(base: float) -> tuple[float, float]:
+    with localcontext() as ctx:
+        ctx.prec = 60
+        return _dd(Decimal(base).ln() / Decimal(2).ln())
+
+
 def logspace(cp, out, lin, last: int, base: float, ibase: int, base_is_int: bool):
+    dev = cp.cuda.runtime.getDevice()
+    tab = _tables.get(dev)
+    if tab is None:
+        tab = _tables[dev] = cp.asarray(_exp2_table())
+    fast = math.isfinite(base) and base > 0
+    lh, ll = _log2_dd(base) if fast else (0.0, 0.0)
     _launch(cp, f"xp_logspace_{out.dtype.name}", out.size,
             (out, np.int64(out.size)) + _lin_args(lin)
-            + (np.int64(last), np.float64(base), np.int64(ibase), np.int32(base_is_int)))
+            + (np.int64(last), np.float64(base), np.int64(ibase), np.int32(base_is_int),
+               tab, np.float64(lh), np.float64(ll))
+            + tuple(np.float64(c) for c in _COEFFICIENTS) + (np.int32(fast),))
     return out
