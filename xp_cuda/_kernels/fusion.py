@@ -241,7 +241,7 @@ class Program:
         self.in_count = len(in_decl)
         body = []
         blocks = 1
-        cap_ew = sms * 16
+        cap_ew = 2**31 - 1  # one thread per vector or element: see elementwise.MAX_GRID
         cap_red = sms * (2048 // THREADS)
         # elementwise groups, by shape, in first-output order
         groups = {}
