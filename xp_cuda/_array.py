@@ -65,6 +65,13 @@ def _apply(fname, operands):
     return _apply(fname, operands)
 
 
+def _apply2(fname, x1, x2):
+    """elementwise apply2 (two operands), bound on first use like _apply."""
+    global _apply2
+    _apply2 = _ew().apply2
+    return _apply2(fname, x1, x2)
+
+
 class Array:
     """An n-dimensional array of the Array API standard (2023.12) on a cpu or cuda device.
 
@@ -418,9 +425,14 @@ def _install_operators():
         if inplace:
             def method(self, other):
                 return self._inplace(other, fname, op + "=")
+        elif reflected:
+            def method(self, other):
+                return self._binary(other, fname, op, True)
         else:
             def method(self, other):
-                return self._binary(other, fname, op, reflected)
+                if type(other) is Array:  # the common case without a Python layer between
+                    return _apply2(fname, self, other)
+                return self._binary(other, fname, op)
         return method
 
     for stem, fname, op in _BINARY_OPERATORS:

@@ -176,41 +176,13 @@ def result_dtype(name: str, dtypes):
 
 def apply(name: str, operands) -> Array:
     """Run elementwise function `name` on Arrays (and TypedScalars from operators)."""
-    # Hot paths: a launch plan cached per (function, dtypes); it exists only once the full
-    # checks of _apply_checked have passed for these dtypes on that device, so a hit needs
-    # only the layout and device checks.
     if len(operands) == 2:
-        x1, x2 = operands
-        if type(x1) is Array:
-            d1 = x1._data
-            if type(x2) is Array:
-                d2 = x2._data
-                entry = _FAST.get((name, d1.dtype, d2.dtype))
-                if entry is not None:
-                    plan, dev = entry
-                    if (x1._device is dev or x1._device == dev) and \
-                            (x2._device is dev or x2._device == dev):
-                        shape = d1.shape
-                        if shape == d2.shape and d1._c_contiguous and d2._c_contiguous:
-                            if _ONE_GPU:
-                                return Array._new(plan.cc(d1, d2, shape), dev)
-                            with _ctx(dev):
-                                return Array._new(plan.cc(d1, d2, shape), dev)
-            elif type(x2) is TypedScalar:
-                entry = _FAST.get((name, d1.dtype, "s"))
-                if entry is not None:
-                    plan, dev = entry
-                    if (x1._device is dev or x1._device == dev) and d1._c_contiguous:
-                        args = ("cs", (d1, x2.value), d1.shape, d1.size)
-                        if _ONE_GPU:
-                            return Array._new(plan.contiguous(*args), dev)
-                        with _ctx(dev):
-                            return Array._new(plan.contiguous(*args), dev)
-    elif len(operands) == 1:
-        x1 = operands[0]
+        return apply2(name, operands[0], operands[1])
+    x1 = operands[0]
+    if len(operands) == 1 and type(x1) is Array:  # not a fusion Tracer
         d1 = x1._data
         entry = _FAST.get((name, d1.dtype))
-        if entry is not None and type(x1) is Array:  # not a fusion Tracer
+        if entry is not None:
             plan, dev = entry
             if (x1._device is dev or x1._device == dev) and d1._c_contiguous:
                 if _ONE_GPU:
@@ -218,6 +190,45 @@ def apply(name: str, operands) -> Array:
                 with _ctx(dev):
                     return Array._new(plan.c1(d1, d1.shape), dev)
     return _apply_checked(name, operands)
+
+
+def apply2(name: str, x1, x2) -> Array:
+    """apply for two operands. Hot paths: a launch plan cached per (function, dtypes); it
+    exists only once the full checks of _apply_checked have passed for these dtypes on that
+    device, so a hit needs only the layout and device checks. Operators call this directly:
+    every Python call saved is ~0.1 us of an 8-element operation's host time."""
+    if type(x1) is Array:
+        d1 = x1._data
+        if type(x2) is Array:
+            d2 = x2._data
+            entry = _FAST.get((name, d1.dtype, d2.dtype))
+            if entry is not None:
+                plan, dev = entry
+                if (x1._device is dev or x1._device == dev) and \
+                        (x2._device is dev or x2._device == dev):
+                    shape = d1.shape
+                    if shape == d2.shape and d1._c_contiguous and d2._c_contiguous:
+                        if _ONE_GPU:
+                            out = _new_object(Array)
+                            out._data = plan.cc(d1, d2, shape)
+                            out._device = dev
+                            return out
+                        with _ctx(dev):
+                            return Array._new(plan.cc(d1, d2, shape), dev)
+        elif type(x2) is TypedScalar:
+            entry = _FAST.get((name, d1.dtype, "s"))
+            if entry is not None:
+                plan, dev = entry
+                if (x1._device is dev or x1._device == dev) and d1._c_contiguous:
+                    args = ("cs", (d1, x2.value), d1.shape, d1.size)
+                    if _ONE_GPU:
+                        return Array._new(plan.contiguous(*args), dev)
+                    with _ctx(dev):
+                        return Array._new(plan.contiguous(*args), dev)
+    return _apply_checked(name, (x1, x2))
+
+
+_new_object = object.__new__
 
 
 def _ctx(device):
