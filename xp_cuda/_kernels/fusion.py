@@ -252,7 +252,11 @@ class Program:
             n = _size(shape)
             flat = all(_contig(kernel_outs[j], shape, strides_ok) for j in idxs)
             body.append(self._ew_section(g, shape, idxs, flat, n))
-            blocks = max(blocks, min(cap_ew, -(-n // (THREADS * self._last_vec))))
+            need = -(-n // (THREADS * self._last_vec))
+            if need > cap_ew:  # beyond any GPU's memory today; the vector path needs one pass
+                raise ValueError(f"fuse: {n} elements exceed one launch ({cap_ew} blocks of "
+                                 f"{THREADS} threads); split the arrays")
+            blocks = max(blocks, need)
         self.scratch = []  # (size, numpy dtype) per reduction scratch: partials and counters
         self.reductions = []
         for j, node in enumerate(kernel_outs):
@@ -310,7 +314,10 @@ class Program:
                 + [f"((unsigned long long)out{j} % {vec * self._isz_out(j)}) == 0" for j in idxs])
             lines.append(f"    long long head = 0;\n    if ({al}) {{\n"
                          f"      const long long nv = n / {vec};\n"
-                         f"      for (long long j = tid; j < nv; j += stride) {{\n")
+                         # one thread per vector (the grid covers nv, see __init__): no
+                         # loop state, so more threads fit (the ten-op example: 37 -> 30
+                         # registers, full occupancy, 1.00 -> 1.06 of the copy rate)
+                         f"      const long long j = tid;\n      if (j < nv) {{\n")
             for k in flat_inputs:
                 t = CTYPES[self._in_node(k).dtype.name]
                 lines.append(f"        const XpPack<{t}, {vec}> p{k} = reinterpret_cast<const "
