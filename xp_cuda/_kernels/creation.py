@@ -40,7 +40,8 @@ def _kernel(name):
 
 
 def _blocks(cp, work: int) -> int:
-    """Enough blocks to fill the GPU several times over; the kernels are grid-stride."""
+    """16 blocks per SM, grid-stride: for logspace's arithmetic this beat one thread per vector
+    (0.77 against 0.53 of memset on the H200); the pure stores are at 0.93-1.00 either way."""
     dev = cp.cuda.runtime.getDevice()
     sms = _sm_count.get(dev)
     if sms is None:

@@ -8,8 +8,9 @@ sizes: shapes, strides, slice starts/steps and launch splits are runtime values 
 parameter struct, so a new shape with the same ranks and broadcast pattern reuses the compiled
 kernel (load_kernel memoises by source, and its cubin cache serves new processes).
 
-Kernel layout: one section per group of elementwise outputs of one shape (grid-stride; when
-every operand is C-contiguous in the output's shape, 16-byte vector accesses), then one section
+Kernel layout: one section per group of elementwise outputs of one shape (when every operand
+is C-contiguous in the output's shape, one thread per 16-byte vector and a grid that covers
+them; otherwise grid-stride over elements), then one section
 per reduction: work items (output element, split of its reduced range) handled by groups of G
 threads, a fixed-order tree in shared memory, and, when a reduced range is split across
 blocks, the last block to finish an output combines the partials in index order
