@@ -175,18 +175,29 @@ def _transform_nd(fname, x, s, axes, norm):
     for i, ax in enumerate(axes):
         out_shape[ax] = sizes[i] // 2 + 1 if kind == "r2c" and i == last else sizes[i]
     if kind == "c2c" or len(axes) == 1:
+        c_axes, c_sizes = _ascending(axes, sizes)
         return _run(x, fname, out_dtype, tuple(out_shape),
-                    lambda fm, a: getattr(fm, fname)(a, s=sizes, axes=axes, norm=norm))
+                    lambda fm, a: getattr(fm, fname)(a, s=c_sizes, axes=c_axes, norm=norm))
 
     # Real n-D transforms by their definition: a real transform over the last listed axis and
     # complex ones over the others. (CuPy's own rfftn returns wrong shapes for axes listed out
     # of order, e.g. axes=[0, 2, 1].)
     def split(fm, a):
-        rest = dict(s=sizes[:-1], axes=axes[:-1], norm=norm)
+        c_axes, c_sizes = _ascending(axes[:-1], sizes[:-1])
+        rest = dict(s=c_sizes, axes=c_axes, norm=norm)
         if kind == "r2c":
             return fm.fftn(fm.rfft(a, n=sizes[-1], axis=axes[-1], norm=norm), **rest)
         return fm.irfft(fm.ifftn(a, **rest), n=sizes[-1], axis=axes[-1], norm=norm)
     return _run(x, fname, out_dtype, tuple(out_shape), split)
+
+
+def _ascending(axes, sizes):
+    """(axes, sizes) in increasing axis order. Complex transforms along different axes
+    commute, so the order is free; CuPy's c2c fftn/ifftn padded the wrong axes when s was
+    given with axes listed out of order (ifftn(x, s=(1, 2), axes=[1, 0]) on a (1, 2) input
+    returned shape (1, 2), not (2, 1))."""
+    pairs = sorted(zip(axes, sizes))
+    return tuple(a for a, _ in pairs), tuple(n for _, n in pairs)
 
 
 def fftn(x, /, *, s=None, axes=None, norm="backward"):
