@@ -210,15 +210,18 @@ __device__ __forceinline__ bool ipow_u64(u64 b, u64 e, u64& r) {
 // + c5 r**4) with c_k = ln2**k / k! (the next term is below 2**-60). The result is within about
 // half an ulp of the exact power. Near the overflow or subnormal range, and for huge |y|: pow.
 // Every constant is a kernel parameter (uniform, read from the constant bank: no loads).
+// EXP2_ONLY: the host has checked that |y * log2(base)| <= 1014 over the whole grid, so the
+// kernel carries no pow (a call whose saved registers cost occupancy even when never taken).
+template <bool EXP2_ONLY>
 struct Pow2 {
     const double* tab;  // 128 (hi, lo) pairs of 2**(j/128)
     double lh, ll;      // log2(base) = lh + ll
     double c1, c2, c3, c4, c5;
     int fast;           // base finite and > 0
     __device__ __forceinline__ double operator()(double base, double y) const {
-        if (fast) {
+        if (EXP2_ONLY || fast) {
             const double th = __dmul_rn(y, lh);
-            if (fabs(th) <= 1015.0) {  // 2**t stays normal with room to spare; false for NaN
+            if (EXP2_ONLY || fabs(th) <= 1015.0) {  // 2**t stays normal; false for NaN
                 const double tl = __fma_rn(y, ll, __fma_rn(y, lh, -th));
                 // k = rint(128 th) by the 1.5 * 2**52 shifter: the integer lands in the low
                 // mantissa bits, no double -> int conversion (quarter rate) needed
@@ -238,18 +241,19 @@ struct Pow2 {
                                         __double2loint(v));
             }
         }
-        return pow(base, y);
+        if constexpr (EXP2_ONLY) return 0.0;  // not reached
+        else return pow(base, y);
     }
 };
 
-template <typename T>
+template <typename T, bool EXP2_ONLY>
 struct Logspace {
     Lin lin;
     long long last;
     double base;
     long long ibase;  // base as an integer when base_is_int
     int base_is_int;
-    Pow2 pow2;
+    Pow2<EXP2_ONLY> pow2;
     __device__ T operator()(long long i) const {
         const double y = lin.at(i, i == last);
         constexpr bool is_int = IsInt<T>::value;
@@ -315,8 +319,15 @@ XP_ARANGE_FLOAT(float64, f64)
         T* out, long long n, double s, double m, double d, double e, int mode, long long last, \
         double base, long long ibase, int base_is_int, const double* tab, double lh,          \
         double ll, double c1, double c2, double c3, double c4, double c5, int fast) {          \
-        gen_store(out, n, Logspace<T>{{s, m, d, e, mode}, last, base, ibase, base_is_int,      \
-                                      {tab, lh, ll, c1, c2, c3, c4, c5, fast}});               \
+        gen_store(out, n, Logspace<T, false>{{s, m, d, e, mode}, last, base, ibase,            \
+                                             base_is_int, {tab, lh, ll, c1, c2, c3, c4, c5, fast}}); \
+    }                                                                                          \
+    extern "C" __global__ void xp_logspace_exp2_##N(                                           \
+        T* out, long long n, double s, double m, double d, double e, int mode, long long last, \
+        double base, long long ibase, int base_is_int, const double* tab, double lh,          \
+        double ll, double c1, double c2, double c3, double c4, double c5, int fast) {          \
+        gen_store(out, n, Logspace<T, true>{{s, m, d, e, mode}, last, base, ibase,             \
+                                            base_is_int, {tab, lh, ll, c1, c2, c3, c4, c5, fast}}); \
     }
 XP_SPACE(int8, i8)
 XP_SPACE(int16, i16)
