@@ -262,6 +262,21 @@ def test_big_reductions_split_across_blocks(device, rng):
     _check(lambda a: (xp.sum(a, axis=0), xp.prod(a[:40] + 1, axis=0), xp.any(a > 5)), [i])
 
 
+@pytest.mark.parametrize("dtypes", [(xp.float32, xp.float32), (xp.float64, xp.float64),
+                                    (xp.int8, xp.int16), (xp.complex64, xp.float32),
+                                    (xp.float32, xp.float64)], ids=str)
+def test_misaligned_operands_and_tails(device, rng, dtypes):
+    """Contiguous views that start one element in (not 16-byte aligned), sizes that leave a
+    partial vector: the same compiled layout serves aligned and misaligned calls."""
+    d1, d2 = dtypes
+    f = fuse(lambda a, b: a * b + 1)
+    for n in (1, 3, 1021, 4099):
+        x, _ = random_array(rng, (n + 1,), d1, device)
+        y, _ = random_array(rng, (n + 1,), d2, device)
+        for a, b in ((x[:n], y[:n]), (x[1:], y[1:]), (x[:n], y[1:]), (x[1:], y[:n])):
+            _same(f(a, b), a * b + 1)
+
+
 def test_refusals_name_the_operation(device, rng):
     x = _arr(rng, (6,), xp.float32, device)
     for f, what in ((lambda a: a[a > 0], "boolean-mask"),

@@ -241,7 +241,7 @@ class Program:
             in_decl.append(f"const {CTYPES[node.dtype.name]}* __restrict__ in{k}")
         self.in_count = len(in_decl)
         body = []
-        blocks = 1
+        blocks = blocks_scalar = 1  # grids for aligned operands, and for any alignment
         cap_ew = 2**31 - 1  # one thread per vector or element: see elementwise.MAX_GRID
         cap_red = sms * (2048 // THREADS)
         # elementwise groups, by shape, in first-output order
@@ -253,11 +253,15 @@ class Program:
             n = _size(shape)
             flat = all(_contig(kernel_outs[j], shape, strides_ok) for j in idxs)
             body.append(self._ew_section(g, shape, idxs, flat, n))
-            need = -(-n // (THREADS * self._last_vec))
-            if need > cap_ew:  # beyond any GPU's memory today; the vector path needs one pass
+            vec = self._last_vec
+            # threads: one per vector plus the tail; with a misaligned operand one per element
+            need_scalar = -(-n // THREADS)
+            need = -(-(n // vec + n % vec) // THREADS) if flat and vec > 1 else need_scalar
+            if need_scalar > cap_ew:  # beyond any GPU's memory today
                 raise ValueError(f"fuse: {n} elements exceed one launch ({cap_ew} blocks of "
                                  f"{THREADS} threads); split the arrays")
             blocks = max(blocks, need)
+            blocks_scalar = max(blocks_scalar, need_scalar)
         self.scratch = []  # (size, numpy dtype) per reduction scratch: partials and counters
         self.reductions = []
         for j, node in enumerate(kernel_outs):
@@ -265,7 +269,9 @@ class Program:
                 sec, nb = self._reduce_section(g, j, node, strides_ok, sms, cap_red)
                 body.append(sec)
                 blocks = max(blocks, nb)
+                blocks_scalar = max(blocks_scalar, nb)
         self.blocks = blocks
+        self.blocks_scalar = blocks_scalar
         out_decl = [f"{CTYPES[n.dtype.name]}* __restrict__ out{j}"
                     for j, n in enumerate(kernel_outs)]
         scr_decl = []
@@ -313,11 +319,13 @@ class Program:
             al = " && ".join(
                 [f"((unsigned long long)in{k} % {vec * self._isz_in(k)}) == 0" for k in flat_inputs]
                 + [f"((unsigned long long)out{j} % {vec * self._isz_out(j)}) == 0" for j in idxs])
-            lines.append(f"    long long head = 0;\n    if ({al}) {{\n"
+            # One thread per vector (the grid covers them, see __init__), the < vec tail
+            # elements by the next threads, and with a misaligned operand one thread per
+            # element (the launcher then uses the larger grid): no loop state anywhere, so
+            # more threads fit (the ten-op example: 37 -> 30 registers, full occupancy,
+            # 1.00 -> 1.06 of the copy rate).
+            lines.append(f"    if ({al}) {{\n"
                          f"      const long long nv = n / {vec};\n"
-                         # one thread per vector (the grid covers nv, see __init__): no
-                         # loop state, so more threads fit (the ten-op example: 37 -> 30
-                         # registers, full occupancy, 1.00 -> 1.06 of the copy rate)
                          f"      const long long j = tid;\n      if (j < nv) {{\n")
             for k in flat_inputs:
                 t = CTYPES[self._in_node(k).dtype.name]
@@ -334,11 +342,19 @@ class Program:
             for j in idxs:
                 t = CTYPES[outs[j].dtype.name]
                 lines.append(f"        reinterpret_cast<XpPack<{t}, {vec}>*>(out{j})[j] = r{j};\n")
-            lines.append(f"      }}\n      head = nv * {vec};\n    }}\n")
-            start = "head + tid"
-        else:
-            start = "tid"
-        lines.append(f"    for (long long i = {start}; i < n; i += stride) {{\n")
+            scalar = self._scalar_body(g, outs, idxs, shape, True, "        ")
+            lines.append(f"      }} else {{\n        const long long i = nv * {vec} + (j - nv);\n"
+                         f"        if (i < n) {{\n{scalar}        }}\n      }}\n"
+                         f"    }} else {{\n      const long long i = tid;\n"
+                         f"      if (i < n) {{\n{scalar}      }}\n    }}\n  }}\n")
+            return "".join(lines)
+        lines.append("    for (long long i = tid; i < n; i += stride) {\n")
+        lines.append(self._scalar_body(g, outs, idxs, shape, flat, "      "))
+        lines.append("    }\n  }\n")
+        return "".join(lines)
+
+    def _scalar_body(self, g, outs, idxs, shape, flat, indent):
+        """The outputs idxs at element i (flat index, or decomposed into coordinates)."""
         g.memo, g.lines, g.flat_mode, g.flat_var = {}, [], "scalar", "i"
         if flat:
             coords = FLAT
@@ -349,11 +365,9 @@ class Program:
             g.lines += pre
             coords = tuple(cm[a] for a in range(len(shape)))
         res = [g.val(outs[j], coords) for j in idxs]
-        lines += [f"      {ln}\n" for ln in g.lines]
-        for j, r in zip(idxs, res):
-            lines.append(f"      out{j}[i] = {r};\n")
-        lines.append("    }\n  }\n")
-        return "".join(lines)
+        body = [f"{indent}{ln}\n" for ln in g.lines]
+        body += [f"{indent}out{j}[i] = {r};\n" for j, r in zip(idxs, res)]
+        return "".join(body)
 
     def _in_pos(self, k):
         for pos, node in enumerate(self.trace.inputs):
@@ -553,6 +567,7 @@ class Launch:
         self.source = prog.source
         self.fn = load_kernel(prog.source, KERNEL, OPTIONS).kernel.ptr
         self.blocks = prog.blocks
+        self.blocks_scalar = prog.blocks_scalar
         self.out_specs = [(n.shape, np.dtype(n.dtype._np)) for n in kernel_outs]
         self.scratch = [None if s is None else (cp.zeros(s[0], dtype=s[1]) if s[1] == np.uint32
                                                 else cp.empty(s[0], dtype=s[1]))
@@ -587,8 +602,10 @@ class Launch:
 
     def __call__(self, in_datas, values):
         buf = self.u64
+        misaligned = 0
         for c, d in zip(self.in_cells, in_datas):
-            buf[c] = d.data.ptr
+            buf[c] = p = d.data.ptr
+            misaligned |= p & 15
         if self.uses:
             for view, (param, dt, convert) in zip(self.param_views, self.uses):
                 view[0] = convert(param.fn(values))
@@ -598,5 +615,7 @@ class Launch:
             o = nd(shape, dt)
             buf[c] = o.data.ptr
             outs.append(o)
-        _launch(self.fn, self.blocks, 1, 1, THREADS, 1, 1, 0, self.stream().ptr, self.addr, 0)
+        # the kernel takes its vector path when every operand is aligned (outputs always are)
+        _launch(self.fn, self.blocks_scalar if misaligned else self.blocks, 1, 1, THREADS, 1, 1,
+                0, self.stream().ptr, self.addr, 0)
         return outs
