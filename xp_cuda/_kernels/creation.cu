@@ -308,6 +308,17 @@ XP_ARANGE_INT(uint64, u64)
 XP_ARANGE_FLOAT(float32, f32)
 XP_ARANGE_FLOAT(float64, f64)
 
+// logspace's two kernels (with and without the library pow) share one parameter list
+#define XP_LOGSPACE(NAME, T, EXP2_ONLY)                                                        \
+    extern "C" __global__ void NAME(                                                           \
+        T* out, long long n, double s, double m, double d, double e, int mode, long long last, \
+        double base, long long ibase, int base_is_int, const double* tab, double lh,          \
+        double ll, double c1, double c2, double c3, double c4, double c5, int fast) {          \
+        gen_store(out, n, Logspace<T, EXP2_ONLY>{{s, m, d, e, mode}, last, base, ibase,        \
+                                                 base_is_int,                                  \
+                                                 {tab, lh, ll, c1, c2, c3, c4, c5, fast}});    \
+    }
+
 #define XP_SPACE(N, T)                                                                         \
     extern "C" __global__ void xp_linspace_##N(                                                \
         T* out, long long n, double s_re, double m_re, double d_re, double e_re, int mode_re,  \
@@ -315,20 +326,8 @@ XP_ARANGE_FLOAT(float64, f64)
         gen_store(out, n, Linspace<T>{{s_re, m_re, d_re, e_re, mode_re},                       \
                                       {s_im, m_im, d_im, e_im, mode_im}, last});               \
     }                                                                                          \
-    extern "C" __global__ void xp_logspace_##N(                                                \
-        T* out, long long n, double s, double m, double d, double e, int mode, long long last, \
-        double base, long long ibase, int base_is_int, const double* tab, double lh,          \
-        double ll, double c1, double c2, double c3, double c4, double c5, int fast) {          \
-        gen_store(out, n, Logspace<T, false>{{s, m, d, e, mode}, last, base, ibase,            \
-                                             base_is_int, {tab, lh, ll, c1, c2, c3, c4, c5, fast}}); \
-    }                                                                                          \
-    extern "C" __global__ void xp_logspace_exp2_##N(                                           \
-        T* out, long long n, double s, double m, double d, double e, int mode, long long last, \
-        double base, long long ibase, int base_is_int, const double* tab, double lh,          \
-        double ll, double c1, double c2, double c3, double c4, double c5, int fast) {          \
-        gen_store(out, n, Logspace<T, true>{{s, m, d, e, mode}, last, base, ibase,             \
-                                            base_is_int, {tab, lh, ll, c1, c2, c3, c4, c5, fast}}); \
-    }
+    XP_LOGSPACE(xp_logspace_##N, T, false)                                                     \
+    XP_LOGSPACE(xp_logspace_exp2_##N, T, true)
 XP_SPACE(int8, i8)
 XP_SPACE(int16, i16)
 XP_SPACE(int32, i32)
