@@ -5,6 +5,7 @@ CuPy allocation is) and the already-validated host parameters; nothing here chec
 """
 from __future__ import annotations
 
+import functools
 import math
 from decimal import Decimal, localcontext
 from pathlib import Path
@@ -150,9 +151,10 @@ def _exp2_coefficients() -> tuple[float, ...]:
 
 
 _tables: dict[int, object] = {}  # device id -> Pow2's table on that device
-_COEFFICIENTS = _exp2_coefficients()
+_COEFFICIENT_ARGS = tuple(np.float64(c) for c in _exp2_coefficients())
 
 
+@functools.lru_cache(maxsize=64)  # 60-digit logarithms cost tens of us; bases repeat
 def _log2_dd(base: float) -> tuple[float, float]:
     with localcontext() as ctx:
         ctx.prec = 60
@@ -174,5 +176,5 @@ def logspace(cp, out, lin, last: int, base: float, ibase: int, base_is_int: bool
             (out, np.int64(out.size)) + _lin_args(lin)
             + (np.int64(last), np.float64(base), np.int64(ibase), np.int32(base_is_int),
                tab, np.float64(lh), np.float64(ll))
-            + tuple(np.float64(c) for c in _COEFFICIENTS) + (np.int32(fast),))
+            + _COEFFICIENT_ARGS + (np.int32(fast),))
     return out
