@@ -94,6 +94,13 @@ XP_HD T xp_ipow(T a, T b) {
 template <typename T>
 XP_HD T xp_isign(T a) { return (T)((a > 0) - (a < 0)); }
 
+// Integer maximum/minimum as a bit select, not `c ? a : b`: ptxas 13.0 (sm_90) fuses chains of
+// integer max/min into 3-input VIMNMX3 and there drops the negation of an operand produced by
+// `negative`, so a fused max(-x) read one element un-negated. Found by the fusion property test;
+// every (dtype, max/min, negated operand) case agreed with NumPy once written this way.
+template <typename T>
+XP_HD T xp_isel(bool c, T a, T b) { return (T)(b ^ ((a ^ b) & (T)(0 - (T)c))); }
+
 // ---- real floating point --------------------------------------------------------------------
 // NumPy's divmod: the remainder takes the divisor's sign, zeros included; the quotient is
 // rounded so that b * q + r == a as nearly as possible.

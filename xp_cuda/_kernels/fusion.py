@@ -182,8 +182,11 @@ class _Gen:
                 bv = self.val(bound, self.sub(bound, node, coords))
                 pd = PROMOTION_TABLE.get((node.dtype, bound.dtype), node.dtype)
                 pc = CTYPES[pd.name]
-                v = self.new(ct, f"(xp_cvt<{pc}>({v}) {cmp} xp_cvt<{pc}>({bv})) ? "
-                                 f"xp_cvt<{ct}>({bv}) : {v}")
+                cond = f"xp_cvt<{pc}>({v}) {cmp} xp_cvt<{pc}>({bv})"
+                if node.dtype.kind in ("int", "uint"):  # as maximum/minimum: see xp_isel
+                    v = self.new(ct, f"xp_isel({cond}, xp_cvt<{ct}>({bv}), {v})")
+                else:
+                    v = self.new(ct, f"({cond}) ? xp_cvt<{ct}>({bv}) : {v}")
             return v
         raise AssertionError(op)
 
