@@ -393,3 +393,26 @@ def test_hot_paths_keep_devices_apart(device, rng):
             np.testing.assert_allclose(to_numpy(x * 2.0), a * 2, rtol=0)
             np.testing.assert_allclose(to_numpy(x + x), a + a, rtol=0)
             assert (x + x).device == dev and xp.sin(x).device == dev
+
+
+def test_output_allocator_makes_what_cupy_empty_makes(device):
+    """The launchers' allocator (CuPy's extension allocator, bypassing ndarray's Python-level
+    __new__) gives arrays indistinguishable from cupy.empty: type, shape, strides, dtype, flags,
+    a fresh pool block, usable by CuPy's own operations."""
+    if device is CPU:
+        pytest.skip("cuda only")
+    import cupy as cp
+    from xp_cuda._kernels import empty_allocator
+    alloc = empty_allocator(cp)
+    assert alloc is not cp.ndarray  # CuPy 14: the fast path is taken (fallback otherwise)
+    for shape in ((), (0,), (7,), (3, 0, 2), (4, 5), (2, 3, 4)):
+        for dt in ("bool", "int8", "uint16", "int64", "float32", "complex128"):
+            got, ref = alloc(shape, np.dtype(dt)), cp.empty(shape, dtype=dt)
+            assert type(got) is cp.ndarray and got.base is None
+            assert (got.shape, got.strides, got.dtype, got.size, got.nbytes) == \
+                (ref.shape, ref.strides, ref.dtype, ref.size, ref.nbytes)
+            assert got.flags.c_contiguous and got.flags.owndata
+            if got.size:
+                assert got.data.ptr != ref.data.ptr
+                got[...] = cp.arange(got.size).reshape(shape).astype(dt)
+                cp.testing.assert_array_equal(got, cp.arange(got.size).reshape(shape).astype(dt))

@@ -142,3 +142,35 @@ def load_kernel(source: str, kernel_name: str, options=()):
         raise KernelCompileError(f"CUDA kernel {kernel_name} could not be loaded: {e}") from None
     _loaded[key] = kern
     return kern
+
+
+def empty_allocator(cupy):
+    """``alloc(shape, numpy_dtype)``: a new C-contiguous ``cupy.ndarray`` from CuPy's pool.
+
+    The launchers' output allocation, a third of a small operation's host time. CuPy 14's
+    ``ndarray(shape, dtype)`` runs a Python-level ``__new__`` and ``__init__`` around the
+    compiled ``_init``; calling the extension type's allocator and ``_init`` directly makes the
+    same array in 1.0 us instead of 1.6 us (H200 host). Checked once against the public
+    constructor; any CuPy whose internals differ gets ``cupy.ndarray`` itself.
+    """
+    import numpy as np
+
+    nd = cupy.ndarray
+    try:
+        new = cupy._core.core._ndarray_base.__new__
+        probe = new(nd)
+        probe._init((2, 3), np.dtype(np.float32))
+        ref = nd((2, 3), np.dtype(np.float32))
+        same = (type(probe) is nd and probe.shape == ref.shape and probe.strides == ref.strides
+                and probe.dtype == ref.dtype and probe.flags.c_contiguous and probe.base is None
+                and probe.data.ptr != 0 and probe.data.device_id == ref.data.device_id)
+    except Exception:
+        same = False
+    if not same:
+        return nd
+
+    def alloc(shape, dtype):
+        out = new(nd)
+        out._init(shape, dtype)
+        return out
+    return alloc

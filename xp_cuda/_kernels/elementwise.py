@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import load_kernel
+from . import empty_allocator, load_kernel
 
 _CUH_PATH = Path(__file__).resolve().parent / "elementwise.cuh"
 _cuh = None
@@ -287,7 +287,7 @@ class Plan:
         self.kernels = {}
         self.vec = vec_width(list(dtypes) + [to])
         self.max_blocks = _max_blocks(cp)
-        self._ndarray = cp.ndarray
+        self._ndarray = empty_allocator(cp)
         self._fn = None
         self._tls = threading.local()
         self._per_block = THREADS * self.vec
@@ -359,7 +359,7 @@ class Plan:
 
     def contiguous(self, layout, args, shape, n):
         """All array operands C-contiguous of the output's shape (or 0-d / scalar)."""
-        out = self.cp.empty(shape, dtype=self.out_np)
+        out = self._ndarray(shape, self.out_np)
         if n:
             k = self.kernels.get(layout) or self.kernel(layout)
             blocks = -(-n // self._per_block)
@@ -369,7 +369,7 @@ class Plan:
 
     def strided(self, layout, args, shape, n):
         """Any operand layout: collapsed to at most MAXND dims, read through strides."""
-        out = self.cp.empty(shape, dtype=self.out_np)
+        out = self._ndarray(shape, self.out_np)
         if not n:
             return out
         geo = _geometry(shape, args, layout)
