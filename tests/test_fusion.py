@@ -266,15 +266,24 @@ def test_big_reductions_split_across_blocks(device, rng):
                                     (xp.int8, xp.int16), (xp.complex64, xp.float32),
                                     (xp.float32, xp.float64)], ids=str)
 def test_misaligned_operands_and_tails(device, rng, dtypes):
-    """Contiguous views that start one element in (not 16-byte aligned), sizes that leave a
-    partial vector: the same compiled layout serves aligned and misaligned calls."""
+    """Contiguous views that start one element in (not 16-byte aligned); sizes that leave a
+    partial vector, a partial block of vectors (up to one block short of two), or none: the
+    same compiled layout serves aligned and misaligned calls."""
     d1, d2 = dtypes
-    f = fuse(lambda a, b: a * b + 1)
-    for n in (1, 3, 1021, 4099):
-        x, _ = random_array(rng, (n + 1,), d1, device)
-        y, _ = random_array(rng, (n + 1,), d2, device)
-        for a, b in ((x[:n], y[:n]), (x[1:], y[1:]), (x[:n], y[1:]), (x[1:], y[:n])):
-            _same(f(a, b), a * b + 1)
+
+    def short(a, b):
+        return a * b + 1
+
+    def long(a, b):  # enough operations for two vectors per thread (UNROLL_LONG)
+        return ((a * b + 1) * a - b) * (a + b) + a * a - b * b + a
+
+    for body in (short, long):
+        f = fuse(body)
+        for n in (1, 3, 1021, 4099, 6143, 16384):
+            x, _ = random_array(rng, (n + 1,), d1, device)
+            y, _ = random_array(rng, (n + 1,), d2, device)
+            for a, b in ((x[:n], y[:n]), (x[1:], y[1:]), (x[:n], y[1:]), (x[1:], y[:n])):
+                _same(f(a, b), body(a, b))
 
 
 def test_refusals_name_the_operation(device, rng):

@@ -29,10 +29,11 @@ from .elementwise import CTYPES, _op_struct, header
 
 THREADS = 256
 # Vectors per thread in flat elementwise sections, block-interleaved (thread t of a block takes
-# vectors t and t + THREADS): two loads in flight per operand and thread. On the H200 the
-# ten-op example runs at 1.061 of the copy rate with 2, where 1 gave 1.055 and 4 (64 registers)
-# 0.935; torch.compile's kernel ran at 1.062 in the same run.
-UNROLL = 2
+# vectors t and t + THREADS). Two loads in flight per operand and thread pay off when the body
+# is long enough to keep fewer threads busy; a short body loses to the extra registers. H200,
+# same run: the ten-op example 1.039 -> 1.047 of the copy rate with 2 (torch.compile 1.048);
+# 1 + mu*dt*dphi 1.046 with 1, 1.039 with 2 (torch.compile 1.050).
+UNROLL_LONG, LONG_BODY = 2, 8  # vectors per thread for bodies of LONG_BODY or more operations
 KERNEL = "xp_fused"
 # No contraction of a*b+c into one FMA: every operation rounds as the eager kernels round.
 OPTIONS = ("--fmad=false",)
@@ -95,6 +96,7 @@ class _Gen:
         self.memo = {}
         self.tmp = 0
         self.flat_mode = "scalar"  # how FLAT input loads read: "scalar" (in[i]) or "pack"
+        # ("pack": lane q of the u-th vector loaded for input k, p{k}[u].v[q])
         self.flat_var = "i"
         self.flat_inputs = set()
 
@@ -144,7 +146,7 @@ class _Gen:
             k = node.attr
             if coords is FLAT:
                 self.flat_inputs.add(k)
-                return self.new(ct, f"p{k}.v[q]" if self.flat_mode == "pack"
+                return self.new(ct, f"p{k}[u].v[q]" if self.flat_mode == "pack"
                                 else f"in{k}[{self.flat_var}]")
             terms = [f"({c}) * {self.slot(('stride', k, a), 0)}"
                      for a, c in enumerate(coords) if c != "0"]
@@ -262,9 +264,14 @@ class Program:
             flat = all(_contig(kernel_outs[j], shape, strides_ok) for j in idxs)
             body.append(self._ew_section(g, shape, idxs, flat, n))
             vec = self._last_vec
-            # threads: one per vector plus the tail; with a misaligned operand one per element
+            # grid: with every operand aligned, blocks of U * THREADS whole vectors (U: see
+            # UNROLL_LONG), then one thread per remaining element; otherwise one per element
             need_scalar = -(-n // THREADS)
-            need = -(-(n // vec + n % vec) // THREADS) if flat and vec > 1 else need_scalar
+            if flat and vec > 1:
+                per_block = self._last_unroll * THREADS * vec
+                need = n // per_block + -(-(n % per_block) // THREADS)
+            else:
+                need = need_scalar
             if need_scalar > cap_ew:  # beyond any GPU's memory today
                 raise ValueError(f"fuse: {n} elements exceed one launch ({cap_ew} blocks of "
                                  f"{THREADS} threads); split the arrays")
@@ -320,6 +327,7 @@ class Program:
         else:
             vec = 1
         self._last_vec = vec
+        self._last_unroll = 1
         if flat and vec > 1:
             g.memo, g.lines, g.flat_mode, g.flat_inputs = {}, [], "pack", set()
             res = [g.val(outs[j], FLAT) for j in idxs]
@@ -327,31 +335,38 @@ class Program:
             al = " && ".join(
                 [f"((unsigned long long)in{k} % {vec * self._isz_in(k)}) == 0" for k in flat_inputs]
                 + [f"((unsigned long long)out{j} % {vec * self._isz_out(j)}) == 0" for j in idxs])
-            # One thread per vector (the grid covers them, see __init__), the < vec tail
-            # elements by the next threads, and with a misaligned operand one thread per
-            # element (the launcher then uses the larger grid): no loop state anywhere, so
-            # more threads fit (the ten-op example: 37 -> 32 registers, full occupancy,
-            # 1.00 -> 1.05 of the copy rate on the H200).
+            n_ops = sum("::f(" in ln for ln in inner)  # function/operator calls per element
+            U = self._last_unroll = UNROLL_LONG if n_ops >= LONG_BODY else 1
+            # Whole blocks of U * THREADS vectors first (no loop state, no bounds checks:
+            # the fewest registers), then one thread per remaining element; with a misaligned
+            # operand one thread per element (the launcher then uses the larger grid).
+            per_block = U * THREADS * vec
             lines.append(f"    if ({al}) {{\n"
-                         f"      const long long nv = n / {vec};\n"
-                         f"      const long long j = tid;\n      if (j < nv) {{\n")
+                         f"      const long long nfull = n / {per_block};\n"
+                         f"      if (blockIdx.x < nfull) {{\n"
+                         f"        const long long j0 = (long long)blockIdx.x * {U * THREADS}"
+                         f" + threadIdx.x;\n")
             for k in flat_inputs:
-                t = CTYPES[self._in_node(k).dtype.name]
-                lines.append(f"        const XpPack<{t}, {vec}> p{k} = reinterpret_cast<const "
-                             f"XpPack<{t}, {vec}>*>(in{k})[j];\n")
+                pk = f"XpPack<{CTYPES[self._in_node(k).dtype.name]}, {vec}>"
+                lines.append(f"        {pk} p{k}[{U}];\n#pragma unroll\n"
+                             f"        for (int u = 0; u < {U}; ++u) p{k}[u] = "
+                             f"reinterpret_cast<const {pk}*>(in{k})[j0 + u * {THREADS}];\n")
+            lines.append(f"#pragma unroll\n        for (int u = 0; u < {U}; ++u) {{\n")
             for j in idxs:
-                t = CTYPES[outs[j].dtype.name]
-                lines.append(f"        XpPack<{t}, {vec}> r{j};\n")
-            lines.append(f"#pragma unroll\n        for (int q = 0; q < {vec}; ++q) {{\n")
-            lines += [f"          {ln}\n" for ln in inner]
+                lines.append(f"          XpPack<{CTYPES[outs[j].dtype.name]}, {vec}> r{j};\n")
+            lines.append(f"#pragma unroll\n          for (int q = 0; q < {vec}; ++q) {{\n")
+            lines += [f"            {ln}\n" for ln in inner]
             for j, r in zip(idxs, res):
-                lines.append(f"          r{j}.v[q] = {r};\n")
-            lines.append("        }\n")
+                lines.append(f"            r{j}.v[q] = {r};\n")
+            lines.append("          }\n")
             for j in idxs:
-                t = CTYPES[outs[j].dtype.name]
-                lines.append(f"        reinterpret_cast<XpPack<{t}, {vec}>*>(out{j})[j] = r{j};\n")
-            scalar = self._scalar_body(g, outs, idxs, shape, True, "        ")
-            lines.append(f"      }} else {{\n        const long long i = nv * {vec} + (j - nv);\n"
+                pk = f"XpPack<{CTYPES[outs[j].dtype.name]}, {vec}>"
+                lines.append(f"          reinterpret_cast<{pk}*>(out{j})[j0 + u * {THREADS}] = "
+                             f"r{j};\n")
+            lines.append("        }\n")
+            scalar = self._scalar_body(g, outs, idxs, shape, True, "          ")
+            lines.append(f"      }} else {{\n        const long long i = nfull * {per_block} + "
+                         f"(long long)(blockIdx.x - nfull) * {THREADS} + threadIdx.x;\n"
                          f"        if (i < n) {{\n{scalar}        }}\n      }}\n"
                          f"    }} else {{\n      const long long i = tid;\n"
                          f"      if (i < n) {{\n{scalar}      }}\n    }}\n  }}\n")
