@@ -283,7 +283,8 @@ def test_misaligned_operands_and_tails(device, rng, dtypes):
             x, _ = random_array(rng, (n + 1,), d1, device)
             y, _ = random_array(rng, (n + 1,), d2, device)
             for a, b in ((x[:n], y[:n]), (x[1:], y[1:]), (x[:n], y[1:]), (x[1:], y[:n])):
-                _same(f(a, b), body(a, b))
+                want = body(a, b)  # complex: eager kernels may contract into FMAs (_same)
+                _same(f(a, b), want, loose=want.dtype.kind == "complex")
 
 
 def test_refusals_name_the_operation(device, rng):
