@@ -243,6 +243,11 @@ def translation_unit(items) -> str:
         instantiation(f, d, tc, to, layouts_for(d)) for f, d, tc, to in items)
 
 
+# No contraction of a*b+c into one FMA: complex products round as NumPy's do (each partial
+# product rounded). Fused kernels compile with the same options, so fused and eager agree.
+OPTIONS = ("--fmad=false",)
+
+
 # ---- launcher ------------------------------------------------------------------------------
 _sm_count: dict = {}
 # Contiguous kernels get one thread per vector (their loop is grid-stride only beyond this):
@@ -349,7 +354,7 @@ class Plan:
         k = self.kernels.get(layout)
         if k is None:
             k = self.kernels[layout] = load_kernel(
-                self.source, kernel_name(self.fname, self.dtypes, layout))
+                self.source, kernel_name(self.fname, self.dtypes, layout), OPTIONS)
         return k
 
     def blocks(self, work: int) -> int:
@@ -440,7 +445,8 @@ def all_items():
 
 def _warm_one(item):
     name, dtypes, tc, to = item
-    load_kernel(translation_unit([item]), kernel_name(name, dtypes, layouts_for(dtypes)[0]))
+    load_kernel(translation_unit([item]), kernel_name(name, dtypes, layouts_for(dtypes)[0]),
+                OPTIONS)
     return 1
 
 

@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from . import empty_allocator, load_kernel
-from .elementwise import CTYPES, _op_struct, header
+from .elementwise import CTYPES, OPTIONS, _op_struct, header
 
 THREADS = 256
 # Vectors per thread in flat elementwise sections, block-interleaved (thread t of a block takes
@@ -35,8 +35,6 @@ THREADS = 256
 # 1 + mu*dt*dphi 1.046 with 1, 1.039 with 2 (torch.compile 1.050).
 UNROLL_LONG, LONG_BODY = 2, 8  # vectors per thread for bodies of LONG_BODY or more operations
 KERNEL = "xp_fused"
-# No contraction of a*b+c into one FMA: every operation rounds as the eager kernels round.
-OPTIONS = ("--fmad=false",)
 FLAT = ("@flat",)  # coordinates of a C-contiguous element: the flat index itself
 _FUSION_CUH = Path(__file__).resolve().parent / "fusion.cuh"
 _fcuh = None
