@@ -127,6 +127,8 @@ class _Gen:
         return tuple("0" if operand.shape[k] == 1 else c[k] for k in range(r))
 
     def val(self, node, coords) -> str:
+        if coords is FLAT and _size(node.shape) == 1:  # e.g. an output that is a 1-element view
+            coords = ("0",) * len(node.shape)
         key = (id(node), coords)
         v = self.memo.get(key)
         if v is None:
