@@ -1,6 +1,7 @@
 """xp_cuda.fusion.fuse: the fused function returns what the eager function returns (dtype,
 shape, values), on cpu (graph replayed through the eager functions) and on cuda (one kernel);
 every generated source compiles with NVRTC (CI, no GPU needed)."""
+import contextlib
 import random
 import re
 import time
@@ -15,6 +16,7 @@ from xp_cuda._devices import CPU, Device, cuda_device_count
 from xp_cuda._array import Array
 from xp_cuda._dtypes import ALL_DTYPES
 from xp_cuda._elementwise import ELEMENTWISE
+from xp_cuda._kernels import fusion as kfusion
 from xp_cuda.fusion import fuse
 
 from helpers import random_array, to_numpy
@@ -57,6 +59,22 @@ def _check(f, args, loose=False):
     else:
         _same(got, want, loose)
     return got
+
+
+@contextlib.contextmanager
+def _vector_shape(config):
+    """Fused kernels compiled meanwhile use only this (vector bytes, vectors per thread)."""
+    saved = kfusion.CONFIGS
+    kfusion.CONFIGS = (config,)
+    try:
+        yield
+    finally:
+        kfusion.CONFIGS = saved
+
+
+def _configs(device):
+    """Every vector shape on cuda; on cpu no kernel runs, so one pass."""
+    return kfusion.CONFIGS if device.kind == "cuda" else kfusion.CONFIGS[:1]
 
 
 def _arr(rng, shape, dtype, device, small=True):
@@ -158,7 +176,9 @@ def _run_program(seed, device):
     f(*[a.to_device(CPU) if isinstance(a, Array) else a for a in args])  # fills `uses`
     loose = device.kind == "cuda" and bool(
         uses & (TRANSCENDENTAL | {"sum", "prod", "mean", "**", "/"}))
-    _check(f, args, loose)
+    configs = _configs(device)
+    with _vector_shape(configs[seed % len(configs)]):  # each vector shape, seed by seed
+        _check(f, args, loose)
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
@@ -268,22 +288,98 @@ def test_big_reductions_split_across_blocks(device, rng):
 def test_misaligned_operands_and_tails(device, rng, dtypes):
     """Contiguous views that start one element in (not 16-byte aligned); sizes that leave a
     partial vector, a partial block of vectors (up to one block short of two), or none: the
-    same compiled layout serves aligned and misaligned calls."""
+    same compiled layout serves aligned and misaligned calls, in every vector shape."""
     d1, d2 = dtypes
 
     def short(a, b):
         return a * b + 1
 
-    def long(a, b):  # enough operations for two vectors per thread (UNROLL_LONG)
+    def long(a, b):
         return ((a * b + 1) * a - b) * (a + b) + a * a - b * b + a
 
-    for body in (short, long):
-        f = fuse(body)
-        for n in (1, 3, 1021, 4099, 6143, 16384):
-            x, _ = random_array(rng, (n + 1,), d1, device)
-            y, _ = random_array(rng, (n + 1,), d2, device)
-            for a, b in ((x[:n], y[:n]), (x[1:], y[1:]), (x[:n], y[1:]), (x[1:], y[:n])):
-                _same(f(a, b), body(a, b))
+    for config in _configs(device):
+        with _vector_shape(config):
+            for body in (short, long):
+                f = fuse(body)
+                for n in (1, 3, 1021, 4099, 6143, 16384):
+                    x, _ = random_array(rng, (n + 1,), d1, device)
+                    y, _ = random_array(rng, (n + 1,), d2, device)
+                    for a, b in ((x[:n], y[:n]), (x[1:], y[1:]), (x[:n], y[1:]),
+                                 (x[1:], y[:n])):
+                        _same(f(a, b), body(a, b))
+
+
+def _launch_of(f):
+    (entry,) = f._cache.values()
+    return entry.launch
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(cuda_device_count() == 0, reason="no usable CUDA GPU here")
+def test_tuned_launch_times_every_vector_shape_once(rng, monkeypatch):
+    """A launch big enough to time compiles each vector shape, tunes on its first call with
+    aligned operands (not before), and every shape gives the eager values."""
+    monkeypatch.setattr(kfusion, "TUNE_MIN_BYTES", 0)
+    cuda = Device("cuda", 0)
+
+    def body(a, b):
+        return xp.atan2(a, b) * b + 1
+
+    x, _ = random_array(rng, (40001,), xp.float32, cuda)
+    y, _ = random_array(rng, (40001,), xp.float32, cuda)
+    f = fuse(body)
+    _same(f(x[1:], y[1:]), body(x[1:], y[1:]), loose=True)  # misaligned: the default runs
+    launch = _launch_of(f)
+    assert len(launch.variants) == len(kfusion.CONFIGS) and not launch.tuned
+    a, b = x[:40000], y[:40000]
+    want = body(a, b)
+    got = f(a, b)
+    assert launch.tuned and (launch.fn, launch.blocks, launch.blocks_scalar) in launch.variants
+    _same(got, want, loose=True)
+    for variant in launch.variants:  # each shape computes the same values
+        launch.fn, launch.blocks, launch.blocks_scalar = variant
+        _same(f(a, b), got)
+    # nothing to choose: a reduction, or operands too wide for any vector of two
+    g = fuse(lambda a, b: (a * b, xp.sum(a)))
+    g(a, b)
+    assert len(_launch_of(g).variants) == 1 and _launch_of(g).tuned
+    z = xp.astype(a, xp.complex128)
+    h = fuse(lambda c: c * c + 1)
+    _same(h(z), z * z + 1)
+    assert len(_launch_of(h).variants) == 1
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(cuda_device_count() == 0, reason="no usable CUDA GPU here")
+def test_no_tuning_inside_graph_capture(rng, monkeypatch):
+    """Timing needs events and a wait, which a stream being captured into a CUDA graph
+    cannot have: there the default shape is captured, and tuning waits for a later call."""
+    import cupy as cp
+    monkeypatch.setattr(kfusion, "TUNE_MIN_BYTES", 0)
+    cuda = Device("cuda", 0)
+    x, _ = random_array(rng, (30000,), xp.float32, cuda)
+    y, _ = random_array(rng, (30000,), xp.float32, cuda)
+
+    def body(a, b):
+        return a * b - a
+
+    f = fuse(body)
+    xm, _ = random_array(rng, (30001,), xp.float32, cuda)
+    _same(f(xm[1:], y), body(xm[1:], y))  # compiled, not tuned (a misaligned operand)
+    launch = _launch_of(f)
+    assert len(launch.variants) > 1 and not launch.tuned
+    stream = cp.cuda.Stream(non_blocking=True)
+    with stream:
+        cp.empty(30000, dtype=cp.float32)  # a free block in the pool: no cudaMalloc in capture
+        stream.begin_capture()
+        got = f(x, y)
+        graph = stream.end_capture()
+        assert not launch.tuned
+        graph.launch(stream)
+        stream.synchronize()
+    _same(got, body(x, y))
+    _same(f(x, y), body(x, y))
+    assert launch.tuned
 
 
 def test_refusals_name_the_operation(device, rng):
@@ -382,11 +478,11 @@ def _admits(dt, c):
 def test_generated_sources_compile_with_nvrtc():
     from xp_cuda._devices import CPU
     from xp_cuda._kernels import nvrtc_compile
-    from xp_cuda._kernels.fusion import OPTIONS, Program, translation_unit
+    from xp_cuda._kernels.fusion import CONFIGS, OPTIONS, Program, translation_unit
     from xp_cuda.fusion import _trace
     from xp_cuda.fusion._fuse import _view_only
 
-    progs, secret = [], "user_secret_name"
+    progs, secret, n_programs = [], "user_secret_name", 0
 
     def user_secret_name(a, b):  # names of the user's program never reach the source
         return xp.sum(a * b + 1, axis=0), a[::-1] / b
@@ -398,16 +494,24 @@ def test_generated_sources_compile_with_nvrtc():
         t, nodes, _ = _trace.trace(f, args, {}, CPU)
         kern = [n for n in nodes if not _view_only(n)]
         if kern:
-            p = Program(t, kern, [args[n.attr]._data for n in t.inputs], 132, name=f"k{i}")
+            ins = [args[n.attr]._data for n in t.inputs]
+            p = Program(t, kern, ins, 132, name=f"k{i}")
             assert secret not in p.kernel and not re.search(r"\b(inf|nan|True|False)\b", p.kernel)
             progs.append(p)
-    assert len(progs) >= 200
+            n_programs += 1
+            layouts = {p.layout}
+            for c, config in enumerate(CONFIGS[1:] if p.tunable else ()):
+                v = Program(t, kern, ins, 132, name=f"k{i}v{c}", config=config)
+                if v.layout not in layouts:  # each vector shape a launch may time
+                    layouts.add(v.layout)
+                    progs.append(v)
+    assert n_programs >= 200 and len(progs) > n_programs
     batch = 12
     for s in range(0, len(progs), batch):
         chunk = progs[s:s + batch]
         ptx = nvrtc_compile(translation_unit(chunk), name=f"fused_{s}.cu", options=OPTIONS)
         for p_ in chunk:
-            name = re.search(r"\) (k\d+)\(", p_.kernel).group(1)
+            name = re.search(r"\) (k\d+(?:v\d+)?)\(", p_.kernel).group(1)
             assert f".entry {name}(" in ptx
     assert time.perf_counter() - t0 < 120
 

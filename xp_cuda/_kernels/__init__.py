@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import hashlib
 import os
+import threading
 from pathlib import Path
 
 __all__ = ["SOURCE_DIR", "KernelCompileError", "kernel_sources", "include_dirs",
-           "nvrtc_compile", "load_kernel"]
+           "nvrtc_compile", "load_kernel", "load_kernels"]
 
 SOURCE_DIR = Path(__file__).resolve().parent
 
@@ -119,29 +120,59 @@ def load_kernel(source: str, kernel_name: str, options=()):
     (source hash, kernel name, options, current device).
     """
     import cupy
-    from cupy_backends.cuda.libs import nvrtc
 
     options = tuple(options)
-    src_hash = hashlib.sha256(source.encode()).hexdigest()
-    key = (src_hash, kernel_name, options, cupy.cuda.runtime.getDevice())
+    key = (hashlib.sha256(source.encode()).hexdigest(), kernel_name, options,
+           cupy.cuda.runtime.getDevice())
     kern = _loaded.get(key)
     if kern is not None:
         return kern
     arch = _device_arch(cupy)
-    file_key = hashlib.sha256(repr((src_hash, options, arch, nvrtc.getVersion(),
-                                    BASE_OPTIONS)).encode()).hexdigest()
-    path = _cache_dir() / f"{file_key}.cubin"
+    path = _cubin_path(key[0], options, arch)
     if not path.exists():
-        cubin = _compile(source, f"{kernel_name}.cu", arch, options, "cubin")
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_bytes(cubin)
-        os.replace(tmp, path)  # atomic: concurrent processes never read a partial file
+        _write_cubin(source, kernel_name, arch, options, path)
     try:
         kern = cupy.RawModule(path=str(path)).get_function(kernel_name)
     except Exception as e:  # e.g. no such kernel name in the source
         raise KernelCompileError(f"CUDA kernel {kernel_name} could not be loaded: {e}") from None
     _loaded[key] = kern
     return kern
+
+
+def load_kernels(pairs, options=()):
+    """``load_kernel`` for each (source, kernel name) pair, the missing cubins compiled in
+    parallel threads first (NVRTC releases the GIL): several variants of one kernel compile
+    in about the time of the slowest. Loading stays in the calling thread, on its device."""
+    import cupy
+
+    options = tuple(options)
+    arch = _device_arch(cupy)
+    missing = {}
+    for source, name in pairs:
+        path = _cubin_path(hashlib.sha256(source.encode()).hexdigest(), options, arch)
+        if not path.exists():
+            missing[path] = (source, name, arch, options, path)
+    if len(missing) > 1:
+        from concurrent.futures import ThreadPoolExecutor
+        with ThreadPoolExecutor(len(missing)) as pool:
+            list(pool.map(lambda job: _write_cubin(*job), missing.values()))
+    return [load_kernel(source, name, options) for source, name in pairs]
+
+
+def _cubin_path(src_hash, options, arch) -> Path:
+    """The disk cache's file for a source: keyed by source, options, arch, NVRTC version."""
+    from cupy_backends.cuda.libs import nvrtc
+
+    file_key = hashlib.sha256(repr((src_hash, options, arch, nvrtc.getVersion(),
+                                    BASE_OPTIONS)).encode()).hexdigest()
+    return _cache_dir() / f"{file_key}.cubin"
+
+
+def _write_cubin(source, kernel_name, arch, options, path) -> None:
+    cubin = _compile(source, f"{kernel_name}.cu", arch, options, "cubin")
+    tmp = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
+    tmp.write_bytes(cubin)
+    os.replace(tmp, path)  # atomic: concurrent processes never read a partial file
 
 
 _allocator: dict = {}  # id(cupy module) -> the allocator, probed once per process

@@ -9,8 +9,8 @@ parameter struct, so a new shape with the same ranks and broadcast pattern reuse
 kernel (load_kernel memoises by source, and its cubin cache serves new processes).
 
 Kernel layout: one section per group of elementwise outputs of one shape (when every operand
-is C-contiguous in the output's shape, one thread per 16-byte vector and a grid that covers
-them; otherwise grid-stride over elements), then one section
+is C-contiguous in the output's shape, vectors of 8 or 16 bytes, one or two per thread, and a
+grid that covers them: see CONFIGS; otherwise grid-stride over elements), then one section
 per reduction: work items (output element, split of its reduced range) handled by groups of G
 threads, a fixed-order tree in shared memory, and, when a reduced range is split across
 blocks, the last block to finish an output combines the partials in index order
@@ -24,16 +24,21 @@ from pathlib import Path
 
 import numpy as np
 
-from . import empty_allocator, load_kernel
+from . import empty_allocator, load_kernels
 from .elementwise import CTYPES, OPTIONS, _op_struct, header
 
 THREADS = 256
-# Vectors per thread in flat elementwise sections, block-interleaved (thread t of a block takes
-# vectors t and t + THREADS). Two loads in flight per operand and thread pay off when the body
-# is long enough to keep fewer threads busy; a short body loses to the extra registers. H200,
-# same run: the ten-op example 1.039 -> 1.047 of the copy rate with 2 (torch.compile 1.048);
-# 1 + mu*dt*dphi 1.046 with 1, 1.039 with 2 (torch.compile 1.050).
-UNROLL_LONG, LONG_BODY = 2, 8  # vectors per thread for bodies of LONG_BODY or more operations
+# Flat elementwise sections read and write vectors: (bytes of the widest operand per vector,
+# vectors per thread, block-interleaved: thread t of a block takes vectors t, t + THREADS, ..).
+# No one shape wins (H200, ratio to the copy rate in one run, for the three below in order):
+# cheap bodies want small vectors (1 + x*y*z 1.050 / 1.046 / 1.047, torch.compile 1.050);
+# bodies heavy in transcendental or integer-division work want more elements per thread to
+# hide their latency (float32 pow 0.85 / 0.95 / 1.00, atan2 0.75 / 0.92 / 1.03, the ten-op
+# example 0.92 / 0.99 / 1.05); complex exp loses with two 16-byte vectors (0.96 / 1.05 / 0.97).
+# So a launch long enough to time tries each once and keeps the fastest (Launch._tune).
+CONFIGS = ((16, 1), (8, 1), (16, 2))  # the first is the one small launches use untimed
+TUNE_MIN_BYTES = 2**25  # operand bytes from which a launch is long enough to time (~8 us)
+TUNE_ROUNDS = 3  # timed launches per candidate; the fastest of each counts
 KERNEL = "xp_fused"
 FLAT = ("@flat",)  # coordinates of a C-contiguous element: the flat index itself
 _FUSION_CUH = Path(__file__).resolve().parent / "fusion.cuh"
@@ -235,8 +240,11 @@ def _decompose(gen, var, axes_dims, prefix, lines):
 class Program:
     """Source and runtime layout of one fused kernel for one trace and input layout."""
 
-    def __init__(self, trace, kernel_outs, in_arrays, sms, name=KERNEL):
+    def __init__(self, trace, kernel_outs, in_arrays, sms, name=KERNEL, config=None):
         self.trace = trace
+        self.name = name
+        self.config = config or CONFIGS[0]  # (vector bytes, vectors per thread), flat sections
+        self.layout = []  # (elements per vector, vectors per thread) of each flat section
         self.outs = kernel_outs  # output Nodes computed by the kernel
         g = _Gen(len(trace.inputs))
         self.gen = g
@@ -264,8 +272,10 @@ class Program:
             flat = all(_contig(kernel_outs[j], shape, strides_ok) for j in idxs)
             body.append(self._ew_section(g, shape, idxs, flat, n))
             vec = self._last_vec
+            if flat:
+                self.layout.append((vec, self._last_unroll))
             # grid: with every operand aligned, blocks of U * THREADS whole vectors (U: see
-            # UNROLL_LONG), then one thread per remaining element; otherwise one per element
+            # CONFIGS), then one thread per remaining element; otherwise one per element
             need_scalar = -(-n // THREADS)
             if flat and vec > 1:
                 per_block = self._last_unroll * THREADS * vec
@@ -287,6 +297,9 @@ class Program:
                 blocks_scalar = max(blocks_scalar, nb)
         self.blocks = blocks
         self.blocks_scalar = blocks_scalar
+        # other vector shapes are worth timing only where they change something
+        self.tunable = bool(self.layout) and not self.reductions
+        self.layout = tuple(self.layout)
         out_decl = [f"{CTYPES[n.dtype.name]}* __restrict__ out{j}"
                     for j, n in enumerate(kernel_outs)]
         scr_decl = []
@@ -323,7 +336,7 @@ class Program:
             flat_inputs = sorted(g.flat_inputs)
             sizes += [np.dtype(self.trace.inputs[self._in_pos(k)].dtype._np).itemsize
                       for k in flat_inputs]
-            vec = max(1, 16 // max(sizes))
+            vec = max(1, self.config[0] // max(sizes))
         else:
             vec = 1
         self._last_vec = vec
@@ -335,8 +348,7 @@ class Program:
             al = " && ".join(
                 [f"((unsigned long long)in{k} % {vec * self._isz_in(k)}) == 0" for k in flat_inputs]
                 + [f"((unsigned long long)out{j} % {vec * self._isz_out(j)}) == 0" for j in idxs])
-            n_ops = sum("::f(" in ln for ln in inner)  # function/operator calls per element
-            U = self._last_unroll = UNROLL_LONG if n_ops >= LONG_BODY else 1
+            U = self._last_unroll = self.config[1]
             # Whole blocks of U * THREADS vectors first (no loop state, no bounds checks:
             # the fewest registers), then one thread per remaining element; with a misaligned
             # operand one thread per element (the launcher then uses the larger grid).
@@ -581,16 +593,34 @@ _NP_PARAM = {"bool": np.bool_, "int8": np.int8, "int16": np.int16, "int32": np.i
 
 class Launch:
     """A compiled fused kernel for one exact input layout: its parameter block is built once;
-    a call writes the pointers and scalar values into it and launches through the driver."""
+    a call writes the pointers and scalar values into it and launches through the driver.
+
+    A launch moving TUNE_MIN_BYTES or more compiles the kernel in each vector shape of CONFIGS
+    (in parallel) and, on its first call with aligned operands, times each and keeps the
+    fastest. Every shape computes each element with the same operations, so the choice changes
+    speed only, never a value."""
 
     def __init__(self, cp, trace, kernel_outs, in_arrays):
         self.cp = cp
         sms = _sm_count(cp)
         prog = Program(trace, kernel_outs, in_arrays, sms)
+        progs = [prog]
+        moved = sum(a.nbytes for a in in_arrays) + sum(
+            _size(n.shape) * np.dtype(n.dtype._np).itemsize for n in kernel_outs)
+        if prog.tunable and moved >= TUNE_MIN_BYTES:
+            progs = []
+            for k, cfg in enumerate(CONFIGS):
+                p = Program(trace, kernel_outs, in_arrays, sms, name=f"{KERNEL}{k}", config=cfg)
+                # same parameters (gvals) in every shape: one parameter block serves them all
+                if p.layout not in [q.layout for q in progs] and p.gen.gvals == prog.gen.gvals:
+                    progs.append(p)
+            prog = progs[0]
         self.source = prog.source
-        self.fn = load_kernel(prog.source, KERNEL, OPTIONS).kernel.ptr
-        self.blocks = prog.blocks
-        self.blocks_scalar = prog.blocks_scalar
+        kernels = load_kernels([(p.source, p.name) for p in progs], OPTIONS)
+        self.variants = [(k.kernel.ptr, p.blocks, p.blocks_scalar)
+                         for k, p in zip(kernels, progs)]
+        self.fn, self.blocks, self.blocks_scalar = self.variants[0]
+        self.tuned = len(self.variants) == 1
         self.out_specs = [(n.shape, np.dtype(n.dtype._np)) for n in kernel_outs]
         self.scratch = [None if s is None else (cp.zeros(s[0], dtype=s[1]) if s[1] == np.uint32
                                                 else cp.empty(s[0], dtype=s[1]))
@@ -639,6 +669,30 @@ class Launch:
             buf[c] = o.data.ptr
             outs.append(o)
         # the kernel takes its vector path when every operand is aligned (outputs always are)
-        _launch(self.fn, self.blocks_scalar if misaligned else self.blocks, 1, 1, THREADS, 1, 1,
-                0, self.stream().ptr, self.addr, 0)
+        if self.tuned or misaligned:
+            _launch(self.fn, self.blocks_scalar if misaligned else self.blocks, 1, 1, THREADS,
+                    1, 1, 0, self.stream().ptr, self.addr, 0)
+        else:
+            self._tune(self.stream())
         return outs
+
+    def _tune(self, stream):
+        """Launch every variant TUNE_ROUNDS times into this call's outputs (each writes the
+        same values), timed by events; keep the fastest. Not while a graph is being captured:
+        there the default runs, and the next call outside a capture tunes."""
+        if stream.is_capturing():
+            _launch(self.fn, self.blocks, 1, 1, THREADS, 1, 1, 0, stream.ptr, self.addr, 0)
+            return
+        Event = self.cp.cuda.Event
+        marks = [[(Event(), Event()) for _ in range(TUNE_ROUNDS)] for _ in self.variants]
+        for r in range(TUNE_ROUNDS):
+            for (fn, blocks, _), pairs in zip(self.variants, marks):
+                pairs[r][0].record(stream)
+                _launch(fn, blocks, 1, 1, THREADS, 1, 1, 0, stream.ptr, self.addr, 0)
+                pairs[r][1].record(stream)
+        marks[-1][-1][1].synchronize()
+        elapsed = self.cp.cuda.get_elapsed_time
+        best = min(range(len(self.variants)),
+                   key=lambda v: min(elapsed(a, b) for a, b in marks[v]))
+        self.fn, self.blocks, self.blocks_scalar = self.variants[best]
+        self.tuned = True
