@@ -282,6 +282,36 @@ def test_big_reductions_split_across_blocks(device, rng):
     _check(lambda a: (xp.sum(a, axis=0), xp.prod(a[:40] + 1, axis=0), xp.any(a > 5)), [i])
 
 
+@pytest.mark.parametrize("p", [1, 3, 4, 31, 33, 100])
+def test_reductions_over_leading_and_middle_axes(device, rng, p):
+    """The innermost axis kept: a block holds groups for neighbouring outputs (group-major),
+    split across blocks when the reduced range is long; integer sums and max are exact."""
+    x = _arr(rng, (20011, p), xp.int32, device, small=False)
+    _check(lambda a: (xp.sum(a, axis=0), xp.max(a * 3, axis=0, keepdims=True)), [x])
+    y = _arr(rng, (3, 4001, p), xp.int64, device, small=False)
+    _check(lambda a: (xp.sum(a, axis=1), xp.min(a - 1, axis=(0, 1))), [y])
+    z = _arr(rng, (9000, p), xp.float64, device)
+    _check(lambda a: xp.mean(a * 2, axis=0), [z], loose=True)
+
+
+@pytest.mark.parametrize("dtype", [xp.int8, xp.int32, xp.float64, xp.complex64, xp.bool],
+                         ids=str)
+def test_row_reductions_vector_and_scalar_paths(device, rng, dtype):
+    """Rows of whole 16-byte vectors (aligned) take the vector loads; a row length that is
+    not a multiple of the vector, or a misaligned start, takes the scalar loop."""
+    for m in (4096, 4099):
+        x, _ = random_array(rng, (7, m + 1), dtype, device)
+        for a in (x[:, :m], x[:, 1:]):
+            a = xp.asarray(to_numpy(a), device=device)  # contiguous, aligned
+            for v in (a, xp.reshape(a, (-1,))[1:]):  # aligned rows; a misaligned flat view
+                if dtype == xp.bool:
+                    _check(lambda b: (xp.any(b), xp.all(b, axis=-1)), [v])
+                elif dtype.kind == "int":
+                    _check(lambda b: (xp.sum(b, axis=-1), xp.max(b), xp.sum(b * 2)), [v])
+                else:
+                    _check(lambda b: (xp.sum(b * 2, axis=-1), xp.sum(b + 1)), [v], loose=True)
+
+
 @pytest.mark.parametrize("dtypes", [(xp.float32, xp.float32), (xp.float64, xp.float64),
                                     (xp.int8, xp.int16), (xp.complex64, xp.float32),
                                     (xp.float32, xp.float64)], ids=str)

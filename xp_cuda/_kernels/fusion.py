@@ -261,7 +261,6 @@ class Program:
         body = []
         blocks = blocks_scalar = 1  # grids for aligned operands, and for any alignment
         cap_ew = 2**31 - 1  # one thread per vector or element: see elementwise.MAX_GRID
-        cap_red = sms * (2048 // THREADS)
         # elementwise groups, by shape, in first-output order
         groups = {}
         for j, node in enumerate(kernel_outs):
@@ -291,7 +290,7 @@ class Program:
         self.reductions = []
         for j, node in enumerate(kernel_outs):
             if node.op == "reduce":
-                sec, nb = self._reduce_section(g, j, node, strides_ok, sms, cap_red)
+                sec, nb = self._reduce_section(g, j, node, strides_ok, sms, cap_ew)
                 body.append(sec)
                 blocks = max(blocks, nb)
                 blocks_scalar = max(blocks_scalar, nb)
@@ -321,6 +320,46 @@ class Program:
             "".join(body), "}\n"])
         self.source = translation_unit([self])
         self.nslots = nslots
+
+    def _reduce_vector_path(self, g, x, comb, conv, kept, L) -> int:
+        """Open the reduction loop's vector branch (taken when the inputs are aligned and rows
+        hold whole vectors): each lane reads 16-byte vectors of every input, two in flight;
+        return the elements per vector (1: no branch opened, scalar loads only)."""
+        g.memo, g.lines, g.flat_mode, g.flat_inputs, g.flat_var = {}, [], "scalar", set(), "0"
+        g.val(x, FLAT)
+        ins = sorted(g.flat_inputs)
+        if not ins:
+            return 1
+        V = max(1, 16 // max(self._isz_in(k) for k in ins))
+        if V == 1:
+            return 1
+        g.memo, g.lines, g.flat_mode = {}, [], "pack"
+        v = conv.format(g.val(x, FLAT))
+        inner = [f"                {ln}\n" for ln in g.lines]
+        packs = {k: f"XpPack<{CTYPES[self._in_node(k).dtype.name]}, {V}>" for k in ins}
+        al = " && ".join([f"((unsigned long long)in{k} % {V * self._isz_in(k)}) == 0"
+                          for k in ins] + [f"(M % {V}) == 0"])
+        L.append(f"        if ({al}) {{\n"
+                 f"          const long long base = {'p * (M / ' + str(V) + ')' if kept else '0'};\n"
+                 f"          const long long vend = min(s * chunk + chunk, M) / {V};\n"
+                 f"          long long jv = s * chunk / {V} + lane;\n"
+                 f"          for (; jv + G < vend; jv += 2 * G) {{\n")
+        for k, pk in packs.items():
+            L.append(f"            {pk} p{k}[2];\n"
+                     f"            p{k}[0] = reinterpret_cast<const {pk}*>(in{k})[base + jv];\n"
+                     f"            p{k}[1] = reinterpret_cast<const {pk}*>(in{k})[base + jv + G];\n")
+        L.append("#pragma unroll\n            for (int u = 0; u < 2; ++u) {\n"
+                 f"#pragma unroll\n              for (int q = 0; q < {V}; ++q) {{\n")
+        L += inner
+        L.append(f"                acc = {comb}::f(acc, {v});\n              }}\n            }}\n"
+                 "          }\n          if (jv < vend) {\n            const int u = 0;\n")
+        for k, pk in packs.items():
+            L.append(f"            {pk} p{k}[1];\n"
+                     f"            p{k}[0] = reinterpret_cast<const {pk}*>(in{k})[base + jv];\n")
+        L.append(f"#pragma unroll\n              for (int q = 0; q < {V}; ++q) {{\n")
+        L += inner
+        L.append(f"                acc = {comb}::f(acc, {v});\n              }}\n          }}\n")
+        return V
 
     # -- elementwise outputs of one shape ------------------------------------------------------
     def _ew_section(self, g, shape, idxs, flat, n):
@@ -431,10 +470,14 @@ class Program:
         M = _size([x.shape[a] for a in axes])
         nd = len(x.shape)
         row_like = nd == 0 or (nd - 1) in axes
-        if P == 1 or row_like:
+        # A work item is (output p, split s of its reduced range), taken by a group of G
+        # lanes. Rows: the lanes of a group are neighbouring threads reading along the row.
+        # Otherwise (the innermost axis kept) a block holds `per` groups for neighbouring
+        # outputs, group-major, so neighbouring threads read neighbouring addresses.
+        if row_like:
             G = 256 if M >= 2048 else 32 if M >= 64 else 1
         else:
-            G = 1
+            G = THREADS // min(32, 1 << max(0, P - 1).bit_length())
         # about 8 work items per resident block: the last wave leaves little of the GPU idle
         target = sms * 2048 * 8
         if P * G >= target or M == 0:
@@ -442,6 +485,8 @@ class Program:
         else:
             S = max(1, min(-(-target // (P * G)), M // (G * 32)))
         chunk = -(-M // S) if M else 0
+        if S > 1:  # whole 16-byte vectors of any dtype per split (see the vector path)
+            chunk = -(-chunk // 16) * 16
         if chunk:
             S = -(-M // chunk)
         r = len(self.reductions)
@@ -453,7 +498,7 @@ class Program:
             self.scratch.append(None)
             self.scratch.append(None)
         per = THREADS // G
-        blocks = max(1, min(cap, -(-(P * S) // per)))
+        blocks = max(1, min(cap, -(-(P * S) // per) if row_like else -(-P // per) * S))
         ident = _identity(kind, acc)
         if kind in ("all", "any"):
             conv = "xp_truth({})"
@@ -464,31 +509,44 @@ class Program:
             fin = f"{div}::f({{}}, xp_cvt<{at}>({g.slot(('M', j), M)}))"
         else:
             fin = "{}"
-        flat = len(kept) == 0 and _contig(x, x.shape, strides_ok)
+        # reduced axes trailing and the operand contiguous: element (p, j) is flat p * M + j
+        flat = kept == list(range(len(kept))) and _contig(x, x.shape, strides_ok)
         L = [f"  {{ // reduction {j}: {kind}\n",
              f"    const long long P = {g.slot(('P', j), P)}, M = {g.slot(('M', j), M)}, "
              f"S = {g.slot(('S', j), S)}, chunk = {g.slot(('chunk', j), chunk)};\n",
              f"    const int G = (int){g.slot(('G', j), G)};\n",
-             "    const long long W = P * S;\n",
-             "    const int lane = threadIdx.x % G, per = blockDim.x / G;\n",
-             f"    {at}* sh = reinterpret_cast<{at}*>(xp_smem);\n",
-             "    for (long long w0 = (long long)blockIdx.x * per; w0 < W; "
-             "w0 += (long long)gridDim.x * per) {\n",
-             "      const long long w = w0 + threadIdx.x / G;\n",
-             "      const bool live = w < W;\n",
-             "      const long long p = live ? w / S : 0;\n",
-             "      const long long s = w - p * S;\n",
-             f"      {at} acc = {ident};\n",
-             "      if (live) {\n"]
+             "    const int per = blockDim.x / G;\n",
+             f"    {at}* sh = reinterpret_cast<{at}*>(xp_smem);\n"]
+        if row_like:  # items (p, s) in order, per consecutive ones a block
+            L += ["    const int grp = threadIdx.x / G, lane = threadIdx.x % G;\n",
+                  "    for (long long w0 = (long long)blockIdx.x * per; w0 < P * S; "
+                  "w0 += (long long)gridDim.x * per) {\n",
+                  "      const long long w = w0 + grp;\n",
+                  "      const bool live = w < P * S;\n",
+                  "      const long long p = live ? w / S : 0;\n",
+                  "      const long long s = w - p * S;\n"]
+        else:  # a block: outputs cb * per + grp, one split s
+            L += ["    const int grp = threadIdx.x % per, lane = threadIdx.x / per;\n",
+                  "    const long long CB = (P + per - 1) / per;\n",
+                  "    for (long long wb = blockIdx.x; wb < CB * S; wb += gridDim.x) {\n",
+                  "      const long long s = wb / CB, pc = (wb - s * CB) * per + grp;\n",
+                  "      const bool live = pc < P;\n",
+                  "      const long long p = live ? pc : 0;\n"]
+        L += [f"      {at} acc = {ident};\n",
+              "      if (live) {\n"]
         pre = []
         kc = _decompose(g, "p", [(a, x.shape[a], ("kdim", j, a)) for a in kept], f"k{j}_", pre)
         L += [f"        {ln}\n" for ln in pre]
+        vec = self._reduce_vector_path(g, x, comb, conv, kept, L) if flat else 1
+        if vec > 1:
+            L.append("        } else {\n")
         L.append("        const long long jend = min(s * chunk + chunk, M);\n"
                  "        long long jj = s * chunk + lane;\n"
                  "        for (; jj + 3 * G < jend; jj += 4 * G) {\n")
 
         def body(var):
-            g.memo, g.lines, g.flat_mode, g.flat_var = {}, [], "scalar", var
+            g.memo, g.lines, g.flat_mode = {}, [], "scalar"
+            g.flat_var = f"(p * M + {var})" if kept else var
             if flat:
                 coords = FLAT
             else:
@@ -514,11 +572,13 @@ class Program:
         L.append("        for (; jj < jend; jj += G) {\n          const long long jt = jj;\n")
         lines, v = body("jt")
         L += [f"          {ln}\n" for ln in lines]
-        L.append(f"          acc = {comb}::f(acc, {v});\n        }}\n      }}\n")
+        L.append(f"          acc = {comb}::f(acc, {v});\n        }}\n")
+        L.append("        }\n      }\n" if vec > 1 else "      }\n")
+        o = "o" if row_like else "o * per"  # from a lane to the next, in threads
         tree = ("      sh[threadIdx.x] = acc;\n      __syncthreads();\n"
                 "      for (int o = G >> 1; o > 0; o >>= 1) {\n"
                 f"        if (lane < o) sh[threadIdx.x] = {comb}::f(sh[threadIdx.x], "
-                "sh[threadIdx.x + o]);\n        __syncthreads();\n      }\n")
+                f"sh[threadIdx.x + {o}]);\n        __syncthreads();\n      }}\n")
         L.append(tree)
         L.append("      if (S == 1) {\n"
                  f"        if (live && lane == 0) out{j}[p] = {fin.format('sh[threadIdx.x]')};\n"
@@ -526,14 +586,14 @@ class Program:
                  "        if (lane == 0) {\n"
                  "          int last = 0;\n"
                  "          if (live) {\n"
-                 f"            part{r}[w] = sh[threadIdx.x];\n"
+                 f"            part{r}[p * S + s] = sh[threadIdx.x];\n"
                  "            __threadfence();\n"
                  f"            last = atomicAdd(&cnt{r}[p], 1u) == (unsigned int)(S - 1);\n"
                  "          }\n"
-                 "          xp_flag[threadIdx.x / G] = last;\n"
+                 "          xp_flag[grp] = last;\n"
                  "        }\n"
                  "        __syncthreads();\n"
-                 "        const bool last = xp_flag[threadIdx.x / G] != 0;\n"
+                 "        const bool last = xp_flag[grp] != 0;\n"
                  f"        acc = {ident};\n"
                  "        if (last) {\n"
                  "          __threadfence();\n"
