@@ -5,9 +5,10 @@ a same-run device copy (DESIGN principle 7).
 
 Cases: 1 + mu * dt * delta_phi (three float32 inputs), a ten-operation expression, a body
 heavy in transcendental work (x ** y * z + x), a full reduction sum(x * y + 1), a row reduction
-sum(x * y, axis=1). Also the first-call time of a new fused function (small arrays: compile;
-2^log2n arrays: compile every vector shape and time them), and the host time of a cached call.
-Writes DIR/fusion.json.
+sum(x * y, axis=1) and a column reduction sum(x * y, axis=0) of the same square arrays. Also
+the first-call time of a new fused function (small arrays: compile; 2^log2n arrays: compile
+every vector shape and time them), and the host time of a cached call. Writes
+DIR/fusion.json.
 """
 from __future__ import annotations
 
@@ -36,7 +37,10 @@ def _cases(xp):
 
     def row(x, y):
         return xp.sum(x * y, axis=1)
-    return phi, ten, heavy, full, row
+
+    def col(x, y):
+        return xp.sum(x * y, axis=0)
+    return phi, ten, heavy, full, row, col
 
 
 def run(log2n: int, with_torch: bool) -> dict:
@@ -51,13 +55,14 @@ def run(log2n: int, with_torch: bool) -> dict:
     a, b, c = (rng.random(n, dtype=cp.float32) + 0.5 for _ in range(3))
     side = 2 ** (log2n // 2)
     ra, rb = a[: side * side].reshape(side, -1), b[: side * side].reshape(side, -1)
-    phi, ten, heavy, full, row = _cases(xp)
-    cp_phi, cp_ten, cp_heavy, cp_full, cp_row = _cases(cp)
+    phi, ten, heavy, full, row, col = _cases(xp)
+    cp_phi, cp_ten, cp_heavy, cp_full, cp_row, cp_col = _cases(cp)
     cases = [("1+mu*dt*dphi", phi, cp_phi, (a, b, c), 4 * 4 * n),
              ("ten-op expression", ten, cp_ten, (a, b, c), 4 * 4 * n),
              ("x**y*z+x", heavy, cp_heavy, (a, b, c), 4 * 4 * n),
              ("sum(x*y+1)", full, cp_full, (a, b), 2 * 4 * n),
-             ("sum(x*y, axis=1)", row, cp_row, (ra, rb), 2 * 4 * side * side)]
+             ("sum(x*y, axis=1)", row, cp_row, (ra, rb), 2 * 4 * side * side),
+             ("sum(x*y, axis=0)", col, cp_col, (ra, rb), 2 * 4 * side * side)]
     rows = []
     copy = copy_gbps(2 * 4 * n)
     rows.append({"case": "copy", "impl": "copy", "GB/s": copy, "vs_copy": 1.0})
