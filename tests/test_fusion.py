@@ -298,8 +298,9 @@ def test_reductions_over_leading_and_middle_axes(device, rng, p):
                          ids=str)
 def test_row_reductions_vector_and_scalar_paths(device, rng, dtype):
     """Rows of whole 16-byte vectors (aligned) take the vector loads; a row length that is
-    not a multiple of the vector, or a misaligned start, takes the scalar loop."""
-    for m in (4096, 4099):
+    not a multiple of the vector, or a misaligned start, takes the scalar loop; rows of
+    33008 are split across blocks."""
+    for m in (4096, 4099, 33008):
         x, _ = random_array(rng, (7, m + 1), dtype, device)
         for a in (x[:, :m], x[:, 1:]):
             a = xp.asarray(to_numpy(a), device=device)  # contiguous, aligned

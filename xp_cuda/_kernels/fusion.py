@@ -39,6 +39,12 @@ THREADS = 256
 CONFIGS = ((16, 1), (8, 1), (16, 2))  # the first is the one small launches use untimed
 TUNE_MIN_BYTES = 2**25  # operand bytes from which a launch is long enough to time (~8 us)
 TUNE_ROUNDS = 3  # timed launches per candidate; the fastest of each counts
+# Reductions split long ranges into about RED_WAVES waves of resident blocks (H200, ratio to
+# the copy rate, same run, waves 1 / 2 / 4 / 8: sum(x*y+1) over 2^28 1.084 / 1.082 / 1.065 /
+# 1.045, torch.compile 1.080; sum over axis 0 of (2^20, 256) 0.97 / 1.03 / 0.98 / 0.93).
+RED_WAVES = 2
+COL_GROUPS = 32  # at most this many neighbouring outputs per block (innermost axis kept);
+# 64 or 128: (2^22, 64) 0.94 -> 0.71, (2^20, 256) 1.03 -> 0.95 / 0.73 (2 waves)
 KERNEL = "xp_fused"
 FLAT = ("@flat",)  # coordinates of a C-contiguous element: the flat index itself
 _FUSION_CUH = Path(__file__).resolve().parent / "fusion.cuh"
@@ -477,9 +483,9 @@ class Program:
         if row_like:
             G = 256 if M >= 2048 else 32 if M >= 64 else 1
         else:
-            G = THREADS // min(32, 1 << max(0, P - 1).bit_length())
-        # about 8 work items per resident block: the last wave leaves little of the GPU idle
-        target = sms * 2048 * 8
+            G = THREADS // min(COL_GROUPS, 1 << max(0, P - 1).bit_length())
+        # RED_WAVES work items per resident block
+        target = sms * 2048 * RED_WAVES
         if P * G >= target or M == 0:
             S = 1
         else:
