@@ -365,19 +365,22 @@ def test_tuned_launch_times_every_vector_shape_once(rng, monkeypatch):
     a, b = x[:40000], y[:40000]
     want = body(a, b)
     got = f(a, b)
-    assert launch.tuned and (launch.fn, launch.blocks, launch.blocks_scalar) in launch.variants
+    assert launch.tuned and (launch.fn, launch.blocks, launch.blocks_scalar,
+                             launch.threads) in launch.variants
     _same(got, want, loose=True)
     for variant in launch.variants:  # each shape computes the same values
-        launch.fn, launch.blocks, launch.blocks_scalar = variant
+        launch.fn, launch.blocks, launch.blocks_scalar, launch.threads = variant
         _same(f(a, b), got)
-    # nothing to choose: a reduction, or operands too wide for any vector of two
+    # nothing to choose with a reduction; operands too wide for a vector of two leave only
+    # the block sizes to choose from
     g = fuse(lambda a, b: (a * b, xp.sum(a)))
     g(a, b)
     assert len(_launch_of(g).variants) == 1 and _launch_of(g).tuned
     z = xp.astype(a, xp.complex128)
     h = fuse(lambda c: c * c + 1)
     _same(h(z), z * z + 1)
-    assert len(_launch_of(h).variants) == 1
+    assert [v[3] for v in _launch_of(h).variants] == sorted({c[2] for c in kfusion.CONFIGS},
+                                                            reverse=True)
 
 
 @pytest.mark.cuda
@@ -509,7 +512,7 @@ def _admits(dt, c):
 def test_generated_sources_compile_with_nvrtc():
     from xp_cuda._devices import CPU
     from xp_cuda._kernels import nvrtc_compile
-    from xp_cuda._kernels.fusion import CONFIGS, OPTIONS, Program, translation_unit
+    from xp_cuda._kernels.fusion import CONFIGS, OPTIONS, THREADS, Program, translation_unit
     from xp_cuda.fusion import _trace
     from xp_cuda.fusion._fuse import _view_only
 
@@ -531,11 +534,12 @@ def test_generated_sources_compile_with_nvrtc():
             progs.append(p)
             n_programs += 1
             layouts = {p.layout}
-            for c, config in enumerate(CONFIGS[1:] if p.tunable else ()):
+            for c, config in enumerate(CONFIGS[1:]):
                 v = Program(t, kern, ins, 132, name=f"k{i}v{c}", config=config)
-                if v.layout not in layouts:  # each vector shape a launch may time
+                if v.layout not in layouts:  # each vector shape a launch may take
                     layouts.add(v.layout)
                     progs.append(v)
+                assert v.threads == THREADS or not any(n.op == "reduce" for n in kern)
     assert n_programs >= 200 and len(progs) > n_programs
     batch = 12
     for s in range(0, len(progs), batch):

@@ -29,14 +29,17 @@ from .elementwise import CTYPES, OPTIONS, _op_struct, header
 
 THREADS = 256
 # Flat elementwise sections read and write vectors: (bytes of the widest operand per vector,
-# vectors per thread, block-interleaved: thread t of a block takes vectors t, t + THREADS, ..).
-# No one shape wins (H200, ratio to the copy rate in one run, for the three below in order):
-# cheap bodies want small vectors (1 + x*y*z 1.050 / 1.046 / 1.047, torch.compile 1.050);
-# bodies heavy in transcendental or integer-division work want more elements per thread to
-# hide their latency (float32 pow 0.85 / 0.95 / 1.00, atan2 0.75 / 0.92 / 1.03, the ten-op
-# example 0.92 / 0.99 / 1.05); complex exp loses with two 16-byte vectors (0.96 / 1.05 / 0.97).
-# So a launch long enough to time tries each once and keeps the fastest (Launch._tune).
-CONFIGS = ((16, 1), (8, 1), (16, 2))  # the first is the one small launches use untimed
+# vectors per thread, block-interleaved: thread t of a block takes vectors t, t + T, ..;
+# threads T per block). No one shape wins (H200, ratio to the copy rate in one run, for the
+# three below in order, 256-thread blocks): cheap bodies want small vectors (1 + x*y*z 1.050 /
+# 1.046 / 1.047, torch.compile 1.050); bodies heavy in transcendental or integer-division
+# work want more elements per thread to hide their latency (float32 pow 0.85 / 0.95 / 1.00,
+# atan2 0.75 / 0.92 / 1.03, the ten-op example 0.92 / 0.99 / 1.05); complex exp loses with
+# two 16-byte vectors (0.96 / 1.05 / 0.97). Two vectors run best in 128-thread blocks (the
+# shape torch.compile's Triton kernels take for such bodies: ten-op 955.4 -> 954.6 us, pow
+# 984.8 -> 980.2 us). So a launch long enough to time tries each once and keeps the fastest
+# (Launch._tune).
+CONFIGS = ((16, 1, 256), (8, 1, 256), (16, 2, 128))  # the first: small launches, untimed
 TUNE_MIN_BYTES = 2**25  # operand bytes from which a launch is long enough to time (~8 us)
 TUNE_ROUNDS = 3  # timed launches per candidate; the fastest of each counts
 # Reductions split long ranges into about RED_WAVES waves of resident blocks (H200, ratio to
@@ -249,8 +252,11 @@ class Program:
     def __init__(self, trace, kernel_outs, in_arrays, sms, name=KERNEL, config=None):
         self.trace = trace
         self.name = name
-        self.config = config or CONFIGS[0]  # (vector bytes, vectors per thread), flat sections
-        self.layout = []  # (elements per vector, vectors per thread) of each flat section
+        self.config = config or CONFIGS[0]  # (vector bytes, vectors per thread, threads)
+        # threads per block: reduction sections are laid out for THREADS
+        T = self.threads = (THREADS if any(n.op == "reduce" for n in kernel_outs)
+                            else self.config[2])
+        self.layout = []  # (elements per vector, vectors per thread, threads) per flat section
         self.outs = kernel_outs  # output Nodes computed by the kernel
         g = _Gen(len(trace.inputs))
         self.gen = g
@@ -278,18 +284,18 @@ class Program:
             body.append(self._ew_section(g, shape, idxs, flat, n))
             vec = self._last_vec
             if flat:
-                self.layout.append((vec, self._last_unroll))
-            # grid: with every operand aligned, blocks of U * THREADS whole vectors (U: see
+                self.layout.append((vec, self._last_unroll, T))
+            # grid: with every operand aligned, blocks of U * T whole vectors (U, T: see
             # CONFIGS), then one thread per remaining element; otherwise one per element
-            need_scalar = -(-n // THREADS)
+            need_scalar = -(-n // T)
             if flat and vec > 1:
-                per_block = self._last_unroll * THREADS * vec
-                need = n // per_block + -(-(n % per_block) // THREADS)
+                per_block = self._last_unroll * T * vec
+                need = n // per_block + -(-(n % per_block) // T)
             else:
                 need = need_scalar
             if need_scalar > cap_ew:  # beyond any GPU's memory today
                 raise ValueError(f"fuse: {n} elements exceed one launch ({cap_ew} blocks of "
-                                 f"{THREADS} threads); split the arrays")
+                                 f"{T} threads); split the arrays")
             blocks = max(blocks, need)
             blocks_scalar = max(blocks_scalar, need_scalar)
         self.scratch = []  # (size, numpy dtype) per reduction scratch: partials and counters
@@ -316,7 +322,7 @@ class Program:
         params = in_decl + out_decl + scr_decl + par_decl + [f"const XpG<{nslots}> g"]
         self.structs = g.structs
         self.kernel = "".join([
-            f'extern "C" __global__ void __launch_bounds__({THREADS}) {name}(',
+            f'extern "C" __global__ void __launch_bounds__({T}) {name}(',
             ", ".join(params), ") {\n",
             "  const long long tid = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n",
             "  const long long stride = (long long)gridDim.x * blockDim.x;\n",
@@ -394,20 +400,21 @@ class Program:
                 [f"((unsigned long long)in{k} % {vec * self._isz_in(k)}) == 0" for k in flat_inputs]
                 + [f"((unsigned long long)out{j} % {vec * self._isz_out(j)}) == 0" for j in idxs])
             U = self._last_unroll = self.config[1]
-            # Whole blocks of U * THREADS vectors first (no loop state, no bounds checks:
+            T = self.threads
+            # Whole blocks of U * T vectors first (no loop state, no bounds checks:
             # the fewest registers), then one thread per remaining element; with a misaligned
             # operand one thread per element (the launcher then uses the larger grid).
-            per_block = U * THREADS * vec
+            per_block = U * T * vec
             lines.append(f"    if ({al}) {{\n"
                          f"      const long long nfull = n / {per_block};\n"
                          f"      if (blockIdx.x < nfull) {{\n"
-                         f"        const long long j0 = (long long)blockIdx.x * {U * THREADS}"
+                         f"        const long long j0 = (long long)blockIdx.x * {U * T}"
                          f" + threadIdx.x;\n")
             for k in flat_inputs:
                 pk = f"XpPack<{CTYPES[self._in_node(k).dtype.name]}, {vec}>"
                 lines.append(f"        {pk} p{k}[{U}];\n#pragma unroll\n"
                              f"        for (int u = 0; u < {U}; ++u) p{k}[u] = "
-                             f"reinterpret_cast<const {pk}*>(in{k})[j0 + u * {THREADS}];\n")
+                             f"reinterpret_cast<const {pk}*>(in{k})[j0 + u * {T}];\n")
             lines.append(f"#pragma unroll\n        for (int u = 0; u < {U}; ++u) {{\n")
             for j in idxs:
                 lines.append(f"          XpPack<{CTYPES[outs[j].dtype.name]}, {vec}> r{j};\n")
@@ -418,12 +425,12 @@ class Program:
             lines.append("          }\n")
             for j in idxs:
                 pk = f"XpPack<{CTYPES[outs[j].dtype.name]}, {vec}>"
-                lines.append(f"          reinterpret_cast<{pk}*>(out{j})[j0 + u * {THREADS}] = "
+                lines.append(f"          reinterpret_cast<{pk}*>(out{j})[j0 + u * {T}] = "
                              f"r{j};\n")
             lines.append("        }\n")
             scalar = self._scalar_body(g, outs, idxs, shape, True, "          ")
             lines.append(f"      }} else {{\n        const long long i = nfull * {per_block} + "
-                         f"(long long)(blockIdx.x - nfull) * {THREADS} + threadIdx.x;\n"
+                         f"(long long)(blockIdx.x - nfull) * {T} + threadIdx.x;\n"
                          f"        if (i < n) {{\n{scalar}        }}\n      }}\n"
                          f"    }} else {{\n      const long long i = tid;\n"
                          f"      if (i < n) {{\n{scalar}      }}\n    }}\n  }}\n")
@@ -683,9 +690,9 @@ class Launch:
             prog = progs[0]
         self.source = prog.source
         kernels = load_kernels([(p.source, p.name) for p in progs], OPTIONS)
-        self.variants = [(k.kernel.ptr, p.blocks, p.blocks_scalar)
+        self.variants = [(k.kernel.ptr, p.blocks, p.blocks_scalar, p.threads)
                          for k, p in zip(kernels, progs)]
-        self.fn, self.blocks, self.blocks_scalar = self.variants[0]
+        self.fn, self.blocks, self.blocks_scalar, self.threads = self.variants[0]
         self.tuned = len(self.variants) == 1
         self.out_specs = [(n.shape, np.dtype(n.dtype._np)) for n in kernel_outs]
         self.scratch = [None if s is None else (cp.zeros(s[0], dtype=s[1]) if s[1] == np.uint32
@@ -736,8 +743,8 @@ class Launch:
             outs.append(o)
         # the kernel takes its vector path when every operand is aligned (outputs always are)
         if self.tuned or misaligned:
-            _launch(self.fn, self.blocks_scalar if misaligned else self.blocks, 1, 1, THREADS,
-                    1, 1, 0, self.stream().ptr, self.addr, 0)
+            _launch(self.fn, self.blocks_scalar if misaligned else self.blocks, 1, 1,
+                    self.threads, 1, 1, 0, self.stream().ptr, self.addr, 0)
         else:
             self._tune(self.stream())
         return outs
@@ -747,18 +754,18 @@ class Launch:
         same values), timed by events; keep the fastest. Not while a graph is being captured:
         there the default runs, and the next call outside a capture tunes."""
         if stream.is_capturing():
-            _launch(self.fn, self.blocks, 1, 1, THREADS, 1, 1, 0, stream.ptr, self.addr, 0)
+            _launch(self.fn, self.blocks, 1, 1, self.threads, 1, 1, 0, stream.ptr, self.addr, 0)
             return
         Event = self.cp.cuda.Event
         marks = [[(Event(), Event()) for _ in range(TUNE_ROUNDS)] for _ in self.variants]
         for r in range(TUNE_ROUNDS):
-            for (fn, blocks, _), pairs in zip(self.variants, marks):
+            for (fn, blocks, _, threads), pairs in zip(self.variants, marks):
                 pairs[r][0].record(stream)
-                _launch(fn, blocks, 1, 1, THREADS, 1, 1, 0, stream.ptr, self.addr, 0)
+                _launch(fn, blocks, 1, 1, threads, 1, 1, 0, stream.ptr, self.addr, 0)
                 pairs[r][1].record(stream)
         marks[-1][-1][1].synchronize()
         elapsed = self.cp.cuda.get_elapsed_time
         best = min(range(len(self.variants)),
                    key=lambda v: min(elapsed(a, b) for a, b in marks[v]))
-        self.fn, self.blocks, self.blocks_scalar = self.variants[best]
+        self.fn, self.blocks, self.blocks_scalar, self.threads = self.variants[best]
         self.tuned = True
