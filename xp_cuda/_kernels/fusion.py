@@ -12,9 +12,10 @@ Kernel layout: one section per group of elementwise outputs of one shape (when e
 is C-contiguous in the output's shape, vectors of 8 or 16 bytes, one or two per thread, and a
 grid that covers them: see CONFIGS; otherwise grid-stride over elements), then one section
 per reduction: work items (output element, split of its reduced range) handled by groups of G
-threads, a fixed-order tree in shared memory, and, when a reduced range is split across
-blocks, the last block to finish an output combines the partials in index order
-(deterministic, no second launch).
+threads (along rows, 16-byte vector reads when the operand is contiguous and aligned; with the
+innermost axis kept, a block's groups own neighbouring outputs), a fixed-order tree in shared
+memory, and, when a reduced range is split across blocks, the last block to finish an output
+combines the partials in index order (deterministic, no second launch).
 """
 from __future__ import annotations
 
