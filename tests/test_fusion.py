@@ -63,7 +63,8 @@ def _check(f, args, loose=False):
 
 @contextlib.contextmanager
 def _vector_shape(config):
-    """Fused kernels compiled meanwhile use only this (vector bytes, vectors per thread)."""
+    """Fused kernels compiled meanwhile use only this (vector bytes, vectors per thread,
+    threads per block)."""
     saved = kfusion.CONFIGS
     kfusion.CONFIGS = (config,)
     try:

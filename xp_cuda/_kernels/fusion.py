@@ -677,18 +677,16 @@ class Launch:
     def __init__(self, cp, trace, kernel_outs, in_arrays):
         self.cp = cp
         sms = _sm_count(cp)
-        prog = Program(trace, kernel_outs, in_arrays, sms)
+        prog = Program(trace, kernel_outs, in_arrays, sms, name=f"{KERNEL}0")
         progs = [prog]
         moved = sum(a.nbytes for a in in_arrays) + sum(
             _size(n.shape) * np.dtype(n.dtype._np).itemsize for n in kernel_outs)
         if prog.tunable and moved >= TUNE_MIN_BYTES:
-            progs = []
-            for k, cfg in enumerate(CONFIGS):
+            for k, cfg in enumerate(CONFIGS[1:], 1):
                 p = Program(trace, kernel_outs, in_arrays, sms, name=f"{KERNEL}{k}", config=cfg)
                 # same parameters (gvals) in every shape: one parameter block serves them all
                 if p.layout not in [q.layout for q in progs] and p.gen.gvals == prog.gen.gvals:
                     progs.append(p)
-            prog = progs[0]
         self.source = prog.source
         kernels = load_kernels([(p.source, p.name) for p in progs], OPTIONS)
         self.variants = [(k.kernel.ptr, p.blocks, p.blocks_scalar, p.threads)
