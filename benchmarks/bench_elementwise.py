@@ -103,8 +103,8 @@ def host_overhead_us(cp, xp, torch, calls: int = 2000) -> dict:
         except Exception as e:
             out[name] = {"error": repr(e)}
     try:  # where xp_cuda's time goes: allocation, one raw launch, the synchronise itself
-        from xp_cuda import _elementwise as ew
-        plan = ew._PLANS[("add", ("float32", "float32"), xx.device)]
+        from xp_cuda._backends import backend
+        plan = backend(xx.device)._plans[("add", ("float32", "float32"))]
         k, o = plan.kernel("cc"), cp.empty(8, cp.float32)
         out["parts"] = {"raw launch": pipelined(lambda: k((1,), (256,), (cx, cy, o, 8)), dsync),
                         "cupy.empty": pipelined(lambda: cp.empty((8,), cp.float32), dsync),

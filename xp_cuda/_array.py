@@ -1,60 +1,55 @@
 """The Array object: one backend buffer (NumPy or CuPy) and its Device, with the spec's rules."""
 from __future__ import annotations
 
-import contextlib
-
 import numpy as np
 
 from . import _dtypes
-from ._devices import CPU, Device, backend, check_device
-from ._dtypes import DType, check_scalar, from_numpy_dtype, in_category, scalar_type_name
-from ._validation import _foreign_hint, check_dtype_category
+from ._backends import EmptyMask, backend
+from ._devices import CPU, Device, check_device
+from ._dtypes import DType, TypedScalar, check_scalar, in_category, scalar_type_name
+from ._validation import _foreign_hint
 
 _API_VERSIONS = (None, "2021.12", "2022.12", "2023.12")
-_KDL_CPU, _KDL_CUDA = 1, 2
-
-
-class _EmptyMask:
-    """A boolean index with a size-0 dimension: it selects no element."""
-
-    __slots__ = ("ndim",)
-
-    def __init__(self, ndim):
-        self.ndim = ndim
-
-
-class TypedScalar:
-    """A Python scalar operand of an operator, already checked and typed by the scalar rules."""
-
-    __slots__ = ("value", "dtype")
-    shape = ()
-    device = None
-
-    def __init__(self, value, dtype):
-        self.value = value
-        self.dtype = dtype
+_KDL_CPU = 1
 
 
 def _is_int_0d(v) -> bool:
     return isinstance(v, Array) and v.ndim == 0 and v.dtype.kind in ("int", "uint")
 
 
+_ARRAY_TYPES: dict = {}  # native type -> Array subclass (see register_native_type)
+
+
+def register_native_type(native_type, array_class) -> None:
+    """Arrays whose data is a `native_type` are `array_class`: the tracer of xp_cuda.fusion
+    registers its values here, so results of its backend come back as its Tracer arrays."""
+    _ARRAY_TYPES[native_type] = array_class
+
+
 def _wrap(data, device: Device) -> "Array":
+    cls = _ARRAY_TYPES.get(type(data))
+    if cls is not None:
+        return cls._new(data, device)
     # NumPy returns scalars from 0-d work; the standard always returns arrays.
     if device is CPU and not isinstance(data, np.ndarray):
         data = np.asarray(data)
     return Array._new(data, device)
 
 
+def _backend_of(arrays):
+    """The backend that handles a call on several arrays: the highest-ranked of theirs (the
+    tracer's, as soon as one of them is traced)."""
+    b = arrays[0]._b
+    for a in arrays[1:]:
+        o = a._b
+        if o.rank > b.rank:
+            b = o
+    return b
+
+
 def _ew():
     from . import _elementwise
     return _elementwise
-
-
-def _tracing():
-    """xp_cuda.fusion's recorder; imported only when a traced array reaches a hook."""
-    from .fusion import _trace
-    return _trace
 
 
 def _apply(fname, operands):
@@ -79,7 +74,6 @@ class Array:
     """
 
     __slots__ = ("_data", "_device", "__weakref__")
-    _traced = False  # True on xp_cuda.fusion's tracer: the hooks record instead of computing
     # NumPy and CuPy binary operators defer to ours, which reject foreign arrays clearly.
     __array_ufunc__ = None
     __array_priority__ = 1000
@@ -93,6 +87,11 @@ class Array:
         obj._data = data
         obj._device = device
         return obj
+
+    @property
+    def _b(self):
+        """The backend that computes on this array (xp_cuda._backends)."""
+        return backend(self._device)
 
     # ---- attributes ----------------------------------------------------------------------
     @property
@@ -131,7 +130,7 @@ class Array:
         return Array._new(self._data.swapaxes(-1, -2), self._device)
 
     def __repr__(self):
-        host = backend(self._device).to_host(self._data)
+        host = self._b.to_host(self._data)
         body = np.array2string(host, separator=", ", prefix="Array(")
         return f"Array({body}, dtype={self.dtype.name}, device={self._device})"
 
@@ -158,12 +157,10 @@ class Array:
         check_device(device, "to_device")
         if device == self._device:
             return self
-        return Array._new(_move(self._data, self._device, device, stream), device)
+        return _wrap(_move(self, device, stream), device)
 
     def __dlpack_device__(self):
-        if self._device.kind == "cpu":
-            return (_KDL_CPU, 0)
-        return (_KDL_CUDA, self._device.index)
+        return self._device.dlpack
 
     def __dlpack__(self, /, *, stream=None, max_version=None, dl_device=None, copy=None):
         data = self._data
@@ -174,7 +171,7 @@ class Array:
             if copy is False:
                 raise BufferError(f"exporting an array on {self._device} to the CPU needs a "
                                   f"copy, but copy=False was passed")
-            data = backend(self._device).to_host(data)
+            data = self._b.to_host(data)
             stream, copy = None, None
         kwargs = {k: v for k, v in (("stream", stream), ("max_version", max_version),
                                     ("copy", copy)) if v is not None}
@@ -230,7 +227,7 @@ class Array:
                 raise IndexError(f"boolean index of shape {key.shape} does not match the "
                                  f"leading dimensions of an array of shape {self.shape}")
             if key.shape != lead:  # an empty mask selects nothing, whatever the sizes
-                return _EmptyMask(key.ndim)
+                return EmptyMask(key.ndim)
             return key._data
         parts = key if isinstance(key, tuple) else (key,)
         n_ellipsis = 0
@@ -288,14 +285,7 @@ class Array:
 
     def __getitem__(self, key, /):
         k = self._key(key, setting=False)
-        if self._traced:
-            return _tracing().getitem(self, key, k)
-        b = backend(self._device)
-        with b.ctx():
-            if isinstance(k, _EmptyMask):
-                return _wrap(b.xp.empty((0,) + self.shape[k.ndim:], self._data.dtype),
-                             self._device)
-            return _wrap(self._data[k], self._device)
+        return _wrap(self._b.getitem(self._data, k, key), self._device)
 
     def __setitem__(self, key, value, /):
         k = self._key(key, setting=True)
@@ -309,21 +299,8 @@ class Array:
             v = value._data
         else:
             v = check_scalar(value, self.dtype, "__setitem__")
-            if self._device is not CPU:  # a device scalar: CuPy's fill() loses -0.0
-                v = _move(np.asarray(v), CPU, self._device)
-        if isinstance(k, _EmptyMask):
-            return
-        if self._device is CPU and not self._data.flags.writeable:
-            raise ValueError("this array is a read-only view (broadcast_to/broadcast_arrays "
-                             "return views); copy it first with xp.asarray(x, copy=True)")
-        with backend(self._device).ctx():
-            try:
-                self._data[k] = v
-            except ValueError:
-                raise ValueError(
-                    f"__setitem__: a value of shape {getattr(value, 'shape', ())} cannot be "
-                    f"broadcast to the selected elements of an array of shape {self.shape}"
-                ) from None
+        _backend_of([self, value] if isinstance(value, Array) else [self]).setitem(
+            self._data, k, v, getattr(value, "shape", ()))
 
     # ---- operators -----------------------------------------------------------------------
     def _operand(self, other, op: str):
@@ -355,8 +332,7 @@ class Array:
         if res.shape != self.shape:
             raise ValueError(f"{op}: the result shape {res.shape} differs from the array's "
                              f"shape {self.shape}; in-place operations cannot change the shape")
-        with backend(self._device).ctx():
-            self._data[...] = res._data
+        _backend_of([self, res]).assign(self._data, res._data)
         return self
 
     def __abs__(self):
@@ -394,8 +370,7 @@ class Array:
         if res.dtype is not self.dtype or res.shape != self.shape:
             raise ValueError(f"@=: the result ({res.dtype}, shape {res.shape}) cannot be stored "
                              f"in place into a {self.dtype} array of shape {self.shape}")
-        with backend(self._device).ctx():
-            self._data[...] = res._data
+        _backend_of([self, res]).assign(self._data, res._data)
         return self
 
     def __eq__(self, other):
@@ -446,22 +421,6 @@ def _install_operators():
 _install_operators()
 
 
-def _move(data, src: Device, dst: Device, stream=None):
-    """Copy a backend buffer between devices."""
-    if dst.kind == "cpu":
-        if stream is not None:
-            raise ValueError("to_device: stream must be None when moving to the cpu")
-        return backend(src).to_host(data)
-    b = backend(dst)
-    cp = b.xp
-    with b.ctx():
-        s = contextlib.nullcontext() if stream is None else (
-            cp.cuda.ExternalStream(stream) if isinstance(stream, int) else stream)
-        with s:
-            if isinstance(data, np.ndarray):
-                # A plain memcpy: cupy.array(0-d host array) goes through fill(), whose
-                # memset shortcut turns -0.0 into +0.0.
-                out = cp.empty(data.shape, dtype=data.dtype)
-                out.set(data if data.flags.c_contiguous else data.copy(order="C"))
-                return out
-            return cp.array(data, copy=True)
+def _move(x: Array, dst: Device, stream=None):
+    """A copy of x's data on device dst (a native array of dst's backend)."""
+    return x._b.move(x._data, backend(dst), stream)

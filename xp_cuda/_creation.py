@@ -6,8 +6,10 @@ import math
 import numpy as np
 
 from . import _dtypes
-from ._array import Array, _move, _wrap
-from ._devices import CPU, Device, backend, check_device, cupy_module, default_device
+from ._array import Array, _backend_of, _wrap
+from ._backends import backend
+from ._backends.cpu import lin_at as _lin_at
+from ._devices import CPU, Device, check_device, cupy_module, default_device
 from ._dtypes import DEFAULT_DTYPES, DType, check_scalar, from_numpy_dtype, scalar_type_name
 from ._validation import check_array, check_dtype_arg, check_int, check_shape, common_device
 
@@ -24,25 +26,19 @@ def _check_copy(copy, fname):
         raise TypeError(f"{fname}: copy must be True, False or None, got {copy!r}")
 
 
-def _alloc(device: Device, fname: str, shape, dtype: DType, make):
-    """Run an allocating backend call; a MemoryError names the size asked and the size free."""
+def _alloc(b, fname: str, shape, dtype: DType, make):
+    """Run make(), an allocating call of backend b; a MemoryError names the size asked and
+    the size free."""
     nbytes = math.prod(shape) * dtype._np.itemsize
     if nbytes > _MAX_BYTES:
         raise ValueError(f"{fname}: shape {shape} of {dtype} needs {nbytes} bytes, more than "
                          f"any device can address")
-    b = backend(device)
     try:
         with b.ctx():
-            return make(b.xp)
+            return make()
     except MemoryError:
-        free = ""
-        if device.kind == "cuda":
-            cp = b.xp
-            with b.ctx():
-                cp.get_default_memory_pool().free_all_blocks()
-                free = f"; {cp.cuda.runtime.memGetInfo()[0]} bytes are free on {device}"
         raise MemoryError(f"{fname}: cannot allocate {nbytes} bytes for shape {shape} of "
-                          f"{dtype} on {device}{free}") from None
+                          f"{dtype} on {b.device}{b.free_memory()}") from None
 
 
 # ---- the doors: asarray and from_dlpack -----------------------------------------------------
@@ -127,7 +123,7 @@ def _finish(nat, src: Device, dtype, device, copy, copied: bool, fname):
         if copy is False:
             raise ValueError(f"{fname}: copy=False, but the data is on {src} and device="
                              f"{target} needs a copy")
-        nat, copied = _move(nat, src, target), True
+        nat, copied = backend(src).move(nat, backend(target)), True
     if dtype is not None and nat.dtype != dtype._np:
         if copy is False:
             raise ValueError(f"{fname}: copy=False, but converting to {dtype} needs a copy")
@@ -214,41 +210,25 @@ def from_dlpack(x, /, *, device=None, copy=None):
 
 # ---- shapes filled with values ------------------------------------------------------------
 
-def _kern():
-    from ._kernels import creation  # lazy: CuPy is needed only on cuda
-    return creation
-
-
-def _fill(fname, shape, dtype, device, make, fill_cuda=None):
-    """make(xp, shape) builds the result on cpu (and on cuda when fill_cuda is None);
-    fill_cuda(cp, out) fills a fresh C-contiguous cupy array with our kernels."""
-    shape = check_shape(shape, fname)
-    check_dtype_arg(dtype, fname)
+def _make(fname, shape, dtype, device, primitive, *args):
+    """A new array of `shape` from one creation primitive of the device's backend."""
     device = _device_arg(device, fname)
-    if device.kind == "cuda" and fill_cuda is not None:
-        def build(cp):
-            return fill_cuda(cp, cp.empty(shape, dtype=dtype._np))
-    else:
-        def build(xp):
-            return make(xp, shape)
-    return _wrap(_alloc(device, fname, shape, dtype, build), device)
-
-
-def _value_bytes(value, dtype: DType) -> bytes:
-    return np.asarray(value, dtype=dtype._np).tobytes()
+    b = backend(device)
+    return _wrap(_alloc(b, fname, shape, dtype, lambda: getattr(b, primitive)(*args)), device)
 
 
 def _filled(fname, shape, value, dtype, device):
     """Every element equal to value (already checked against dtype)."""
-    vb = _value_bytes(value, dtype)
-    return _fill(fname, shape, dtype, device,
-                 lambda xp, s: xp.full(s, value, dtype=dtype._np),
-                 lambda cp, out: _kern().fill(cp, out, vb))
+    shape = check_shape(shape, fname)
+    check_dtype_arg(dtype, fname)
+    return _make(fname, shape, dtype, device, "full", shape, dtype, value)
 
 
 def empty(shape, *, dtype=None, device=None):
     dtype = dtype or DEFAULT_DTYPES["real floating"]
-    return _fill("empty", shape, dtype, device, lambda xp, s: xp.empty(s, dtype=dtype._np))
+    shape = check_shape(shape, "empty")
+    check_dtype_arg(dtype, "empty")
+    return _make("empty", shape, dtype, device, "empty", shape, dtype)
 
 
 def zeros(shape, *, dtype=None, device=None):
@@ -319,10 +299,7 @@ def eye(n_rows, n_cols=None, /, *, k=0, dtype=None, device=None):
     k = max(-n_rows - 1, min(k, n_cols + 1))  # a diagonal outside the matrix is all zeros
     dtype = dtype or DEFAULT_DTYPES["real floating"]
     check_dtype_arg(dtype, fname)
-    one = _value_bytes(dtype._np.type(1), dtype)
-    return _fill(fname, (n_rows, n_cols), dtype, device,
-                 lambda xp, s: xp.eye(s[0], s[1], k=k, dtype=dtype._np),
-                 lambda cp, out: _kern().eye(cp, out, k, one))
+    return _make(fname, (n_rows, n_cols), dtype, device, "eye", n_rows, n_cols, k, dtype)
 
 
 def _tri(fname, x, k, upper):
@@ -331,13 +308,9 @@ def _tri(fname, x, k, upper):
     if x.ndim < 2:
         raise ValueError(f"{fname}: x must have at least 2 dimensions, got shape {x.shape}")
     k = max(-x.shape[-2] - 1, min(k, x.shape[-1] + 1))  # same result, fits a kernel int
-    if x.device.kind == "cpu":
-        return _wrap((np.triu if upper else np.tril)(x._data, k=k), x.device)
-
-    def make(cp):
-        src = x._data if x._data.flags.c_contiguous else cp.ascontiguousarray(x._data)
-        return _kern().tri(cp, src, cp.empty(x.shape, dtype=src.dtype), k, upper)
-    return _wrap(_alloc(x.device, fname, x.shape, x.dtype, make), x.device)
+    b = x._b
+    return _wrap(_alloc(b, fname, x.shape, x.dtype, lambda: b.tri(x._data, k, upper)),
+                 x.device)
 
 
 def tril(x, /, *, k=0):
@@ -386,20 +359,11 @@ def arange(start, /, stop=None, step=1, *, dtype=None, device=None):
     exact = integral and dtype.kind in ("int", "uint")
     if not exact:
         try:
-            fstart, fstep = float(start), float(step)
+            start, step = float(start), float(step)
         except OverflowError:
             raise OverflowError(f"arange: start {start} or step {step} is too large for "
                                 f"{dtype}") from None
-
-    def make(xp, s):  # the cpu reference; the kernel does the same operations
-        if exact:  # modular uint64 arithmetic is exact because every value fits dtype
-            i = np.arange(s[0], dtype=np.uint64)
-            return (i * np.uint64(step % 2**64) + np.uint64(start % 2**64)).astype(dtype._np)
-        i = np.arange(s[0], dtype=np.float64)
-        return (i * fstep + fstart).astype(dtype._np)
-    return _fill(fname, (n,), dtype, device, make,
-                 lambda cp, out: _kern().arange(cp, out, start if exact else fstart,
-                                                step if exact else fstep))
+    return _make(fname, (n,), dtype, device, "arange", n, dtype, start, step, exact)
 
 
 def _lin_params(start: float, stop: float, num: int, endpoint: bool):
@@ -418,14 +382,6 @@ def _lin_params(start: float, stop: float, num: int, endpoint: bool):
 def _lin_last(num: int, endpoint: bool) -> int:
     """The index NumPy sets to stop exactly, or -1."""
     return num - 1 if endpoint and num > 1 else -1
-
-
-def _lin_at(p, i: int, last: int) -> float:
-    """Element i of the grid p, with the float64 operations of NumPy and the kernel."""
-    start, mult, div, stop, mode = p
-    if i == last:
-        return stop
-    return ((i / div) * mult if mode else i * mult) + start
 
 
 def _to_float(v, fname, argname):
@@ -481,18 +437,8 @@ def linspace(start, stop, /, num, *, dtype=None, device=None, endpoint=True):
         ends = (_lin_at(re, i, last) for i in (0, num - 1))
         _int_range_check(fname, [math.floor(y) if math.isfinite(y) else y for y in ends], dtype)
 
-    def make(xp, s):  # the cpu reference
-        if dtype.kind != "complex":
-            return xp.linspace(a.real, b.real, num=s[0], endpoint=endpoint, dtype=dtype._np)
-        # Componentwise, as the spec defines the complex grid (two real grids).
-        parts = [xp.linspace(u, v, num=s[0], endpoint=endpoint, dtype=np.float64)
-                 for u, v in ((a.real, b.real), (a.imag, b.imag))]
-        out = xp.empty(s, dtype=dtype._np)
-        out.real, out.imag = parts
-        return out
-    with np.errstate(all="ignore"):
-        return _fill(fname, (num,), dtype, device, make,
-                     lambda cp, out: _kern().linspace(cp, out, re, im, last))
+    return _make(fname, (num,), dtype, device, "linspace", num, dtype, a, b, endpoint, re, im,
+                 last)
 
 
 def meshgrid(*arrays, indexing="xy"):
@@ -509,7 +455,7 @@ def meshgrid(*arrays, indexing="xy"):
         raise TypeError(f"meshgrid: arrays must share one dtype, got "
                         f"{sorted({a.dtype.name for a in arrays})}; convert with xp.astype")
     device = common_device(list(arrays), fname)
-    b = backend(device)
+    b = _backend_of(arrays)
     with b.ctx():
         outs = b.xp.meshgrid(*(a._data for a in arrays), indexing=indexing)
     return [_wrap(o, device) for o in outs]

@@ -5,8 +5,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._array import Array, _move, _tracing, _wrap
-from ._devices import backend, check_device
+from ._array import Array, _move, _wrap
+from ._devices import check_device
 from ._dtypes import (ALL_DTYPES, CATEGORIES, ISDTYPE_KINDS, PROMOTION_TABLE, DType, promote,
                       real_dtype)
 from ._validation import check_array, check_dtype_arg
@@ -21,15 +21,14 @@ def astype(x, dtype, /, *, copy=True, device=None):
     if x.dtype.kind == "complex" and dtype.kind != "complex":
         raise TypeError(f"astype: casting complex {x.dtype} to real {dtype} is not allowed "
                         f"(Array API 2023.12); take xp.real, xp.imag or xp.abs first")
-    if x._traced:
-        return _tracing().astype(x, dtype, device)
-    data, dev = x._data, x.device
-    if device is not None and check_device(device, fname) != dev:
-        data, dev, copy = _move(data, dev, device), device, False
-    if dtype is x.dtype and not copy:
-        return x if dev == x.device else _wrap(data, dev)
-    with backend(dev).ctx():
-        return _wrap(data.astype(dtype._np, copy=bool(copy)), dev)
+    if device is None or check_device(device, fname) == x.device:
+        if dtype is x.dtype and not copy:
+            return x
+        return _wrap(x._b.astype(x._data, dtype, bool(copy)), x.device)
+    moved = _wrap(_move(x, device), device)  # a new array: no second copy needed
+    if dtype is x.dtype:
+        return moved
+    return _wrap(moved._b.astype(moved._data, dtype, False), device)
 
 
 def _dtype_of(v, fname, argname):

@@ -1,15 +1,10 @@
-"""Devices ("cpu", "cuda:N"), the default device, and the backend behind each device.
+"""Devices ("cpu", "cuda:N") and the default device.
 
-A backend is the small set of primitives the spec layer calls: the array module (NumPy for cpu,
-CuPy for cuda) and a context that makes the device current. Our own CUDA kernels are reached
-through xp_cuda._kernels from the cuda backend only.
+The backend behind each device (the primitives the spec layer calls) is in xp_cuda._backends.
 """
 from __future__ import annotations
 
-import contextlib
 import os
-
-import numpy as np
 
 ENV_DEFAULT_DEVICE = "XP_CUDA_DEFAULT_DEVICE"
 
@@ -40,6 +35,11 @@ class Device:
 
     def __reduce__(self):
         return (Device, (self.kind, self.index))
+
+    @property
+    def dlpack(self) -> tuple:
+        """This device as DLPack's (device type, index): kDLCPU 1, kDLCUDA 2."""
+        return (1, 0) if self.kind == "cpu" else (2, self.index)
 
 
 CPU = Device("cpu")
@@ -122,53 +122,3 @@ def check_device(device, where: str = "device") -> Device:
             f"visible); use one of {all_devices()}"
         )
     return device
-
-
-class _CpuBackend:
-    xp = np
-    device = CPU
-
-    def ctx(self):
-        return contextlib.nullcontext()
-
-    def to_host(self, a):
-        return a
-
-    def from_host(self, a):
-        return a
-
-
-class _CudaBackend:
-    def __init__(self, device: Device):
-        self.device = device
-        self.xp = cupy_module()
-        self._dev = self.xp.cuda.Device(device.index)
-
-    def ctx(self):
-        return self._dev
-
-    def to_host(self, a):
-        return a.get()
-
-    def from_host(self, a):
-        with self._dev:
-            return self.xp.asarray(a)
-
-
-_backends = {CPU: _CpuBackend()}
-
-
-def backend(device: Device):
-    try:
-        return _backends[device]
-    except KeyError:
-        check_device(device)
-        b = _backends[device] = _CudaBackend(device)
-        return b
-
-
-def device_of_native(a) -> Device:
-    """The device of a NumPy or CuPy array."""
-    if isinstance(a, np.ndarray):
-        return CPU
-    return Device("cuda", a.device.id)

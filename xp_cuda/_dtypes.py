@@ -188,3 +188,25 @@ def check_scalar(value, dtype: DType, where: str):
         except OverflowError:
             raise OverflowError(f"{where}: Python int {value} is too large for {dtype}") from None
     return dtype._np.type(value)
+
+
+def clip_scalar(value, dtype: DType, argname: str):
+    """A Python scalar bound of ``clip``. An int bound beyond an integer dtype's range clamps
+    nothing, so it is replaced by the range's end (exact), instead of overflowing."""
+    if isinstance(value, int) and not isinstance(value, _pybool) and dtype.kind in ("int", "uint"):
+        info = np.iinfo(dtype._np)
+        value = info.min if value < info.min else info.max if value > info.max else value
+    return check_scalar(value, dtype, f"clip: {argname}")
+
+
+class TypedScalar:
+    """A Python scalar operand of an operator, already checked and typed by the scalar rules
+    (``value`` is a NumPy scalar of ``dtype``)."""
+
+    __slots__ = ("value", "dtype")
+    shape = ()
+    device = None
+
+    def __init__(self, value, dtype):
+        self.value = value
+        self.dtype = dtype

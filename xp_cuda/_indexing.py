@@ -1,8 +1,7 @@
 """``take``, the one indexing function of 2023.12."""
 from __future__ import annotations
 
-from ._array import Array, _wrap
-from ._devices import backend
+from ._array import Array, _backend_of, _wrap
 from ._validation import check_array, check_dtype_category, common_device, normalize_axis
 
 
@@ -28,7 +27,7 @@ def take(x, indices, /, *, axis=None) -> Array:
     else:
         ax = normalize_axis(axis, x.ndim, "take")
     n = x.shape[ax]
-    b = backend(dev)
+    b = _backend_of([x, indices])
     xp = b.xp
     with b.ctx():
         idx = indices._data

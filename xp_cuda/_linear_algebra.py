@@ -1,8 +1,7 @@
 """Linear algebra functions of the main namespace (2023.12)."""
 from __future__ import annotations
 
-from ._array import _wrap
-from ._devices import backend
+from ._array import _backend_of, _wrap
 from ._dtypes import promote
 from ._validation import (broadcast_shapes, check_array, check_dtype_category, common_device,
                           normalize_axis)
@@ -25,7 +24,7 @@ def matmul(x1, x2, /):
                          f"columns, x2 {x2.shape} has {k2} rows")
     if x1.ndim > 2 or x2.ndim > 2:
         broadcast_shapes([x1.shape[:-2], x2.shape[:-2]], fname)
-    b = backend(device)
+    b = _backend_of([x1, x2])
     with b.ctx():
         out = b.xp.matmul(x1._data.astype(dtype._np, copy=False),
                           x2._data.astype(dtype._np, copy=False))
@@ -38,7 +37,7 @@ def matrix_transpose(x, /):
     if x.ndim < 2:
         raise ValueError(f"{fname}: x has shape {x.shape}; it needs at least 2 dimensions "
                          f"(a matrix or a stack of matrices)")
-    b = backend(x.device)
+    b = x._b
     with b.ctx():
         out = b.xp.swapaxes(x._data, -1, -2)
     return _wrap(out, x.device)
@@ -88,7 +87,7 @@ def tensordot(x1, x2, /, *, axes=2):
             raise ValueError(f"{fname}: contracted axes differ in size: x1 axis {i} has size "
                              f"{x1.shape[i]}, x2 axis {j} has size {x2.shape[j]} (x1 "
                              f"{x1.shape}, x2 {x2.shape}); contracted axes are never broadcast")
-    b = backend(device)
+    b = _backend_of([x1, x2])
     with b.ctx():
         a = x1._data.astype(dtype._np, copy=False)
         c = x2._data.astype(dtype._np, copy=False)
@@ -151,21 +150,9 @@ def vecdot(x1, x2, /, *, axis=-1):
     rest1 = x1.shape[:axis] + x1.shape[axis:][1:]
     rest2 = x2.shape[:axis] + x2.shape[axis:][1:]
     broadcast_shapes([rest1, rest2], fname)
-    b = backend(device)
-    xp = b.xp
+    b = _backend_of([x1, x2])
     with b.ctx():
-        if device.kind == "cuda":
-            # Our kernel reads both inputs through their strides as their own dtypes.
-            from ._kernels.vecdot import vecdot_cuda
-            return _wrap(vecdot_cuda(x1._data, x2._data, axis, dtype._np), device)
-        a = xp.moveaxis(x1._data.astype(dtype._np, copy=False), axis, -1)
-        c = xp.moveaxis(x2._data.astype(dtype._np, copy=False), axis, -1)
-        if dtype.kind == "complex":
-            a = xp.conj(a)
-        # (..., 1, K) @ (..., K, 1): one batched product, stacks broadcast by matmul.
-        out = xp.matmul(a[..., None, :], c[..., :, None])[..., 0, 0]
-        out = xp.asarray(out).astype(dtype._np, copy=False)
-    return _wrap(out, device)
+        return _wrap(b.vecdot(x1._data, x2._data, axis, dtype), device)
 
 
 __all__ = ["matmul", "matrix_transpose", "tensordot", "vecdot"]

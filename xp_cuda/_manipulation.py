@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import math
 
-from ._array import Array, _wrap
-from ._devices import backend
+from ._array import Array, _backend_of, _wrap
 from ._dtypes import promote
 from ._validation import (broadcast_shapes, check_array, check_int, common_device,
                           normalize_axes, normalize_axis)
@@ -57,8 +56,8 @@ def broadcast_arrays(*arrays) -> list:
     if not arrays:
         return []
     dev = common_device(list(arrays), "broadcast_arrays")
+    b = _backend_of(arrays)
     shape = broadcast_shapes([a.shape for a in arrays], "broadcast_arrays")
-    b = backend(dev)
     with b.ctx():
         return [_wrap(b.xp.broadcast_to(a._data, shape), dev) for a in arrays]
 
@@ -72,7 +71,7 @@ def broadcast_to(x, /, shape) -> Array:
     if len(shape) < x.ndim or broadcast_shapes([x.shape, shape], "broadcast_to") != shape:
         raise ValueError(f"broadcast_to: an array of shape {x.shape} cannot be broadcast to "
                          f"shape {shape}")
-    b = backend(x.device)
+    b = x._b
     with b.ctx():
         return _wrap(b.xp.broadcast_to(x._data, shape), x.device)
 
@@ -82,7 +81,7 @@ def concat(arrays, /, *, axis=0) -> Array:
     arrays = _check_sequence(arrays, "concat")
     dt = _promoted(arrays, "concat")
     dev = arrays[0].device
-    b = backend(dev)
+    b = _backend_of(arrays)
     if axis is None:
         with b.ctx():
             parts = [a._data.reshape(-1).astype(dt._np, copy=False) for a in arrays]
@@ -115,7 +114,7 @@ def expand_dims(x, /, axis) -> Array:
         raise IndexError(f"expand_dims: axis={axis} is out of range for an array of {n} "
                          f"dimension(s) (valid: {-n - 1} to {n})")
     pos = axis % (n + 1)
-    b = backend(x.device)
+    b = x._b
     with b.ctx():
         return _wrap(x._data.reshape(x.shape[:pos] + (1,) + x.shape[pos:]), x.device)
 
@@ -125,7 +124,7 @@ def flip(x, /, *, axis=None) -> Array:
     check_array(x, "flip")
     axes = normalize_axes(axis, x.ndim, "flip")
     key = tuple(slice(None, None, -1) if i in axes else slice(None) for i in range(x.ndim))
-    b = backend(x.device)
+    b = x._b
     with b.ctx():
         return _wrap(x._data[key], x.device)
 
@@ -140,7 +139,7 @@ def moveaxis(x, source, destination, /) -> Array:
     if len(src) != len(dst):
         raise ValueError(f"moveaxis: source {source} and destination {destination} must name "
                          f"the same number of axes")
-    b = backend(x.device)
+    b = x._b
     with b.ctx():
         return _wrap(b.xp.moveaxis(x._data, src, dst), x.device)
 
@@ -153,7 +152,7 @@ def permute_dims(x, /, axes) -> Array:
     if len(perm) != x.ndim:
         raise ValueError(f"permute_dims: axes={axes} must be a permutation of all "
                          f"{x.ndim} axes of x")
-    b = backend(x.device)
+    b = x._b
     with b.ctx():
         return _wrap(b.xp.transpose(x._data, perm), x.device)
 
@@ -163,7 +162,7 @@ def repeat(x, repeats, /, *, axis=None) -> Array:
     (None: of the flattened array). An array of repeats makes the output shape depend on its
     values, so on a GPU it costs one device synchronization."""
     check_array(x, "repeat")
-    b = backend(x.device)
+    b = x._b
     xp = b.xp
     data = x._data
     if axis is None:
@@ -217,7 +216,7 @@ def reshape(x, /, shape, *, copy=None) -> Array:
     elif known != x.size:
         raise ValueError(f"reshape: an array of shape {x.shape} ({x.size} elements) cannot "
                          f"be reshaped to {shape}")
-    b = backend(x.device)
+    b = x._b
     xp = b.xp
     with b.ctx():
         if copy:
@@ -235,7 +234,7 @@ def roll(x, /, shift, *, axis=None) -> Array:
     """Array API 2023.12 ``roll``: shift elements along axes, wrapping around."""
     check_array(x, "roll")
     shifts = _int_or_tuple(shift, "roll", "shift")
-    b = backend(x.device)
+    b = x._b
     if axis is None:
         if isinstance(shift, tuple):
             raise ValueError("roll: a tuple shift needs a tuple axis of the same length")
@@ -264,7 +263,7 @@ def squeeze(x, /, axis) -> Array:
             raise ValueError(f"squeeze: axis {a} has size {x.shape[a]}; only size-one axes "
                              f"can be removed (x has shape {x.shape})")
     shape = tuple(n for i, n in enumerate(x.shape) if i not in axes)
-    b = backend(x.device)
+    b = x._b
     with b.ctx():
         return _wrap(x._data.reshape(shape), x.device)
 
@@ -280,7 +279,7 @@ def stack(arrays, /, *, axis=0) -> Array:
     ax = normalize_axis(axis, len(ref) + 1, "stack")
     dt = _promoted(arrays, "stack")
     dev = arrays[0].device
-    b = backend(dev)
+    b = _backend_of(arrays)
     with b.ctx():
         return _wrap(b.xp.stack([a._data.astype(dt._np, copy=False) for a in arrays],
                                 axis=ax), dev)
@@ -292,7 +291,7 @@ def tile(x, repetitions, /) -> Array:
     reps = _int_tuple(repetitions, "tile", "repetitions")
     if any(r < 0 for r in reps):
         raise ValueError(f"tile: repetitions {reps} must be non-negative")
-    b = backend(x.device)
+    b = x._b
     with b.ctx():
         return _wrap(b.xp.tile(x._data, reps), x.device)
 
@@ -301,7 +300,7 @@ def unstack(x, /, *, axis=0) -> tuple:
     """Array API 2023.12 ``unstack``: the slices of x along ``axis``, as a tuple (views)."""
     check_array(x, "unstack")
     ax = normalize_axis(axis, x.ndim, "unstack")
-    b = backend(x.device)
+    b = x._b
     with b.ctx():
         moved = b.xp.moveaxis(x._data, ax, 0)
         return tuple(_wrap(moved[i], x.device) for i in range(moved.shape[0]))

@@ -1,8 +1,7 @@
 """The 5 searching functions of 2023.12: argmax, argmin, nonzero, searchsorted, where."""
 from __future__ import annotations
 
-from ._array import Array, _tracing, _wrap
-from ._devices import backend
+from ._array import Array, _backend_of, _wrap
 from ._dtypes import DEFAULT_DTYPES, promote
 from ._dtypes import bool as _bool
 from ._validation import (broadcast_shapes, check_array, check_bool, check_dtype_category, common_device,
@@ -26,7 +25,7 @@ def _arg_reduce(op: str, x, axis, keepdims) -> Array:
         if x.shape[ax] == 0:
             raise ValueError(f"{op}: axis {ax} of x (shape {x.shape}) has size 0; there is "
                              f"no element to find")
-    b = backend(x.device)
+    b = x._b
     with b.ctx():
         out = getattr(b.xp, op)(x._data, axis=ax, keepdims=keepdims)
         return _wrap(b.xp.asarray(out).astype(_INDEX._np, copy=False), x.device)
@@ -48,7 +47,7 @@ def nonzero(x, /) -> tuple:
     if x.ndim == 0:
         raise ValueError("nonzero: x must have at least one dimension (Array API 2023.12); "
                          "use xp.reshape(x, (1,)) or xp.expand_dims first")
-    b = backend(x.device)
+    b = x._b
     with b.ctx():
         return tuple(_wrap(i.astype(_INDEX._np, copy=False), x.device)
                      for i in b.xp.nonzero(x._data))
@@ -73,7 +72,7 @@ def searchsorted(x1, x2, /, *, side="left", sorter=None) -> Array:
         dt = promote(x1.dtype, x2.dtype)
     except TypeError as e:
         raise TypeError(f"searchsorted: {e}") from None
-    b = backend(dev)
+    b = _backend_of(arrays)
     xp = b.xp
     with b.ctx():
         a = x1._data
@@ -108,13 +107,8 @@ def where(condition, x1, x2, /) -> Array:
     except TypeError as e:
         raise TypeError(f"where: {e}") from None
     shape = broadcast_shapes([condition.shape, x1.shape, x2.shape], "where")
-    if condition._traced or x1._traced or x2._traced:
-        return _tracing().where(condition, x1, x2, dt, shape)
-    b = backend(dev)
-    with b.ctx():
-        out = b.xp.where(condition._data, x1._data.astype(dt._np, copy=False),
-                         x2._data.astype(dt._np, copy=False))
-        return _wrap(out, dev)
+    b = _backend_of([condition, x1, x2])
+    return _wrap(b.where(condition._data, x1._data, x2._data, dt, shape), dev)
 
 
 __all__ = ["argmax", "argmin", "nonzero", "searchsorted", "where"]

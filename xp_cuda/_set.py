@@ -9,9 +9,7 @@ from __future__ import annotations
 from collections import namedtuple
 
 from ._array import Array, _wrap
-from ._devices import backend
 from ._dtypes import DEFAULT_DTYPES
-from ._sorting import stable_argsort, stable_sort
 from ._validation import check_array
 
 _INDEX = DEFAULT_DTYPES["indexing"]._np
@@ -34,14 +32,14 @@ def _group_starts(xp, s):
 
 def _unique(fname, x, want_index, want_inverse, want_counts):
     check_array(x, fname)
-    b = backend(x.device)
+    b = x._b
     xp = b.xp
     with b.ctx():
         flat = x._data.reshape(-1)
         n = flat.shape[0]
         # Sort bools as uint8: one comparison path on both backends.
         key = flat.astype("uint8") if flat.dtype == bool else flat
-        perm = stable_argsort(xp, key, 0)
+        perm = b.stable_argsort(key, 0)
         s = xp.take(flat, perm)
         mask = _group_starts(xp, s)
         starts = xp.nonzero(mask)[0]
@@ -78,14 +76,14 @@ def unique_inverse(x, /) -> UniqueInverseResult:
 def unique_values(x, /) -> Array:
     """Array API 2023.12 ``unique_values``: the unique elements of x, 1-D."""
     check_array(x, "unique_values")
-    b = backend(x.device)
+    b = x._b
     xp = b.xp
     with b.ctx():
         flat = x._data.reshape(-1)
         if flat.dtype == bool:
-            s = stable_sort(xp, flat.astype("uint8"), 0).astype(bool)
+            s = b.stable_sort(flat.astype("uint8"), 0).astype(bool)
         else:
-            s = stable_sort(xp, flat, 0)
+            s = b.stable_sort(flat, 0)
         return _wrap(s[_group_starts(xp, s)], x.device)
 
 

@@ -10,12 +10,11 @@ import math
 
 import numpy as np
 
-from ._array import _tracing, _wrap
-from ._devices import backend
+from ._array import _wrap
 from ._dtypes import DEFAULT_DTYPES
 from ._dtypes import uint64 as _uint64
-from ._validation import check_array, check_bool, check_dtype_arg, check_dtype_category, normalize_axes, \
-    normalize_axis
+from ._validation import (check_array, check_bool, check_dtype_arg, check_dtype_category,
+                          normalize_axes, normalize_axis, reduced_shape)
 
 # dtype=None for sum/prod/cumulative_sum/trace: integers of a smaller range than the default
 # integer widen to it (unsigned: to the unsigned integer of the same width); others are kept.
@@ -45,26 +44,12 @@ def _reduced(x, axis, keepdims, fname):
     return axes, n
 
 
-def _out_shape(shape, axes, keepdims):
-    if keepdims:
-        return tuple(1 if i in axes else s for i, s in enumerate(shape))
-    return tuple(s for i, s in enumerate(shape) if i not in axes)
-
-
 def _sum_prod(name, x, axis, dtype, keepdims):
     check_array(x, name, "x")
     check_dtype_category(x, "numeric", name, "x")
     axes, _ = _reduced(x, axis, keepdims, name)
     rdt = accumulation_dtype(x, dtype, name)
-    if x._traced:
-        return _tracing().reduce(name, x, axes, keepdims, rdt, dict(axis=axis, dtype=dtype))
-    b = backend(x.device)
-    with b.ctx(), np.errstate(all="ignore"):
-        # Cast first (spec: the dtype argument exists to prevent overflow), then reduce in it.
-        data = x._data.astype(rdt._np, copy=False)
-        out = getattr(b.xp, name)(data, axis=axes, dtype=rdt._np, keepdims=keepdims)
-        out = b.xp.asarray(out).astype(rdt._np, copy=False)
-    return _wrap(out, x.device)
+    return _wrap(x._b.reduce(name, x._data, axes, keepdims, rdt), x.device)
 
 
 def sum(x, /, *, axis=None, dtype=None, keepdims=False):  # noqa: A001
@@ -90,7 +75,7 @@ def cumulative_sum(x, /, *, axis=None, dtype=None, include_initial=False):
         axis = 0
     ax = normalize_axis(axis, x.ndim, fname)
     rdt = accumulation_dtype(x, dtype, fname)
-    b = backend(x.device)
+    b = x._b
     xp = b.xp
     with b.ctx(), np.errstate(all="ignore"):
         data = x._data.astype(rdt._np, copy=False)
@@ -106,26 +91,12 @@ def _max_min(name, x, axis, keepdims):
     check_array(x, name, "x")
     check_dtype_category(x, "real-valued", name, "x")
     axes, n = _reduced(x, axis, keepdims, name)
-    shape = _out_shape(x.shape, axes, keepdims)
-    b = backend(x.device)
-    xp = b.xp
-    if n == 0:
-        if math.prod(shape) != 0:
-            raise ValueError(
-                f"{name}: the reduction over axis {axis} of an array of shape {x.shape} has no "
-                f"elements, and an empty set has no {'maximum' if name == 'max' else 'minimum'} "
-                f"(the Array API leaves it undefined); check the shape before reducing")
-        if not x._traced:
-            with b.ctx():
-                return _wrap(xp.empty(shape, dtype=x.dtype._np), x.device)
-    if x._traced:
-        return _tracing().reduce(name, x, axes, keepdims, x.dtype, dict(axis=axis))
-    with b.ctx():
-        # amax/amin propagate NaN, as the spec asks.
-        out = getattr(xp, "amax" if name == "max" else "amin")(x._data, axis=axes,
-                                                               keepdims=keepdims)
-        out = xp.asarray(out).astype(x.dtype._np, copy=False)
-    return _wrap(out, x.device)
+    if n == 0 and math.prod(reduced_shape(x.shape, axes, keepdims)) != 0:
+        raise ValueError(
+            f"{name}: the reduction over axis {axis} of an array of shape {x.shape} has no "
+            f"elements, and an empty set has no {'maximum' if name == 'max' else 'minimum'} "
+            f"(the Array API leaves it undefined); check the shape before reducing")
+    return _wrap(x._b.reduce(name, x._data, axes, keepdims, x.dtype), x.device)
 
 
 def max(x, /, *, axis=None, keepdims=False):  # noqa: A001
@@ -136,26 +107,12 @@ def min(x, /, *, axis=None, keepdims=False):  # noqa: A001
     return _max_min("min", x, axis, keepdims)
 
 
-def _nan_filled(xp, shape, dtype):
-    return xp.full(shape, np.nan, dtype=dtype._np)
-
-
 def mean(x, /, *, axis=None, keepdims=False):
     fname = "mean"
     check_array(x, fname, "x")
     check_dtype_category(x, "real-valued floating-point", fname, "x")
-    axes, n = _reduced(x, axis, keepdims, fname)
-    if x._traced:
-        return _tracing().reduce(fname, x, axes, keepdims, x.dtype, dict(axis=axis))
-    b = backend(x.device)
-    xp = b.xp
-    with b.ctx(), np.errstate(all="ignore"):
-        if n == 0:  # spec: the mean of nothing is NaN
-            out = _nan_filled(xp, _out_shape(x.shape, axes, keepdims), x.dtype)
-        else:
-            out = xp.mean(x._data, axis=axes, keepdims=keepdims)
-        out = xp.asarray(out).astype(x.dtype._np, copy=False)
-    return _wrap(out, x.device)
+    axes, _ = _reduced(x, axis, keepdims, fname)  # the mean of nothing is NaN (spec)
+    return _wrap(x._b.reduce(fname, x._data, axes, keepdims, x.dtype), x.device)
 
 
 def _var(fname, x, axis, correction, keepdims, root):
@@ -164,12 +121,12 @@ def _var(fname, x, axis, correction, keepdims, root):
     if isinstance(correction, bool) or not isinstance(correction, (int, float)):
         raise TypeError(f"{fname}: correction must be a Python int or float, got {correction!r}")
     axes, n = _reduced(x, axis, keepdims, fname)
-    shape = _out_shape(x.shape, axes, keepdims)
-    b = backend(x.device)
+    shape = reduced_shape(x.shape, axes, keepdims)
+    b = x._b
     xp = b.xp
     with b.ctx(), np.errstate(all="ignore"):
         if not n - correction > 0:  # spec: NaN when N - correction <= 0
-            out = _nan_filled(xp, shape, x.dtype)
+            out = xp.full(shape, np.nan, dtype=x.dtype._np)
         else:
             data = x._data
             m = xp.mean(data, axis=axes, keepdims=True)

@@ -1,8 +1,7 @@
 """``all`` and ``any`` of 2023.12, plus the keyword-flag check the reductions share."""
 from __future__ import annotations
 
-from ._array import Array, _tracing, _wrap
-from ._devices import backend
+from ._array import Array, _wrap
 from ._dtypes import bool as _bool
 from ._validation import check_array, check_bool, normalize_axes
 
@@ -11,12 +10,7 @@ def _reduce(op: str, x, axis, keepdims) -> Array:
     check_array(x, op)
     check_bool(keepdims, op, "keepdims")
     axes = normalize_axes(axis, x.ndim, op)
-    if x._traced:
-        return _tracing().reduce(op, x, axes, keepdims, _bool, dict(axis=axis))
-    b = backend(x.device)
-    with b.ctx():
-        out = getattr(b.xp, op)(x._data, axis=axes, keepdims=keepdims)
-        return _wrap(out.astype(_bool._np, copy=False), x.device)
+    return _wrap(x._b.reduce(op, x._data, axes, keepdims, _bool), x.device)
 
 
 def all(x, /, *, axis=None, keepdims=False) -> Array:  # noqa: A001  (the standard's name)

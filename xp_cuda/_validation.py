@@ -77,6 +77,13 @@ def broadcast_shapes(shapes, fname: str) -> tuple:
     return tuple(out)
 
 
+def reduced_shape(shape, axes, keepdims: bool) -> tuple:
+    """The shape of a reduction over `axes` (normalized) of an array of `shape`."""
+    if keepdims:
+        return tuple(1 if i in axes else s for i, s in enumerate(shape))
+    return tuple(s for i, s in enumerate(shape) if i not in axes)
+
+
 def check_int(value, fname: str, argname: str) -> int:
     """A Python int argument (bool, floats and NumPy scalars are rejected)."""
     if isinstance(value, bool) or not isinstance(value, int):

@@ -2,7 +2,7 @@
 
 Every transform validates its input (dtype category, n/s, axis/axes, norm) against the spec
 text, resolves the transform sizes itself (so NumPy and CuPy see the same explicit arguments),
-makes one call into ``backend(device).xp.fft`` and casts to the spec's result dtype, which keeps
+makes one call into ``x._b.xp.fft`` and casts to the spec's result dtype, which keeps
 the input precision (complex64 <-> float32).
 """
 from __future__ import annotations
@@ -10,7 +10,8 @@ from __future__ import annotations
 import math
 
 from ._array import _wrap
-from ._devices import backend, check_device, default_device
+from ._backends import backend
+from ._devices import check_device, default_device
 from ._dtypes import DEFAULT_DTYPES, complex_dtype, real_dtype
 from ._validation import (check_array, check_dtype_category, check_int, normalize_axes,
                           normalize_axis)
@@ -68,7 +69,7 @@ def _default_c2r_length(m, fname, argname):
 
 def _run(x, fname, out_dtype, out_shape, call):
     """One backend call; an empty result needs no transform (cuFFT rejects a batch of 0)."""
-    b = backend(x.device)
+    b = x._b
     with b.ctx():
         if math.prod(out_shape) == 0 or x.size == 0:
             # Either nothing to compute, or the (padded) input is all zeros: so is its transform.
@@ -155,7 +156,7 @@ def _transform_nd(fname, x, s, axes, norm):
         if kind != "c2c":
             raise ValueError(f"{f}: needs at least one axis to transform (x has shape "
                              f"{x.shape} and axes is empty)")
-        b = backend(x.device)
+        b = x._b
         with b.ctx():  # nothing to transform: the result is a copy
             return _wrap(x._data.astype(out_dtype._np, copy=True), x.device)
     last = len(axes) - 1
@@ -262,7 +263,7 @@ def _shift(fname, x, axes):
         axes = normalize_axes(tuple(axes), x.ndim, f, "axes")
     else:
         axes = normalize_axes(axes, x.ndim, f, "axes")  # a single int (check_int rejects others)
-    b = backend(x.device)
+    b = x._b
     with b.ctx():
         if not axes:
             return _wrap(x._data.copy(), x.device)

@@ -14,8 +14,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from ._array import Array, _wrap
-from ._devices import backend
+from ._array import Array, _backend_of, _wrap
 from ._dtypes import DEFAULT_DTYPES, in_category, promote, real_dtype
 from ._linear_algebra import (_numeric_pair, matmul, matrix_transpose, negative_axis_check,
                               tensordot, vecdot)
@@ -52,21 +51,11 @@ def _square(x, fname, argname="x"):
     return x
 
 
-def _checked(b):
-    """On cuda, make cuSOLVER's status raise like LAPACK's does on cpu."""
-    if b.device.kind == "cuda":
-        import cupyx
-        return cupyx.errstate(linalg="raise")
-    return contextlib.nullcontext()
-
-
 def _run(b, fname, failure, fn, check=True):
     """Run fn(xp) on the device; a backend LinAlgError becomes a ValueError naming fname."""
-    errors = (np.linalg.LinAlgError,)
-    if b.device.kind == "cuda":
-        errors += (getattr(b.xp.linalg, "LinAlgError", np.linalg.LinAlgError),)
+    errors = b.linalg_errors()
     try:
-        with b.ctx(), np.errstate(all="ignore"), (_checked(b) if check else
+        with b.ctx(), np.errstate(all="ignore"), (b.linalg_checked() if check else
                                                   contextlib.nullcontext()):
             return fn(b.xp)
     except errors as e:
@@ -78,7 +67,7 @@ def _cast(x, dtype):
 
 
 def _zeros(x, shape, dtype):
-    b = backend(x.device)
+    b = x._b
     with b.ctx():
         return _wrap(b.xp.zeros(shape, dtype=dtype._np), x.device)
 
@@ -105,7 +94,7 @@ def cholesky(x, /, *, upper=False):
         low = xp.linalg.cholesky(x._data)
         out = _conj_t(xp, low) if upper else low
         return out.astype(x.dtype._np, copy=False)
-    out = _run(backend(x.device), fname, "x is not Hermitian positive-definite", f)
+    out = _run(x._b, fname, "x is not Hermitian positive-definite", f)
     return _wrap(out, x.device)
 
 
@@ -113,7 +102,7 @@ def det(x, /):
     fname = "det"
     _square(_floating(x, fname), fname)
     stack = x.shape[:-2]
-    b = backend(x.device)
+    b = x._b
     if x.size == 0:  # det of a 0x0 matrix is 1
         with b.ctx():
             fill = b.xp.ones if x.shape[-1] == 0 else b.xp.zeros
@@ -129,7 +118,7 @@ def slogdet(x, /):
     _square(_floating(x, fname), fname)
     stack = x.shape[:-2]
     rdt = real_dtype(x.dtype)
-    b = backend(x.device)
+    b = x._b
     if x.size == 0:
         with b.ctx():
             fill = b.xp.ones if x.shape[-1] == 0 else b.xp.zeros
@@ -154,7 +143,7 @@ def eigh(x, /):
     def f(xp):
         w, v = xp.linalg.eigh(x._data)
         return w.astype(rdt._np, copy=False), v.astype(x.dtype._np, copy=False)
-    w, v = _run(backend(x.device), fname, "the eigenvalue iteration did not converge", f)
+    w, v = _run(x._b, fname, "the eigenvalue iteration did not converge", f)
     return EighResult(_wrap(w, x.device), _wrap(v, x.device))
 
 
@@ -164,7 +153,7 @@ def eigvalsh(x, /):
     rdt = real_dtype(x.dtype)
     if x.size == 0:
         return _zeros(x, x.shape[:-1], rdt)
-    out = _run(backend(x.device), fname, "the eigenvalue iteration did not converge",
+    out = _run(x._b, fname, "the eigenvalue iteration did not converge",
                lambda xp: xp.linalg.eigvalsh(x._data).astype(rdt._np, copy=False))
     return _wrap(out, x.device)
 
@@ -174,7 +163,7 @@ def inv(x, /):
     _square(_floating(x, fname), fname)
     if x.size == 0:
         return _zeros(x, x.shape, x.dtype)
-    out = _run(backend(x.device), fname, "x is singular (not invertible)",
+    out = _run(x._b, fname, "x is singular (not invertible)",
                lambda xp: xp.linalg.inv(x._data).astype(x.dtype._np, copy=False))
     return _wrap(out, x.device)
 
@@ -214,7 +203,8 @@ def solve(x1, x2, /):
         if x2.ndim == 1:
             out = out[..., 0]
         return out.astype(dtype._np, copy=False)
-    return _wrap(_run(backend(device), fname, "x1 is singular (not invertible)", f), device)
+    return _wrap(_run(_backend_of([x1, x2]), fname, "x1 is singular (not invertible)", f),
+                 device)
 
 
 def qr(x, /, *, mode="reduced"):
@@ -226,7 +216,7 @@ def qr(x, /, *, mode="reduced"):
     k = min(m, n)
     qcols, rrows = (m, m) if mode == "complete" else (k, k)
     if x.size == 0:
-        b = backend(x.device)
+        b = x._b
         with b.ctx():
             xp = b.xp
             if math.prod(stack) != 0 and mode == "complete":
@@ -239,7 +229,7 @@ def qr(x, /, *, mode="reduced"):
     def f(xp):
         q, r = xp.linalg.qr(x._data, mode=mode)
         return q.astype(x.dtype._np, copy=False), r.astype(x.dtype._np, copy=False)
-    q, r = _run(backend(x.device), fname, "the factorization failed", f)
+    q, r = _run(x._b, fname, "the factorization failed", f)
     return QRResult(_wrap(q, x.device), _wrap(r, x.device))
 
 
@@ -263,7 +253,7 @@ def svd(x, /, *, full_matrices=True):
     *stack, m, n = x.shape
     k = min(m, n)
     rdt = real_dtype(x.dtype)
-    b = backend(x.device)
+    b = x._b
     if x.size == 0:
         with b.ctx():
             xp = b.xp
@@ -285,14 +275,14 @@ def svdvals(x, /):
     rdt = real_dtype(x.dtype)
     if x.size == 0:
         return _zeros(x, tuple(stack) + (min(m, n),), rdt)
-    return _wrap(_svd_native(backend(x.device), fname, x, False, False), x.device)
+    return _wrap(_svd_native(x._b, fname, x, False, False), x.device)
 
 
 # ---- functions built on the SVD: rank and pseudo-inverse ------------------------------------
 
 def _rtol_native(fname, x, rtol, rdt, stack):
     """rtol as a native array broadcastable against the stack shape (None: max(M, N) * eps)."""
-    b = backend(x.device)
+    b = x._b
     if rtol is None:
         return rdt, max(x.shape[-2:]) * float(np.finfo(rdt._np).eps), stack
     if isinstance(rtol, Array):
@@ -319,7 +309,7 @@ def matrix_rank(x, /, *, rtol=None):
     idt = DEFAULT_DTYPES["integral"]
     if x.size == 0:
         return _zeros(x, out_stack, idt)
-    b = backend(x.device)
+    b = x._b
     s = _svd_native(b, fname, x, False, False)
     with b.ctx(), np.errstate(all="ignore"):
         xp = b.xp
@@ -339,7 +329,7 @@ def pinv(x, /, *, rtol=None):
     out_dt = x.dtype
     if x.size == 0:
         return _zeros(x, tuple(out_stack) + (n, m), out_dt)
-    b = backend(x.device)
+    b = x._b
     u, s, vh = _svd_native(b, fname, x, False, True)
     with b.ctx(), np.errstate(all="ignore"):
         xp = b.xp
@@ -359,7 +349,7 @@ def matrix_power(x, n, /):
     fname = "matrix_power"
     _square(_floating(x, fname), fname)
     check_int(n, fname, "n")
-    b = backend(x.device)
+    b = x._b
     if n == 0:
         with b.ctx():
             return _wrap(_eye_stack(b.xp, x.shape[:-2], x.shape[-1], x.dtype), x.device)
@@ -387,7 +377,7 @@ def outer(x1, x2, /):
     for a, nm in ((x1, "x1"), (x2, "x2")):
         if a.ndim != 1:
             raise ValueError(f"{fname}: {nm} has shape {a.shape}; outer takes 1-D arrays")
-    b = backend(device)
+    b = _backend_of([x1, x2])
     with b.ctx(), np.errstate(all="ignore"):
         out = b.xp.multiply(_cast(x1, dtype)[:, None], _cast(x2, dtype)[None, :])
         out = out.astype(dtype._np, copy=False)
@@ -403,7 +393,7 @@ def cross(x1, x2, /, *, axis=-1):
                          f"size {x2.shape[axis]} in x2 {x2.shape}; both must be 3 (the cross "
                          f"product is of 3-element vectors, and that axis is never broadcast)")
     broadcast_shapes([x1.shape, x2.shape], fname)
-    b = backend(device)
+    b = _backend_of([x1, x2])
     with b.ctx(), np.errstate(all="ignore"):
         xp = b.xp
         a = xp.moveaxis(_cast(x1, dtype), axis, -1)
@@ -423,7 +413,7 @@ def diagonal(x, /, *, offset=0):
     _matrix(x, fname)
     check_int(offset, fname, "offset")
     m, n = x.shape[-2:]
-    b = backend(x.device)
+    b = x._b
     with b.ctx():
         xp = b.xp
         if offset >= n or -offset >= m:  # entirely outside the matrix: empty diagonals
@@ -442,7 +432,7 @@ def trace(x, /, *, offset=0, dtype=None):
     check_int(offset, fname, "offset")
     rdt = accumulation_dtype(x, dtype, fname)
     d = diagonal(x, offset=offset)
-    b = backend(x.device)
+    b = x._b
     with b.ctx(), np.errstate(all="ignore"):
         out = b.xp.sum(d._data.astype(rdt._np, copy=False), axis=-1, dtype=rdt._np)
         out = b.xp.asarray(out).astype(rdt._np, copy=False)
@@ -473,7 +463,7 @@ def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
     rdt = real_dtype(x.dtype)
     count = math.prod(x.shape[a] for a in axes)
     rest = tuple(i for i in range(x.ndim) if i not in axes)
-    b = backend(x.device)
+    b = x._b
     with b.ctx(), np.errstate(all="ignore"):
         xp = b.xp
         # Reduced axes moved to the end and flattened: one reduction over one axis.
@@ -512,7 +502,7 @@ def matrix_norm(x, /, *, keepdims=False, ord="fro"):
     rdt = real_dtype(x.dtype)
     stack = x.shape[:-2]
     axes = (x.ndim - 2, x.ndim - 1)
-    b = backend(x.device)
+    b = x._b
     if x.shape[-1] == 0 or x.shape[-2] == 0:  # every norm of an empty (zero) matrix is 0
         out = _zeros(x, stack, rdt)._data
     elif ord in ("nuc", 2, -2):

@@ -10,8 +10,7 @@ import math
 
 import numpy as np
 
-from ._array import _wrap
-from ._creation import (_alloc, _device_arg, _int_range_check, _kern, _lin_at, _lin_last,
+from ._creation import (_device_arg, _int_range_check, _lin_at, _lin_last, _make,
                         _lin_params, _to_float)
 from ._dtypes import DEFAULT_DTYPES, scalar_type_name
 from ._validation import check_dtype_arg, check_int, normalize_axis
@@ -109,22 +108,11 @@ def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0, 
     fbase = _to_float(base, fname, "base")
     lin = _lin_params(fstart, fstop, num, endpoint)
     last = _lin_last(num, endpoint)
-    integer = dtype.kind in ("int", "uint")
-    if device.kind == "cpu":
-        def make(xp):
-            with np.errstate(all="ignore"):
-                y = np.linspace(fstart, fstop, num, endpoint=endpoint)
-            return _logspace_values(y, fbase, dtype)
-    else:
-        if integer and num:
-            # |base**y| is monotonic in y and y in i; signs alternate for a negative base: the
-            # extremes of each sign (and any NaN from a non-integer step) sit at these indices
-            idx = sorted({i for i in (0, 1, num - 2, num - 1) if 0 <= i < num})
-            _logspace_values(np.array([_lin_at(lin, i, last) for i in idx]), fbase, dtype)
-        base_is_int = math.isfinite(fbase) and fbase.is_integer() and abs(fbase) < 2**63
-        ibase = int(fbase) if base_is_int else 0
-
-        def make(cp):
-            out = cp.empty((num,), dtype=dtype._np)
-            return _kern().logspace(cp, out, lin, last, fbase, ibase, base_is_int)
-    return _wrap(_alloc(device, fname, (num,), dtype, make), device)
+    if dtype.kind in ("int", "uint") and num:
+        # Range check before any work: |base**y| is monotonic in y and y in i; signs alternate
+        # for a negative base, so the extremes of each sign (and any NaN from a non-integer
+        # step) sit at these indices.
+        idx = sorted({i for i in (0, 1, num - 2, num - 1) if 0 <= i < num})
+        _logspace_values(np.array([_lin_at(lin, i, last) for i in idx]), fbase, dtype)
+    return _make(fname, (num,), dtype, device, "logspace", num, dtype, fstart, fstop, fbase,
+                 endpoint, lin, last, _logspace_values)

@@ -102,7 +102,8 @@ class _Entry:
             for j, n in enumerate(self.nodes):
                 (self.eager_idx if _view_only(n) else self.kernel_idx).append(j)
             if self.kernel_idx:
-                from .._devices import backend, cuda_device_count
+                from .._backends import backend
+                from .._devices import cuda_device_count
                 self.one_gpu = cuda_device_count() == 1  # no device to switch to
                 from .._kernels.fusion import Launch
                 b = backend(device)
@@ -128,7 +129,7 @@ class _Entry:
             if self.one_gpu:
                 res = self.launch([values[p]._data for p in self.in_pos], values)
             else:
-                from .._devices import backend
+                from .._backends import backend
                 with backend(dev).ctx():
                     res = self.launch([values[p]._data for p in self.in_pos], values)
             new = Array._new

@@ -258,7 +258,7 @@ def current() -> Trace:
 def _node_of(x, what):
     """The node of an operand: Tracers, typed constants, parameter uses."""
     if isinstance(x, Array):
-        if not x._traced:
+        if not isinstance(x, Tracer):
             raise TypeError(
                 f"{what}: an xp_cuda array that is not an argument of the fused function (a "
                 f"global or closure variable) was used inside it; pass it as an argument "
@@ -277,7 +277,7 @@ def _node_of(x, what):
 
 def _bound(v, dtype, argname):
     """A clip bound: None, a Tracer, a Python scalar (constant) or a scalar argument."""
-    from .._elementwise import _clip_scalar
+    from .._dtypes import clip_scalar as _clip_scalar
     if v is None:
         return None
     if isinstance(v, Array):
@@ -311,7 +311,7 @@ def astype(x, dtype, device):
 
 
 def reduce(kind, x, axes, keepdims, rdtype, kwargs):
-    from .._statistical import _out_shape
+    from .._validation import reduced_shape as _out_shape
     node = _node_of(x, kind)
     shape = _out_shape(x.shape, axes, keepdims)
     return current().tracer(Node("reduce", [node], rdtype, shape,
@@ -320,7 +320,7 @@ def reduce(kind, x, axes, keepdims, rdtype, kwargs):
 
 def getitem(x, key, k):
     """x[key] with ints, slices, None and Ellipsis: a strided view of x's values."""
-    from .._array import _EmptyMask
+    from .._backends import EmptyMask as _EmptyMask
     if isinstance(k, _EmptyMask) or (hasattr(k, "dtype") and not isinstance(k, tuple)):
         raise unsupported("boolean-mask indexing (its result shape depends on the data)")
     node = _node_of(x, "__getitem__")
@@ -406,7 +406,7 @@ def trace(fn, args, kwargs, device):
     outs = list(out) if is_tuple else [out]
     nodes = []
     for o in outs:
-        if not (isinstance(o, Array) and o._traced):
+        if not isinstance(o, Tracer):
             raise TypeError(f"a function fused with {_FUSE} must return arrays computed from "
                             f"its array arguments (or a tuple of them); got {type(o).__name__}")
         nodes.append(o._data.node)

@@ -9,7 +9,8 @@ import numpy as np
 
 import xp_cuda
 from .._array import Array, _wrap
-from .._devices import CPU, Device, backend, check_device, cupy_module, default_device
+from .._backends import backend
+from .._devices import CPU, Device, check_device, cupy_module, default_device
 
 __all__ = ["KDTree"]
 

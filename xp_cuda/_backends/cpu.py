@@ -1,0 +1,189 @@
+"""The cpu backend: NumPy, and the reference semantics every CUDA kernel is tested against.
+
+Where NumPy itself misses a special case of the standard, the fix lives here (the complex
+``expm1``/``tanh``/``sign`` overrides, exact integer rounding and powers), so the reference the
+cuda tests compare with is the standard's result.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .._devices import CPU
+from .._dtypes import TypedScalar
+from . import Backend
+
+# Rounding an integer is the identity; going through the backend would pass through float64
+# and lose exactness above 2**53.
+_IDENTITY_ON_INTEGERS = {"ceil", "floor", "trunc", "round"}
+
+
+def _int_pow(base, exp, signed: bool):
+    """Integer power. A negative exponent (left unspecified by the spec) gives the truncated
+    exact result: 1 for base 1, +-1 for base -1, otherwise 0; never an error."""
+    neg = exp < 0
+    out = np.power(base, np.where(neg, np.zeros_like(exp), exp))
+    if neg.any():
+        one = np.ones_like(out)
+        special = np.where(base == 1, one, np.zeros_like(out))
+        if signed:
+            special = np.where(base == -1, np.where(exp % 2 == 0, one, -one), special)
+        out = np.where(neg, special, out)
+    return out
+
+
+def _complex_expm1(z):
+    """expm1 for complex input with the spec's special cases (NumPy's misses several: e.g.
+    expm1(+inf + 0j) must be +inf + 0j). expm1(a + ib) = expm1(a) cos b - 2 sin^2(b/2)
+    + i e^a sin b keeps the accuracy of expm1 near 0."""
+    a, b = z.real, z.imag
+    half = np.sin(b / 2)
+    re = np.expm1(a) * np.cos(b) - 2 * half * half
+    im = np.exp(a) * np.sin(b)
+    zero = np.zeros_like(a)
+    im = np.where(b == 0, b, im)  # a real argument keeps an exact (signed) zero imaginary part
+    re = np.where((a == 0) & (b == 0), zero, re)
+    finite_b = np.isfinite(b)
+    neg_inf, pos_inf = a == -np.inf, a == np.inf
+    re = np.where(neg_inf, -np.ones_like(a), re)  # +0 cis(b) - 1
+    im = np.where(neg_inf, np.where(finite_b, zero * np.sin(np.where(finite_b, b, 0)), zero), im)
+    re = np.where(pos_inf & ~finite_b, np.full_like(a, np.inf), re)
+    im = np.where(pos_inf & ~finite_b, np.full_like(a, np.nan), im)
+    out = np.empty_like(z)
+    out.real, out.imag = re, im
+    return out
+
+
+def _complex_tanh(z):
+    """tanh for complex input; the spec wants tanh(+inf + ib) = 1 + 0j for every positive
+    finite b (C99, and so NumPy, give 1 + 0*sin(2b) j, whose sign follows sin(2b)). By
+    symmetry (odd, and conj-symmetric), an infinite real part gives sign(a) + copysign(0, b) j."""
+    out = np.tanh(z)
+    a, b = z.real, z.imag
+    inf_a = np.isinf(a)
+    if inf_a.any():
+        zero = np.zeros_like(a)
+        re = np.where(inf_a, np.where(a > 0, 1.0, -1.0).astype(a.dtype), out.real)
+        im = np.where(inf_a, np.where(np.isfinite(b), np.copysign(zero, b), zero), out.imag)
+        out = np.empty_like(z)
+        out.real, out.imag = re, im
+    return out
+
+
+def _complex_sign(z):
+    """sign for complex input: the spec makes any NaN part give NaN + NaN j (NumPy gives
+    e.g. sign(inf + nan j) = 1 + 0j)."""
+    out = np.sign(z)
+    nan = np.isnan(z.real) | np.isnan(z.imag)
+    return np.where(nan, np.asarray(complex(np.nan, np.nan), dtype=z.dtype), out)
+
+
+# Functions whose NumPy misses special cases of the spec, replaced per input kind.
+_OVERRIDES = {("expm1", "complex"): _complex_expm1, ("tanh", "complex"): _complex_tanh,
+              ("sign", "complex"): _complex_sign}
+
+
+def lin_at(p, i: int, last: int) -> float:
+    """Element i of a linspace grid p = (start, mult, div, stop, mode), with the float64
+    operations of NumPy 2.x and the kernel: i*mult + start (mode 0) or (i/div)*mult + start
+    (mode 1, when the step underflows to 0); index `last` is stop exactly."""
+    start, mult, div, stop, mode = p
+    if i == last:
+        return stop
+    return ((i / div) * mult if mode else i * mult) + start
+
+
+class CpuBackend(Backend):
+    xp = np
+    device = CPU
+
+    def elementwise(self, name, fn, operands, in_dtype, out_dtype, shape):
+        """One of the 65 functions: NumPy's `fn`, with the standard's fixes. operands: native
+        arrays or TypedScalars of the operators."""
+        natives = [o.value if type(o) is TypedScalar else o for o in operands]
+        kind = in_dtype.kind
+        with np.errstate(all="ignore"):
+            if name in _IDENTITY_ON_INTEGERS and kind in ("int", "uint"):
+                out = np.array(natives[0], copy=True)
+            elif name == "pow" and kind in ("int", "uint"):
+                x1, x2 = (np.asarray(v, dtype=in_dtype._np) for v in natives)
+                out = _int_pow(x1, x2, kind == "int")
+            elif (name, kind) in _OVERRIDES:
+                out = _OVERRIDES[name, kind](*(np.asarray(v) for v in natives))
+            else:
+                out = getattr(np, fn)(*natives)
+            out = np.asarray(out)
+            if out.dtype != out_dtype._np:
+                out = out.astype(out_dtype._np)
+        return out
+
+    def getitem(self, data, key, user_key):
+        out = super().getitem(data, key, user_key)
+        return out if isinstance(out, np.ndarray) else np.asarray(out)
+
+    def reduce(self, kind, data, axes, keepdims, dtype):
+        return np.asarray(super().reduce(kind, data, axes, keepdims, dtype))
+
+    def setitem(self, data, key, value, value_shape):
+        if not data.flags.writeable:
+            raise ValueError("this array is a read-only view (broadcast_to/broadcast_arrays "
+                             "return views); copy it first with xp.asarray(x, copy=True)")
+        super().setitem(data, key, value, value_shape)
+
+    # ---- moving data ----------------------------------------------------------------------
+    def move_in(self, data, src_backend, stream=None):
+        """A copy on this device of a native array of another device."""
+        if stream is not None:
+            raise ValueError("to_device: stream must be None when moving to the cpu")
+        return src_backend.to_host(data)
+
+    # ---- creation: the references of the cuda kernels --------------------------------------
+    def empty(self, shape, dtype):
+        return np.empty(shape, dtype=dtype._np)
+
+    def full(self, shape, dtype, value):
+        return np.full(shape, value, dtype=dtype._np)
+
+    def eye(self, n_rows, n_cols, k, dtype):
+        return np.eye(n_rows, n_cols, k=k, dtype=dtype._np)
+
+    def tri(self, data, k, upper):
+        return (np.triu if upper else np.tril)(data, k=k)
+
+    def arange(self, n, dtype, start, step, exact):
+        """start + i*step: in modular uint64 arithmetic when exact (every value fits dtype),
+        else in float64, as the kernel computes it."""
+        if exact:
+            i = np.arange(n, dtype=np.uint64)
+            return (i * np.uint64(step % 2**64) + np.uint64(start % 2**64)).astype(dtype._np)
+        i = np.arange(n, dtype=np.float64)
+        return (i * step + start).astype(dtype._np)
+
+    def linspace(self, num, dtype, a: complex, b: complex, endpoint, re, im, last):
+        with np.errstate(all="ignore"):
+            if dtype.kind != "complex":
+                return np.linspace(a.real, b.real, num=num, endpoint=endpoint, dtype=dtype._np)
+            # Componentwise, as the spec defines the complex grid (two real grids).
+            parts = [np.linspace(u, v, num=num, endpoint=endpoint, dtype=np.float64)
+                     for u, v in ((a.real, b.real), (a.imag, b.imag))]
+            out = np.empty((num,), dtype=dtype._np)
+            out.real, out.imag = parts
+            return out
+
+    def logspace(self, num, dtype, start, stop, base, endpoint, lin, last, values):
+        """values(y, base, dtype): the integer-exact power the kernel reproduces."""
+        with np.errstate(all="ignore"):
+            y = np.linspace(start, stop, num, endpoint=endpoint)
+        return values(y, base, dtype)
+
+    # ---- linear algebra and sorting ---------------------------------------------------------
+    def vecdot(self, d1, d2, axis, dtype):
+        a = np.moveaxis(d1.astype(dtype._np, copy=False), axis, -1)
+        c = np.moveaxis(d2.astype(dtype._np, copy=False), axis, -1)
+        if dtype.kind == "complex":
+            a = np.conj(a)
+        # (..., 1, K) @ (..., K, 1): one batched product, stacks broadcast by matmul.
+        out = np.matmul(a[..., None, :], c[..., :, None])[..., 0, 0]
+        return np.asarray(out).astype(dtype._np, copy=False)
+
+
+__all__ = ["CpuBackend", "lin_at"]

@@ -1,0 +1,157 @@
+"""The cuda backend: CuPy memory and library calls, plus our generated kernels.
+
+Each primitive that differs from NumPy's spelling lives here under the name the cpu backend
+gives its reference. CuPy is imported when a cuda device is first used.
+"""
+from __future__ import annotations
+
+import contextlib
+
+import numpy as np
+
+from .._devices import Device, cuda_device_count, cupy_module
+from .._dtypes import TypedScalar
+from . import FAST, Backend
+
+
+def _value_bytes(value, dtype) -> bytes:
+    return np.asarray(value, dtype=dtype._np).tobytes()
+
+
+class CudaBackend(Backend):
+    def __init__(self, device: Device):
+        self.device = device
+        self.xp = cp = cupy_module()
+        self._dev = cp.cuda.Device(device.index)
+        self._plans = {}  # (name, dtype names) -> elementwise Plan on this device
+        from .._kernels import creation, vecdot
+        from .._kernels.elementwise import Plan
+        self._creation = creation
+        self._vecdot = vecdot.vecdot_cuda
+        self._Plan = Plan
+
+    def ctx(self):
+        return self._dev
+
+    def to_host(self, data):
+        return data.get()
+
+    def free_memory(self) -> str:
+        cp = self.xp
+        with self._dev:
+            cp.get_default_memory_pool().free_all_blocks()
+            return f"; {cp.cuda.runtime.memGetInfo()[0]} bytes are free on {self.device}"
+
+    def move_in(self, data, src_backend, stream=None):
+        cp = self.xp
+        with self._dev:
+            s = contextlib.nullcontext() if stream is None else (
+                cp.cuda.ExternalStream(stream) if isinstance(stream, int) else stream)
+            with s:
+                if isinstance(data, np.ndarray):
+                    # A plain memcpy: cupy.array(0-d host array) goes through fill(), whose
+                    # memset shortcut turns -0.0 into +0.0.
+                    out = cp.empty(data.shape, dtype=data.dtype)
+                    out.set(data if data.flags.c_contiguous else data.copy(order="C"))
+                    return out
+                return cp.array(data, copy=True)
+
+    # ---- elementwise: one generated kernel per (function, dtypes) -------------------------
+    def _plan(self, name, dtypes, in_dtype, out_dtype):
+        key = (name, dtypes)
+        plan = self._plans.get(key)
+        if plan is None:
+            plan = self._plans[key] = self._Plan(self.xp, name, dtypes, in_dtype.name,
+                                                 out_dtype.name)
+        return plan
+
+    def elementwise(self, name, fn, operands, in_dtype, out_dtype, shape):
+        """Operands read in their own dtypes (scalars as parameters), converted in registers,
+        the output written once. Registers the validated plan for the spec layer's hot path."""
+        dtypes = tuple(o.dtype.name if type(o) is TypedScalar else str(o.dtype)
+                       for o in operands)
+        with self._dev:
+            plan = self._plan(name, dtypes, in_dtype, out_dtype)
+            if type(operands[0]) is not TypedScalar:
+                key = (name,) + tuple(o.dtype if type(o) is not TypedScalar else "s"
+                                      for o in operands)
+                if key[-1] != "s" or len(key) == 3:
+                    FAST[key] = (plan, self.device,
+                                 None if cuda_device_count() == 1 else self._dev)
+            n = 1
+            for s in shape:
+                n *= s
+            args, modes = [], []
+            for o in operands:
+                if type(o) is TypedScalar:
+                    args.append(o.value)
+                    modes.append("s")
+                    continue
+                args.append(o)
+                if o._c_contiguous and o.shape == shape:
+                    modes.append("c")
+                elif o.size == 1:
+                    modes.append("z")  # read once, whatever its shape
+                else:
+                    modes.append("g")
+            layout = "".join(modes)
+            if "g" in modes or layout in ("z", "sz", "zs", "zz"):
+                layout = "".join("s" if m == "s" else "g" for m in modes)
+                return plan.strided(layout, tuple(args), shape, n)
+            return plan.contiguous(layout, tuple(args), shape, n)
+
+    def setitem(self, data, key, value, value_shape):
+        if isinstance(value, np.generic):  # a device scalar: CuPy's fill() loses -0.0
+            value = self.move_in(np.asarray(value), None)
+        super().setitem(data, key, value, value_shape)
+
+    # ---- creation: our kernels ------------------------------------------------------------
+    def empty(self, shape, dtype):
+        return self.xp.empty(shape, dtype=dtype._np)
+
+    def full(self, shape, dtype, value):
+        return self._creation.fill(self.xp, self.empty(shape, dtype), _value_bytes(value, dtype))
+
+    def eye(self, n_rows, n_cols, k, dtype):
+        return self._creation.eye(self.xp, self.empty((n_rows, n_cols), dtype), k,
+                                  _value_bytes(1, dtype))
+
+    def tri(self, data, k, upper):
+        cp = self.xp
+        src = data if data.flags.c_contiguous else cp.ascontiguousarray(data)
+        return self._creation.tri(cp, src, cp.empty(data.shape, dtype=src.dtype), k, upper)
+
+    def arange(self, n, dtype, start, step, exact):
+        return self._creation.arange(self.xp, self.empty((n,), dtype), start, step)
+
+    def linspace(self, num, dtype, a, b, endpoint, re, im, last):
+        return self._creation.linspace(self.xp, self.empty((num,), dtype), re, im, last)
+
+    def logspace(self, num, dtype, start, stop, base, endpoint, lin, last, values):
+        base_is_int = bool(np.isfinite(base)) and float(base).is_integer() and abs(base) < 2**63
+        ibase = int(base) if base_is_int else 0
+        return self._creation.logspace(self.xp, self.empty((num,), dtype), lin, last, base,
+                                       ibase, base_is_int)
+
+    # ---- linear algebra and sorting -------------------------------------------------------
+    def vecdot(self, d1, d2, axis, dtype):
+        # Our kernel reads both inputs through their strides as their own dtypes.
+        return self._vecdot(d1, d2, axis, dtype._np)
+
+    def stable_argsort(self, data, axis: int):
+        return self.xp.argsort(data, axis=axis)  # CuPy's sorts are stable (Thrust) and take no kind
+
+    def stable_sort(self, data, axis: int):
+        return self.xp.sort(data, axis=axis)
+
+    def linalg_errors(self) -> tuple:
+        return (np.linalg.LinAlgError, getattr(self.xp.linalg, "LinAlgError",
+                                               np.linalg.LinAlgError))
+
+    def linalg_checked(self):
+        """cuSOLVER's status raises like LAPACK's does on cpu."""
+        import cupyx
+        return cupyx.errstate(linalg="raise")
+
+
+__all__ = ["CudaBackend"]
