@@ -1,11 +1,13 @@
 """The Array object: one backend buffer (NumPy or CuPy) and its Device, with the spec's rules."""
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 from . import _dtypes
 from ._backends import EmptyMask, backend
-from ._devices import CPU, Device, check_device
+from ._devices import Device, check_device
 from ._dtypes import DType, TypedScalar, check_scalar, in_category, scalar_type_name
 from ._validation import _foreign_hint
 
@@ -30,8 +32,7 @@ def _wrap(data, device: Device) -> "Array":
     cls = _ARRAY_TYPES.get(type(data))
     if cls is not None:
         return cls._new(data, device)
-    # NumPy returns scalars from 0-d work; the standard always returns arrays.
-    if device is CPU and not isinstance(data, np.ndarray):
+    if isinstance(data, np.generic):  # NumPy's result of 0-d work; the standard wants arrays
         data = np.asarray(data)
     return Array._new(data, device)
 
@@ -47,24 +48,11 @@ def _backend_of(arrays):
     return b
 
 
-def _ew():
-    from . import _elementwise
-    return _elementwise
-
-
-def _apply(fname, operands):
-    """elementwise apply; rebinds itself to the real function on first use (no import per
-    operator call: _elementwise imports this module)."""
-    global _apply
-    _apply = _ew().apply
-    return _apply(fname, operands)
-
-
-def _apply2(fname, x1, x2):
-    """elementwise apply2 (two operands), bound on first use like _apply."""
-    global _apply2
-    _apply2 = _ew().apply2
-    return _apply2(fname, x1, x2)
+def check_array(x, fname: str, argname: str = "x"):
+    """An xp_cuda array argument; anything else is a TypeError that says how to bring it in."""
+    if not isinstance(x, Array):
+        raise TypeError(f"{fname}: {argname}: {_foreign_hint(x)}")
+    return x
 
 
 class Array:
@@ -150,8 +138,7 @@ class Array:
                 f"api_version={api_version!r} is not supported; xp_cuda implements 2023.12 "
                 f"(and accepts 2021.12, 2022.12 or None)"
             )
-        import xp_cuda
-        return xp_cuda
+        return sys.modules["xp_cuda"]  # the namespace (imported: it holds this module)
 
     def to_device(self, device, /, *, stream=None) -> "Array":
         check_device(device, "to_device")
@@ -313,112 +300,7 @@ class Array:
             raise TypeError(f"{op}: {_foreign_hint(other)}")
         return NotImplemented
 
-    def _binary(self, other, fname, op, reflected=False):
-        if type(other) is Array:  # the common case first: no operand conversion to do
-            return _apply(fname, (other, self) if reflected else (self, other))
-        o = self._operand(other, op)
-        if o is NotImplemented:
-            return o
-        return _apply(fname, (o, self) if reflected else (self, o))
-
-    def _inplace(self, other, fname, op):
-        o = self._operand(other, op)
-        if o is NotImplemented:
-            return o
-        res = _apply(fname, (self, o))
-        if res.dtype is not self.dtype:
-            raise TypeError(f"{op}: the result dtype {res.dtype} differs from the array's dtype "
-                            f"{self.dtype}; in-place operations cannot change the dtype")
-        if res.shape != self.shape:
-            raise ValueError(f"{op}: the result shape {res.shape} differs from the array's "
-                             f"shape {self.shape}; in-place operations cannot change the shape")
-        _backend_of([self, res]).assign(self._data, res._data)
-        return self
-
-    def __abs__(self):
-        return _ew().apply("abs", (self,))
-
-    def __neg__(self):
-        return _ew().apply("negative", (self,))
-
-    def __pos__(self):
-        return _ew().apply("positive", (self,))
-
-    def __invert__(self):
-        return _ew().apply("bitwise_invert", (self,))
-
-    def __matmul__(self, other):
-        from ._linear_algebra import matmul
-        if not isinstance(other, Array):
-            if scalar_type_name(other) is not None:
-                raise TypeError("@ needs two arrays; Python scalars are not allowed with matmul")
-            return self._operand(other, "@")
-        return matmul(self, other)
-
-    def __rmatmul__(self, other):
-        from ._linear_algebra import matmul
-        if not isinstance(other, Array):
-            if scalar_type_name(other) is not None:
-                raise TypeError("@ needs two arrays; Python scalars are not allowed with matmul")
-            return self._operand(other, "@")
-        return matmul(other, self)
-
-    def __imatmul__(self, other):
-        res = self.__matmul__(other)
-        if res is NotImplemented:
-            return res
-        if res.dtype is not self.dtype or res.shape != self.shape:
-            raise ValueError(f"@=: the result ({res.dtype}, shape {res.shape}) cannot be stored "
-                             f"in place into a {self.dtype} array of shape {self.shape}")
-        _backend_of([self, res]).assign(self._data, res._data)
-        return self
-
-    def __eq__(self, other):
-        return self._binary(other, "equal", "==")
-
-    def __ne__(self, other):
-        return self._binary(other, "not_equal", "!=")
-
     __hash__ = None
-
-
-# Binary operators: (dunder stem, elementwise function, symbol). Comparisons reflect to their
-# mirrored function, which Python handles by itself; the rest get __r*__ and __i*__ variants.
-_BINARY_OPERATORS = (
-    ("add", "add", "+"), ("sub", "subtract", "-"), ("mul", "multiply", "*"),
-    ("truediv", "divide", "/"), ("floordiv", "floor_divide", "//"), ("mod", "remainder", "%"),
-    ("pow", "pow", "**"), ("and", "bitwise_and", "&"), ("or", "bitwise_or", "|"),
-    ("xor", "bitwise_xor", "^"), ("lshift", "bitwise_left_shift", "<<"),
-    ("rshift", "bitwise_right_shift", ">>"),
-)
-_COMPARISONS = (("lt", "less", "<"), ("le", "less_equal", "<="), ("gt", "greater", ">"),
-                ("ge", "greater_equal", ">="))
-
-
-def _install_operators():
-    def make(fname, op, reflected=False, inplace=False):
-        if inplace:
-            def method(self, other):
-                return self._inplace(other, fname, op + "=")
-        elif reflected:
-            def method(self, other):
-                return self._binary(other, fname, op, True)
-        else:
-            def method(self, other):
-                if type(other) is Array:  # the common case without a Python layer between
-                    return _apply2(fname, self, other)
-                return self._binary(other, fname, op)
-        return method
-
-    for stem, fname, op in _BINARY_OPERATORS:
-        setattr(Array, f"__{stem}__", make(fname, op))
-        setattr(Array, f"__r{stem}__", make(fname, op, reflected=True))
-        setattr(Array, f"__i{stem}__", make(fname, op, inplace=True))
-    for stem, fname, op in _COMPARISONS:
-        setattr(Array, f"__{stem}__", make(fname, op))
-
-
-_install_operators()
 
 
 def _move(x: Array, dst: Device, stream=None):

@@ -6,12 +6,12 @@ import math
 import numpy as np
 
 from . import _dtypes
-from ._array import Array, _backend_of, _wrap
+from ._array import Array, _backend_of, _wrap, check_array
 from ._backends import backend
 from ._backends.cpu import lin_at as _lin_at
 from ._devices import CPU, Device, check_device, cupy_module, default_device
 from ._dtypes import DEFAULT_DTYPES, DType, check_scalar, from_numpy_dtype, scalar_type_name
-from ._validation import check_array, check_dtype_arg, check_int, check_shape, common_device
+from ._validation import check_dtype_arg, check_int, check_shape, common_device
 
 _MAX_BYTES = 2**63 - 1
 _pybool = bool
@@ -116,7 +116,7 @@ def _native_device(nat) -> Device:
 def _finish(nat, src: Device, dtype, device, copy, copied: bool, fname):
     """Cast and move a native array as asked, honouring copy=False/True; wrap it."""
     target = device if device is not None else src
-    if not isinstance(nat, np.ndarray) and src is CPU:
+    if isinstance(nat, np.generic):
         nat = np.asarray(nat)
     from_numpy_dtype(nat.dtype, f"input of {fname}")
     if target != src:

@@ -5,11 +5,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._array import Array, _move, _wrap
+from ._array import Array, _move, _wrap, check_array
 from ._devices import check_device
 from ._dtypes import (ALL_DTYPES, CATEGORIES, ISDTYPE_KINDS, PROMOTION_TABLE, DType, promote,
                       real_dtype)
-from ._validation import check_array, check_dtype_arg
+from ._validation import check_dtype_arg
 
 
 def astype(x, dtype, /, *, copy=True, device=None):

@@ -6,11 +6,11 @@ The same path serves the array operators (which also admit typed Python scalars)
 """
 from __future__ import annotations
 
-from ._array import Array, _backend_of, _wrap
+from ._array import Array, _backend_of, _wrap, check_array
 from ._backends import FAST as _FAST
 from ._dtypes import TypedScalar, in_category, promote, real_dtype
 from ._dtypes import bool as _bool
-from ._validation import article, broadcast_shapes, check_array, common_device
+from ._validation import article, broadcast_shapes, common_device
 
 # Result rules: "same" = the promoted input dtype; "bool"; "real" = the real dtype of the same
 # precision (abs and real/imag of complex input).
@@ -223,3 +223,81 @@ def clip(x, /, min=None, max=None):
 
 
 __all__ = list(ELEMENTWISE) + ["clip"]
+
+
+# ---- the array operators: the same table and path as the functions -----------------------
+# Binary operators: (dunder stem, elementwise function, symbol). Comparisons reflect to their
+# mirrored function, which Python handles by itself; the rest get __r*__ and __i*__ variants.
+_BINARY_OPERATORS = (
+    ("add", "add", "+"), ("sub", "subtract", "-"), ("mul", "multiply", "*"),
+    ("truediv", "divide", "/"), ("floordiv", "floor_divide", "//"), ("mod", "remainder", "%"),
+    ("pow", "pow", "**"), ("and", "bitwise_and", "&"), ("or", "bitwise_or", "|"),
+    ("xor", "bitwise_xor", "^"), ("lshift", "bitwise_left_shift", "<<"),
+    ("rshift", "bitwise_right_shift", ">>"),
+)
+_COMPARISONS = (("lt", "less", "<"), ("le", "less_equal", "<="), ("gt", "greater", ">"),
+                ("ge", "greater_equal", ">="), ("eq", "equal", "=="), ("ne", "not_equal", "!="))
+_UNARY_OPERATORS = (("abs", "abs"), ("neg", "negative"), ("pos", "positive"),
+                    ("invert", "bitwise_invert"))
+
+
+def _binary(self, other, fname, op, reflected=False):
+    if type(other) is Array:  # the common case first: no operand conversion to do
+        return apply(fname, (other, self) if reflected else (self, other))
+    o = self._operand(other, op)
+    if o is NotImplemented:
+        return o
+    return apply(fname, (o, self) if reflected else (self, o))
+
+
+def _inplace(self, other, fname, op):
+    o = self._operand(other, op)
+    if o is NotImplemented:
+        return o
+    res = apply(fname, (self, o))
+    if res.dtype is not self.dtype:
+        raise TypeError(f"{op}: the result dtype {res.dtype} differs from the array's dtype "
+                        f"{self.dtype}; in-place operations cannot change the dtype")
+    if res.shape != self.shape:
+        raise ValueError(f"{op}: the result shape {res.shape} differs from the array's "
+                         f"shape {self.shape}; in-place operations cannot change the shape")
+    _backend_of([self, res]).assign(self._data, res._data)
+    return self
+
+
+def _operator(fname, op, reflected=False, inplace=False):
+    if inplace:
+        def method(self, other):
+            return self._inplace(other, fname, op + "=")
+    elif reflected:
+        def method(self, other):
+            return _binary(self, other, fname, op, True)
+    else:
+        def method(self, other):
+            if type(other) is Array:  # the common case without a Python layer between
+                return apply2(fname, self, other)
+            return _binary(self, other, fname, op)
+    return method
+
+
+def _unary(fname):
+    def method(self):
+        return apply(fname, (self,))
+    return method
+
+
+def _install_operators():
+    """Array's operators, installed by the module that owns their table (so _array never
+    imports this one)."""
+    Array._inplace = _inplace
+    for stem, fname, op in _BINARY_OPERATORS:
+        setattr(Array, f"__{stem}__", _operator(fname, op))
+        setattr(Array, f"__r{stem}__", _operator(fname, op, reflected=True))
+        setattr(Array, f"__i{stem}__", _operator(fname, op, inplace=True))
+    for stem, fname, op in _COMPARISONS:
+        setattr(Array, f"__{stem}__", _operator(fname, op))
+    for stem, fname in _UNARY_OPERATORS:
+        setattr(Array, f"__{stem}__", _unary(fname))
+
+
+_install_operators()

@@ -1,8 +1,8 @@
 """``take``, the one indexing function of 2023.12."""
 from __future__ import annotations
 
-from ._array import Array, _backend_of, _wrap
-from ._validation import check_array, check_dtype_category, common_device, normalize_axis
+from ._array import Array, _backend_of, _wrap, check_array
+from ._validation import check_dtype_category, common_device, normalize_axis
 
 
 def take(x, indices, /, *, axis=None) -> Array:

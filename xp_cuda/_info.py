@@ -1,6 +1,7 @@
 """__array_namespace_info__ (2023.12 inspection API)."""
 from __future__ import annotations
 
+from ._data_type_functions import isdtype
 from ._devices import all_devices, check_device, default_device
 from ._dtypes import ALL_DTYPES, DEFAULT_DTYPES, ISDTYPE_KINDS
 
@@ -23,7 +24,6 @@ class Info:
         return all_devices()
 
     def dtypes(self, *, device=None, kind=None):
-        from ._data_type_functions import isdtype
         if device is not None:
             check_device(device, "dtypes")
         if kind is None:

@@ -1,10 +1,9 @@
 """Linear algebra functions of the main namespace (2023.12)."""
 from __future__ import annotations
 
-from ._array import _backend_of, _wrap
-from ._dtypes import promote
-from ._validation import (broadcast_shapes, check_array, check_dtype_category, common_device,
-                          normalize_axis)
+from ._array import Array, _backend_of, _wrap, check_array
+from ._dtypes import promote, scalar_type_name
+from ._validation import broadcast_shapes, check_dtype_category, common_device, normalize_axis
 
 
 def matmul(x1, x2, /):
@@ -154,5 +153,33 @@ def vecdot(x1, x2, /, *, axis=-1):
     with b.ctx():
         return _wrap(b.vecdot(x1._data, x2._data, axis, dtype), device)
 
+
+def _matmul_operand(self, other):
+    if scalar_type_name(other) is not None:
+        raise TypeError("@ needs two arrays; Python scalars are not allowed with matmul")
+    return self._operand(other, "@")
+
+
+def _matmul_op(self, other):
+    return matmul(self, other) if isinstance(other, Array) else _matmul_operand(self, other)
+
+
+def _rmatmul_op(self, other):
+    return matmul(other, self) if isinstance(other, Array) else _matmul_operand(self, other)
+
+
+def _imatmul_op(self, other):
+    res = _matmul_op(self, other)
+    if res is NotImplemented:
+        return res
+    if res.dtype is not self.dtype or res.shape != self.shape:
+        raise ValueError(f"@=: the result ({res.dtype}, shape {res.shape}) cannot be stored "
+                         f"in place into a {self.dtype} array of shape {self.shape}")
+    _backend_of([self, res]).assign(self._data, res._data)
+    return self
+
+
+# Array's @ operators, installed by the module that owns matmul (_array never imports it).
+Array.__matmul__, Array.__rmatmul__, Array.__imatmul__ = _matmul_op, _rmatmul_op, _imatmul_op
 
 __all__ = ["matmul", "matrix_transpose", "tensordot", "vecdot"]

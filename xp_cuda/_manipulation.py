@@ -7,10 +7,9 @@ from __future__ import annotations
 
 import math
 
-from ._array import Array, _backend_of, _wrap
+from ._array import Array, _backend_of, _wrap, check_array
 from ._dtypes import promote
-from ._validation import (broadcast_shapes, check_array, check_int, common_device,
-                          normalize_axes, normalize_axis)
+from ._validation import broadcast_shapes, check_int, common_device, normalize_axes, normalize_axis
 
 
 def _check_sequence(arrays, fname: str) -> list:

@@ -1,10 +1,10 @@
 """The 5 searching functions of 2023.12: argmax, argmin, nonzero, searchsorted, where."""
 from __future__ import annotations
 
-from ._array import Array, _backend_of, _wrap
+from ._array import Array, _backend_of, _wrap, check_array
 from ._dtypes import DEFAULT_DTYPES, promote
 from ._dtypes import bool as _bool
-from ._validation import (broadcast_shapes, check_array, check_bool, check_dtype_category, common_device,
+from ._validation import (broadcast_shapes, check_bool, check_dtype_category, common_device,
                           normalize_axis)
 
 _INDEX = DEFAULT_DTYPES["indexing"]

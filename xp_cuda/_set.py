@@ -8,9 +8,8 @@ from __future__ import annotations
 
 from collections import namedtuple
 
-from ._array import Array, _wrap
+from ._array import Array, _wrap, check_array
 from ._dtypes import DEFAULT_DTYPES
-from ._validation import check_array
 
 _INDEX = DEFAULT_DTYPES["indexing"]._np
 

@@ -1,9 +1,9 @@
 """``argsort`` and ``sort`` of 2023.12: stable in both directions, NaNs last when ascending."""
 from __future__ import annotations
 
-from ._array import Array, _wrap
+from ._array import Array, _wrap, check_array
 from ._dtypes import DEFAULT_DTYPES
-from ._validation import check_array, check_bool, check_dtype_category, normalize_axis
+from ._validation import check_bool, check_dtype_category, normalize_axis
 
 _INDEX = DEFAULT_DTYPES["indexing"]
 

@@ -10,11 +10,11 @@ import math
 
 import numpy as np
 
-from ._array import _wrap
+from ._array import _wrap, check_array
 from ._dtypes import DEFAULT_DTYPES
 from ._dtypes import uint64 as _uint64
-from ._validation import (check_array, check_bool, check_dtype_arg, check_dtype_category,
-                          normalize_axes, normalize_axis, reduced_shape)
+from ._validation import (check_bool, check_dtype_arg, check_dtype_category, normalize_axes,
+                          normalize_axis, reduced_shape)
 
 # dtype=None for sum/prod/cumulative_sum/trace: integers of a smaller range than the default
 # integer widen to it (unsigned: to the unsigned integer of the same width); others are kept.

@@ -1,9 +1,9 @@
 """``all`` and ``any`` of 2023.12, plus the keyword-flag check the reductions share."""
 from __future__ import annotations
 
-from ._array import Array, _wrap
+from ._array import Array, _wrap, check_array
 from ._dtypes import bool as _bool
-from ._validation import check_array, check_bool, normalize_axes
+from ._validation import check_bool, normalize_axes
 
 
 def _reduce(op: str, x, axis, keepdims) -> Array:

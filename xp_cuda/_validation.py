@@ -20,14 +20,6 @@ def _foreign_hint(x) -> str:
     return f"expected an xp_cuda array, got {type(x).__name__}"
 
 
-def check_array(x, fname: str, argname: str = "x"):
-    from ._array import Array
-
-    if not isinstance(x, Array):
-        raise TypeError(f"{fname}: {argname}: {_foreign_hint(x)}")
-    return x
-
-
 def check_dtype_category(x, category: str, fname: str, argname: str = "x"):
     if not in_category(x.dtype, category):
         raise TypeError(

@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import math
 
-from ._array import _wrap
+from ._array import _wrap, check_array
 from ._backends import backend
 from ._devices import check_device, default_device
 from ._dtypes import DEFAULT_DTYPES, complex_dtype, real_dtype
-from ._validation import (check_array, check_dtype_category, check_int, normalize_axes,
-                          normalize_axis)
+from ._validation import check_dtype_category, check_int, normalize_axes, normalize_axis
 
 __all__ = ["fft", "ifft", "fftn", "ifftn", "rfft", "irfft", "rfftn", "irfftn", "hfft", "ihfft",
            "fftfreq", "rfftfreq", "fftshift", "ifftshift"]

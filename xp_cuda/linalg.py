@@ -14,12 +14,12 @@ from collections import namedtuple
 
 import numpy as np
 
-from ._array import Array, _backend_of, _wrap
+from ._array import Array, _backend_of, _wrap, check_array
 from ._dtypes import DEFAULT_DTYPES, in_category, promote, real_dtype
 from ._linear_algebra import (_numeric_pair, matmul, matrix_transpose, negative_axis_check,
                               tensordot, vecdot)
 from ._statistical import accumulation_dtype
-from ._validation import (broadcast_shapes, check_array, check_bool, check_dtype_category, check_int,
+from ._validation import (broadcast_shapes, check_bool, check_dtype_category, check_int,
                           common_device, normalize_axes)
 
 EighResult = namedtuple("EighResult", ["eigenvalues", "eigenvectors"])

@@ -11,7 +11,10 @@ import numpy as np
 
 from .._devices import Device, cuda_device_count, cupy_module
 from .._dtypes import TypedScalar
-from . import FAST, Backend
+from .._kernels import creation as _creation
+from .._kernels.elementwise import Plan as _Plan
+from .._kernels.vecdot import vecdot_cuda as _vecdot
+from ._base import FAST, Backend
 
 
 def _value_bytes(value, dtype) -> bytes:
@@ -24,11 +27,6 @@ class CudaBackend(Backend):
         self.xp = cp = cupy_module()
         self._dev = cp.cuda.Device(device.index)
         self._plans = {}  # (name, dtype names) -> elementwise Plan on this device
-        from .._kernels import creation, vecdot
-        from .._kernels.elementwise import Plan
-        self._creation = creation
-        self._vecdot = vecdot.vecdot_cuda
-        self._Plan = Plan
 
     def ctx(self):
         return self._dev
@@ -61,7 +59,7 @@ class CudaBackend(Backend):
         key = (name, dtypes)
         plan = self._plans.get(key)
         if plan is None:
-            plan = self._plans[key] = self._Plan(self.xp, name, dtypes, in_dtype.name,
+            plan = self._plans[key] = _Plan(self.xp, name, dtypes, in_dtype.name,
                                                  out_dtype.name)
         return plan
 
@@ -110,33 +108,33 @@ class CudaBackend(Backend):
         return self.xp.empty(shape, dtype=dtype._np)
 
     def full(self, shape, dtype, value):
-        return self._creation.fill(self.xp, self.empty(shape, dtype), _value_bytes(value, dtype))
+        return _creation.fill(self.xp, self.empty(shape, dtype), _value_bytes(value, dtype))
 
     def eye(self, n_rows, n_cols, k, dtype):
-        return self._creation.eye(self.xp, self.empty((n_rows, n_cols), dtype), k,
+        return _creation.eye(self.xp, self.empty((n_rows, n_cols), dtype), k,
                                   _value_bytes(1, dtype))
 
     def tri(self, data, k, upper):
         cp = self.xp
         src = data if data.flags.c_contiguous else cp.ascontiguousarray(data)
-        return self._creation.tri(cp, src, cp.empty(data.shape, dtype=src.dtype), k, upper)
+        return _creation.tri(cp, src, cp.empty(data.shape, dtype=src.dtype), k, upper)
 
     def arange(self, n, dtype, start, step, exact):
-        return self._creation.arange(self.xp, self.empty((n,), dtype), start, step)
+        return _creation.arange(self.xp, self.empty((n,), dtype), start, step)
 
     def linspace(self, num, dtype, a, b, endpoint, re, im, last):
-        return self._creation.linspace(self.xp, self.empty((num,), dtype), re, im, last)
+        return _creation.linspace(self.xp, self.empty((num,), dtype), re, im, last)
 
     def logspace(self, num, dtype, start, stop, base, endpoint, lin, last, values):
         base_is_int = bool(np.isfinite(base)) and float(base).is_integer() and abs(base) < 2**63
         ibase = int(base) if base_is_int else 0
-        return self._creation.logspace(self.xp, self.empty((num,), dtype), lin, last, base,
+        return _creation.logspace(self.xp, self.empty((num,), dtype), lin, last, base,
                                        ibase, base_is_int)
 
     # ---- linear algebra and sorting -------------------------------------------------------
     def vecdot(self, d1, d2, axis, dtype):
         # Our kernel reads both inputs through their strides as their own dtypes.
-        return self._vecdot(d1, d2, axis, dtype._np)
+        return _vecdot(d1, d2, axis, dtype._np)
 
     def stable_argsort(self, data, axis: int):
         return self.xp.argsort(data, axis=axis)  # CuPy's sorts are stable (Thrust) and take no kind
