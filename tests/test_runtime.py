@@ -77,14 +77,19 @@ def test_a_file_in_the_way_falls_back_with_one_warning(tmp_path, tmp_temp, under
     assert d == fallback and fallback.parent == tmp_temp
     assert str(wanted) in msg and str(fallback) in msg
     st = os.lstat(fallback)
-    assert st.st_mode & 0o777 == 0o700 & ~_umask() and st.st_uid == os.getuid()
+    assert st.st_mode & 0o777 == 0o700 and st.st_uid == os.getuid()
     assert blocker.read_text() == "not a folder"  # left alone
 
 
-def _umask():
-    m = os.umask(0)
-    os.umask(m)
-    return m
+def test_fallback_is_0700_whatever_the_umask(tmp_path, tmp_temp):
+    blocker = tmp_path / "f"
+    blocker.write_text("")
+    old = os.umask(0o277)  # would leave the owner without write permission
+    try:
+        d, _ = _fallback_warning(str(blocker))
+    finally:
+        os.umask(old)
+    assert os.lstat(d).st_mode & 0o777 == 0o700
 
 
 def test_an_unwritable_folder_falls_back(tmp_path, tmp_temp, monkeypatch):

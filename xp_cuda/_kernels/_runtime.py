@@ -220,6 +220,7 @@ def _private(d: Path) -> str | None:
     us to load, so the fallback must be ours alone: no symlink, our owner, nobody else writes."""
     try:
         os.mkdir(d, 0o700)
+        os.chmod(d, 0o700)  # ours: exactly 0700 whatever the umask
     except FileExistsError:
         pass
     except OSError as e:
@@ -251,7 +252,7 @@ def resolve_cache_dir(setting: str | None) -> Path | None:
         wanted = (Path(os.path.expanduser(setting)) if setting and setting.strip()
                   else _default_cache_dir())
     except (RuntimeError, KeyError) as e:  # no home directory to expand
-        wanted, why = None, f"no home directory ({e})"
+        wanted, why = setting or "~/.cache/xp_cuda/kernels", f"no home directory ({e})"
     else:
         why = _usable(wanted)
         if why is None:
