@@ -110,9 +110,8 @@ def main(argv=None) -> int:
 
     # Compile every generated elementwise kernel for this GPU in parallel first, so the tests
     # below measure behaviour, not one-at-a-time NVRTC compiles.
-    summary["warm_kernels"] = run_step(out, "warm_kernels", [
-        py, "-c", "from xp_cuda._kernels.elementwise import warm_cache; "
-                  "print(warm_cache(), 'translation units compiled or cached')"])
+    summary["warm_kernels"] = run_step(out, "warm_kernels",
+                                       [py, str(ROOT / "tools" / "warm_cache.py")])
     summary["warm_kernels"].pop("output", None)
 
     r = run_step(out, "cuda_tests", [py, "-m", "pytest", "-m", "cuda", "-q",

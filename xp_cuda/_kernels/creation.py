@@ -8,16 +8,11 @@ from __future__ import annotations
 import functools
 import math
 from decimal import Decimal, localcontext
-from pathlib import Path
-
 import numpy as np
 
-from . import load_kernel
+from ._runtime import grid, load_kernel, source
 
-_SOURCE_PATH = Path(__file__).resolve().parent / "creation.cu"
-_source = None
 _THREADS = 256
-_sm_count: dict[int, int] = {}
 
 # dtype name -> kernel suffix; the names the .cu file instantiates (tests check the PTX)
 SPACE_DTYPES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
@@ -35,20 +30,13 @@ def kernel_names() -> list[str]:
 
 
 def _kernel(name):
-    global _source
-    if _source is None:
-        _source = _SOURCE_PATH.read_text(encoding="utf-8")
-    return load_kernel(_source, name)
+    return load_kernel(source("creation.cu"), name)
 
 
 def _blocks(cp, work: int) -> int:
     """16 blocks per SM, grid-stride: for logspace's arithmetic this beat one thread per vector
     (0.77 against 0.53 of memset on the H200); the pure stores are at 0.93-1.00 either way."""
-    dev = cp.cuda.runtime.getDevice()
-    sms = _sm_count.get(dev)
-    if sms is None:
-        sms = _sm_count[dev] = cp.cuda.Device(dev).attributes["MultiProcessorCount"]
-    return max(1, min(-(-work // _THREADS), sms * 16))
+    return grid(cp, work, _THREADS, 16)
 
 
 def _launch(cp, name, work, args):

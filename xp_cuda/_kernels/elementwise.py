@@ -16,23 +16,11 @@ decides the result dtype; nothing here checks user input.
 """
 from __future__ import annotations
 
-import ctypes
-import threading
-from pathlib import Path
-
 import numpy as np
 
-from . import empty_allocator, load_kernel
+from ._runtime import CTYPES, ThreadParams, device_info, driver_launch, empty_allocator, \
+    load_kernel, source
 
-_CUH_PATH = Path(__file__).resolve().parent / "elementwise.cuh"
-_cuh = None
-
-CTYPES = {
-    "bool": "bool", "int8": "signed char", "int16": "short", "int32": "int",
-    "int64": "long long", "uint8": "unsigned char", "uint16": "unsigned short",
-    "uint32": "unsigned int", "uint64": "unsigned long long", "float32": "float",
-    "float64": "double", "complex64": "complex<float>", "complex128": "complex<double>",
-}
 _SHORT = {"bool": "b1", "int8": "i1", "int16": "i2", "int32": "i4", "int64": "i8", "uint8": "u1",
           "uint16": "u2", "uint32": "u4", "uint64": "u8", "float32": "f4", "float64": "f8",
           "complex64": "c8", "complex128": "c16"}
@@ -231,10 +219,8 @@ def layouts_for(dtypes) -> tuple:
 
 
 def header() -> str:
-    global _cuh
-    if _cuh is None:
-        _cuh = _CUH_PATH.read_text(encoding="utf-8")
-    return _cuh
+    """elementwise.cuh, the device helpers every generated unit starts with."""
+    return source("elementwise.cuh")
 
 
 def translation_unit(items) -> str:
@@ -249,27 +235,19 @@ OPTIONS = ("--fmad=false",)
 
 
 # ---- launcher ------------------------------------------------------------------------------
-_sm_count: dict = {}
 # Contiguous kernels get one thread per vector (their loop is grid-stride only beyond this):
 # on the H200, one-shot blocks run at 1.03-1.06 of the copy rate where 16 resident blocks per
 # SM walking the array reached 0.98-1.02.
 MAX_GRID = 2**31 - 1
 
-
-def _launch(*args):
-    """cuLaunchKernel (CuPy's driver binding), bound on first use: CuPy is imported lazily."""
-    global _launch
-    from cupy.cuda import driver
-    _launch = driver.launchKernel
-    return _launch(*args)
+# The hot paths' parameter block (in1, in2, out, n; c1 uses three cells), one per thread and
+# shared by every Plan: cuLaunchKernel copies it before returning.
+_PARAMS = ThreadParams(4)
 
 
 def _max_blocks(cp) -> int:
-    dev = cp.cuda.runtime.getDevice()
-    n = _sm_count.get(dev)
-    if n is None:
-        n = _sm_count[dev] = cp.cuda.Device(dev).attributes["MultiProcessorCount"] * 16
-    return n
+    """Grid cap of the strided kernels: 16 blocks per SM of the current device."""
+    return device_info(cp).sm_count * 16
 
 
 class Plan:
@@ -280,7 +258,7 @@ class Plan:
     """
 
     __slots__ = ("fname", "dtypes", "to", "out_np", "source", "kernels", "vec", "max_blocks",
-                 "cp", "_ndarray", "_fn", "_tls", "_per_block", "_stream")
+                 "cp", "_ndarray", "_fn", "_launch", "_per_block", "_stream")
 
     def __init__(self, cp, fname, dtypes, tc, to):
         self.cp = cp
@@ -294,24 +272,18 @@ class Plan:
         self.max_blocks = _max_blocks(cp)
         self._ndarray = empty_allocator(cp)
         self._fn = None
-        self._tls = threading.local()
+        self._launch = driver_launch()
         self._per_block = THREADS * self.vec
         self._stream = cp.cuda.get_current_stream
 
-    # The hot path: all-contiguous array operands. Launched through the driver with a reused
-    # parameter block (one per thread: cuLaunchKernel copies it before returning), which
-    # costs a fraction of the generic argument packing of a RawKernel call.
+    # The hot path: all-contiguous array operands, launched through the driver with the
+    # thread's reused parameter block (a fraction of a RawKernel call's generic argument
+    # packing). Every lookup here is a local, a slot or one global: each ~0.1 us counts for
+    # an 8-element x + y.
     def _bind(self):
         layout = "cc" if len(self.dtypes) == 2 else "c"
-        self._fn = self.kernel(layout).kernel.ptr
+        self._fn = self.kernel(layout).ptr
         return self._fn
-
-    def _params(self):
-        vals = (ctypes.c_uint64 * 4)()
-        base = ctypes.addressof(vals)
-        ptrs = (ctypes.c_void_p * 4)(*(base + 8 * i for i in range(4)))
-        self._tls.p = p = (vals, ctypes.addressof(ptrs), ptrs)
-        return p
 
     def cc(self, d1, d2, shape):
         """Two C-contiguous operands of the output's shape."""
@@ -319,17 +291,14 @@ class Plan:
         n = out.size
         if n:
             fn = self._fn or self._bind()
-            try:
-                vals, addr, _ = self._tls.p
-            except AttributeError:
-                vals, addr, _ = self._params()
+            vals, addr = _PARAMS.block
             vals[0] = d1.data.ptr
             vals[1] = d2.data.ptr
             vals[2] = out.data.ptr
             vals[3] = n
             blocks = (n + self._per_block - 1) // self._per_block
-            _launch(fn, blocks if blocks < MAX_GRID else MAX_GRID, 1, 1,
-                    THREADS, 1, 1, 0, self._stream().ptr, addr, 0)
+            self._launch(fn, blocks if blocks < MAX_GRID else MAX_GRID, 1, 1,
+                         THREADS, 1, 1, 0, self._stream().ptr, addr, 0)
         return out
 
     def c1(self, d1, shape):
@@ -338,16 +307,13 @@ class Plan:
         n = out.size
         if n:
             fn = self._fn or self._bind()
-            try:
-                vals, addr, _ = self._tls.p
-            except AttributeError:
-                vals, addr, _ = self._params()
+            vals, addr = _PARAMS.block
             vals[0] = d1.data.ptr
             vals[1] = out.data.ptr
             vals[2] = n
             blocks = (n + self._per_block - 1) // self._per_block
-            _launch(fn, blocks if blocks < MAX_GRID else MAX_GRID, 1, 1,
-                    THREADS, 1, 1, 0, self._stream().ptr, addr, 0)
+            self._launch(fn, blocks if blocks < MAX_GRID else MAX_GRID, 1, 1,
+                         THREADS, 1, 1, 0, self._stream().ptr, addr, 0)
         return out
 
     def kernel(self, layout):
@@ -424,41 +390,3 @@ def _geometry(shape, args, layout):
     pad = MAXND - len(dims)
     strides = [c + [0] * pad for c in cols]
     return len(dims), dims + [1] * pad, strides
-
-
-# ---- cache warming -------------------------------------------------------------------------------
-def all_items():
-    """Every (function, input dtypes, compute dtype, output dtype) the spec layer can launch."""
-    from .._dtypes import ALL_DTYPES, PROMOTION_TABLE, in_category
-    from .._elementwise import ELEMENTWISE, result_dtype
-
-    items = []
-    for name, (arity, cat, _, _) in ELEMENTWISE.items():
-        ok = [d for d in ALL_DTYPES if in_category(d, cat)]
-        combos = [(d,) for d in ok] if arity == 1 else \
-            [(a, b) for a in ok for b in ok if (a, b) in PROMOTION_TABLE]
-        for ds in combos:
-            tc, to = result_dtype(name, list(ds))
-            items.append((name, tuple(d.name for d in ds), tc.name, to.name))
-    return items
-
-
-def _warm_one(item):
-    name, dtypes, tc, to = item
-    load_kernel(translation_unit([item]), kernel_name(name, dtypes, layouts_for(dtypes)[0]),
-                OPTIONS)
-    return 1
-
-
-def warm_cache(processes: int = 0, names=None) -> int:
-    """Compile every generated kernel for this GPU into load_kernel's on-disk cubin cache, in
-    parallel processes (a fresh machine then never compiles on the hot path). Returns the
-    number of translation units."""
-    import os
-    from concurrent.futures import ProcessPoolExecutor
-    from multiprocessing import get_context
-
-    items = [it for it in all_items() if names is None or it[0] in names]
-    with ProcessPoolExecutor(max_workers=processes or os.cpu_count() or 1,
-                             mp_context=get_context("spawn")) as pool:
-        return sum(pool.map(_warm_one, items, chunksize=8))

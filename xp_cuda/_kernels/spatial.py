@@ -11,12 +11,11 @@ import math
 
 import numpy as np
 
-from . import SOURCE_DIR, load_kernel
+from ._runtime import SOURCE_DIR, device_info, load_kernel, source
 
 __all__ = ["KMAX_LIST", "TREE_MAX_DIM", "BRUTE_MAX_DIM", "compile_options", "pmode_of",
            "reduce_radius", "knn_path", "build", "knn", "ball", "count_hist"]
 
-_SOURCE_FILE = SOURCE_DIR / "spatial.cu"
 KMAX_LIST = (1, 2, 4, 8, 16, 32)   # k-best list sizes compiled; larger k: dense path
 TREE_MAX_DIM = 8                    # k-NN through the tree up to this dimension ...
 BRUTE_MAX_DIM = 64                  # ... tiled brute force above it, up to this one
@@ -78,7 +77,7 @@ def _kmax_for(k: int) -> int:
 
 
 def _kernel(name, opts):
-    return load_kernel(_SOURCE_FILE.read_text(encoding="utf-8"), name, opts)
+    return load_kernel(source("spatial.cu"), name, opts)
 
 
 def _blocks(n, threads=_THREADS):
@@ -172,7 +171,7 @@ def node_sums(tree, w_tree):
 # ---- k nearest neighbours --------------------------------------------------------------------
 
 def _sm_count(cp):
-    return cp.cuda.Device().attributes["MultiProcessorCount"]
+    return device_info(cp).sm_count
 
 
 def knn(tree, x, kk: int, p: float, ub_red: float, path: str | None = None):

@@ -10,24 +10,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import SOURCE_DIR, load_kernel
+from ._runtime import CTYPES, SOURCE_DIR, device_info, load_kernel, source
 
-__all__ = ["C_TYPES", "MAXD", "THREADS", "VU", "Layout", "Config", "compile_options",
+__all__ = ["MAXD", "THREADS", "VU", "Layout", "Config", "compile_options",
            "unroll_for", "vec_for", "plan_layout", "k_is_fast", "eligible_variants", "pick_variant",
            "choose_config", "output_view", "vecdot_cuda"]
 
 MAXD = 32       # VD_MAXD in vecdot.cu: batch dims one launch can walk
 THREADS = 256   # VD_THREADS in vecdot.cu
 _walk_max = MAXD  # batch dims per launch; tests lower it to exercise the outer walk
-_SOURCE_FILE = SOURCE_DIR / "vecdot.cu"
+_SOURCE_FILE = SOURCE_DIR / "vecdot.cu"  # the file source("vecdot.cu") reads; benchmarks name it
 
-# xp_cuda dtype name -> the C type the kernel reads / writes.
-C_TYPES = {
-    "int8": "signed char", "int16": "short", "int32": "int", "int64": "long long",
-    "uint8": "unsigned char", "uint16": "unsigned short", "uint32": "unsigned int",
-    "uint64": "unsigned long long", "float32": "float", "float64": "double",
-    "complex64": "complex<float>", "complex128": "complex<double>",
-}
 
 
 def _acc_numpy(rname: str):
@@ -47,7 +40,7 @@ def unroll_for(itemsize1: int, itemsize2: int) -> int:
 def compile_options(name1: str, name2: str, rname: str) -> tuple:
     """NVRTC options of the kernel for an input dtype pair and its result dtype."""
     i1, i2 = np.dtype(name1).itemsize, np.dtype(name2).itemsize
-    return (f"-DT1={C_TYPES[name1]}", f"-DT2={C_TYPES[name2]}", f"-DRT={C_TYPES[rname]}",
+    return (f"-DT1={CTYPES[name1]}", f"-DT2={CTYPES[name2]}", f"-DRT={CTYPES[rname]}",
             f"-DUNROLL={unroll_for(i1, i2)}", f"-DVEC={vec_for(i1, i2)}")
 
 
@@ -262,24 +255,9 @@ def output_view(buf, lay: Layout):
 
 # ---- runtime (CuPy) ------------------------------------------------------------------------
 
-_dev_info: dict = {}
-
-
-def _device_limits(cp):
-    dev = cp.cuda.Device()
-    info = _dev_info.get(dev.id)
-    if info is None:
-        a = dev.attributes
-        info = (a["MultiProcessorCount"], a.get("MaxThreadsPerMultiProcessor", 2048),
-                a.get("MaxRegistersPerMultiprocessor", 65536),
-                a.get("MaxBlocksPerMultiprocessor", 32))
-        _dev_info[dev.id] = info
-    return info
-
-
 def _resident_blocks(cp, kern) -> int:
     """Blocks of THREADS resident on the whole GPU for this kernel (theoretical occupancy)."""
-    sms, max_threads, regs_sm, max_blocks = _device_limits(cp)
+    _, sms, max_threads, regs_sm, max_blocks, _ = device_info(cp)
     regs = max(1, int(getattr(kern, "num_regs", 64) or 64))
     warps = THREADS // 32
     regs_per_warp = -(-regs * 32 // 256) * 256  # allocation unit of 256 registers per warp
@@ -298,8 +276,7 @@ def _layout_struct(shape, s1, s2):
     return st
 
 
-_source: list = []          # vecdot.cu's text, read once
-_kernels: dict = {}         # (kernel, options, device) -> RawKernel, skipping load_kernel's hash
+_kernels: dict = {}         # (kernel, options, device) -> kernel, one dict lookup per call
 _plans: dict = {}           # launch plans of recent calls (see _plan)
 _PLAN_CACHE_SIZE = 512
 
@@ -308,9 +285,7 @@ def _kernel(cp, name: str, opts: tuple):
     key = (name, opts, cp.cuda.runtime.getDevice())
     k = _kernels.get(key)
     if k is None:
-        if not _source:
-            _source.append(_SOURCE_FILE.read_text(encoding="utf-8"))
-        k = _kernels[key] = load_kernel(_source[0], name, opts)
+        k = _kernels[key] = load_kernel(source("vecdot.cu"), name, opts)
     return k
 
 
