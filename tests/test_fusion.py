@@ -366,11 +366,10 @@ def test_tuned_launch_times_every_vector_shape_once(rng, monkeypatch):
     a, b = x[:40000], y[:40000]
     want = body(a, b)
     got = f(a, b)
-    assert launch.tuned and (launch.fn, launch.blocks, launch.blocks_scalar,
-                             launch.threads) in launch.variants
+    assert launch.tuned and launch.variant in launch.variants
     _same(got, want, loose=True)
     for variant in launch.variants:  # each shape computes the same values
-        launch.fn, launch.blocks, launch.blocks_scalar, launch.threads = variant
+        launch.variant = variant
         _same(f(a, b), got)
     # nothing to choose with a reduction; operands too wide for a vector of two leave only
     # the block sizes to choose from
@@ -514,6 +513,7 @@ def test_generated_sources_compile_with_nvrtc():
     from xp_cuda._devices import CPU
     from xp_cuda._kernels import nvrtc_compile
     from xp_cuda._kernels.fusion import CONFIGS, OPTIONS, THREADS, Program, translation_unit
+    from xp_cuda._kernels.fusion_ir import Op
     from xp_cuda.fusion import _trace
     from xp_cuda.fusion._fuse import _view_only
 
@@ -529,7 +529,7 @@ def test_generated_sources_compile_with_nvrtc():
         t, nodes, _ = _trace.trace(f, args, {}, CPU)
         kern = [n for n in nodes if not _view_only(n)]
         if kern:
-            ins = [args[n.attr]._data for n in t.inputs]
+            ins = [args[n.attr.pos]._data for n in t.inputs]
             p = Program(t, kern, ins, 132, name=f"k{i}")
             assert secret not in p.kernel and not re.search(r"\b(inf|nan|True|False)\b", p.kernel)
             progs.append(p)
@@ -540,7 +540,7 @@ def test_generated_sources_compile_with_nvrtc():
                 if v.layout not in layouts:  # each vector shape a launch may take
                     layouts.add(v.layout)
                     progs.append(v)
-                assert v.threads == THREADS or not any(n.op == "reduce" for n in kern)
+                assert v.threads == THREADS or not any(n.op is Op.REDUCE for n in kern)
     assert n_programs >= 200 and len(progs) > n_programs
     batch = 12
     for s in range(0, len(progs), batch):
@@ -589,5 +589,5 @@ def test_property_seeds_generate_valid_sources():
         args = _random_args(seed, CPU)
         t, nodes, _ = _trace.trace(program(seed), args, {}, CPU)
         kern = [n for n in nodes if not _view_only(n)]
-        p = Program(t, kern, [args[n.attr]._data for n in t.inputs], 132)
+        p = Program(t, kern, [args[n.attr.pos]._data for n in t.inputs], 132)
         assert "@" not in p.kernel, seed
