@@ -203,7 +203,7 @@ def test_each_thread_gets_its_own_parameter_block_and_scratch():
     launch.ncells = 2 + 2 + 1
     launch.scratch_cell = 2
     launch.template = np.arange(2 * launch.ncells + 3, dtype=np.uint64)
-    launch._local = threading.local()
+    launch._local = kfusion._PerThread(launch)
     blocks = []
     main = launch.block()
     assert launch.block() is main  # the same thread: the same block
@@ -226,3 +226,99 @@ def test_each_thread_gets_its_own_parameter_block_and_scratch():
         assert [int(b.buf[4]), int(b.buf[6])] == [s.data.ptr for s in b.scratch]
         b.param_views[0][0] = 1.5
         assert b.buf[8:10].view(np.float64)[0] == 1.5
+
+
+# ---- the launcher's wiring on a stand-in driver ----------------------------------------------
+class _DevArray:
+    """A stand-in device array: a layout and an address."""
+    n = 0
+
+    def __init__(self, shape, dtype, strides=None):
+        _DevArray.n += 1
+        self.dtype = np.dtype(dtype)
+        self.itemsize = self.dtype.itemsize
+        ref = np.empty(shape, dtype=self.dtype)
+        self.shape, self.nbytes = tuple(shape), ref.nbytes
+        self.strides = tuple(strides) if strides is not None else ref.strides
+        self.flags = types.SimpleNamespace(c_contiguous=strides is None)
+        self.data = types.SimpleNamespace(ptr=(1 << 20) * _DevArray.n)
+
+
+def _stand_in(monkeypatch):
+    launches = []
+    stream = types.SimpleNamespace(ptr=77, is_capturing=lambda: False)
+    cp = types.SimpleNamespace(
+        zeros=lambda n, dtype: _DevArray((n,), dtype), empty=lambda n, dtype: _DevArray((n,), dtype),
+        cuda=types.SimpleNamespace(get_current_stream=lambda: stream,
+                                   runtime=types.SimpleNamespace(getDevice=lambda: 0)))
+    kernel = types.SimpleNamespace(kernel=types.SimpleNamespace(ptr=1234))
+    monkeypatch.setattr(kfusion, "load_kernels", lambda pairs, options: [kernel] * len(pairs))
+    monkeypatch.setattr(kfusion, "empty_allocator", lambda cp_: _DevArray)
+    monkeypatch.setattr(kfusion, "_sm_count", lambda cp_: SMS)
+    monkeypatch.setattr(kfusion, "_launch", lambda *a: launches.append(a))
+    return cp, launches
+
+
+def _cells(addr, ncells, nslots):
+    """The pointers and values a launch at `addr` passes: one 16-byte cell each, then the
+    geometry struct."""
+    import ctypes
+    ptrs = (ctypes.c_void_p * (ncells + 1)).from_address(addr)
+    cells = [ctypes.c_uint64.from_address(ptrs[c]).value for c in range(ncells)]
+    geo = list((ctypes.c_int64 * nslots).from_address(ptrs[ncells]))
+    return cells, geo
+
+
+def test_launch_writes_each_threads_block(monkeypatch):
+    cp, launches = _stand_in(monkeypatch)
+    x = xp.zeros((5, 70000), dtype=xp.float32, device=CPU)
+    t, nodes, _ = _trace.trace(lambda a, s: (a * s, xp.sum(a, axis=1)), [x, 0.5], {}, CPU)
+    dx = _DevArray((5, 70000), np.float32)
+    launch = kfusion.Launch(cp, t, nodes, [dx])
+    prog = kfusion.Program(t, nodes, [dx], SMS, name="xp_fused0")
+    assert prog.reductions[0][2] > 1  # split: scratch in use
+    outs = launch([dx], [None, 2.0])
+    fn, grid, _, _, threads, _, _, _, stream, addr, _ = launches[-1]
+    assert (fn, grid, threads, stream) == (1234, prog.blocks, prog.threads, 77)
+    ncells = 1 + 2 + 2 + 1
+    cells, geo = _cells(addr, ncells, prog.nslots)
+    blk = launch.block()
+    assert cells[:5] == [dx.data.ptr, outs[0].data.ptr, outs[1].data.ptr,
+                         blk.scratch[0].data.ptr, blk.scratch[1].data.ptr]
+    assert np.array([cells[5]], dtype=np.uint64).view(np.float32)[0] == 2.0
+    assert geo == prog.gvals + [0] * (prog.nslots - len(prog.gvals))
+    seen = []
+
+    def other():
+        launch([dx], [None, 3.0])
+        seen.append((launches[-1][9], launch.block()))
+    th = threading.Thread(target=other)
+    th.start()
+    th.join()
+    addr2, blk2 = seen[0]
+    assert addr2 != addr and blk2 is not blk
+    cells2, geo2 = _cells(addr2, ncells, prog.nslots)
+    assert cells2[3:5] == [blk2.scratch[0].data.ptr, blk2.scratch[1].data.ptr]
+    assert not set(cells2[3:5]) & set(cells[3:5]) and geo2 == geo
+    assert _cells(addr, ncells, prog.nslots)[0][5] == cells[5]  # this thread's value stays
+    # misaligned input: the grid for any alignment
+    launch([types.SimpleNamespace(data=types.SimpleNamespace(ptr=dx.data.ptr + 4))], [None, 1.0])
+    assert launches[-1][1] == prog.blocks_scalar
+
+
+def test_reduce_eager_builds_and_caches_one_launch(monkeypatch):
+    cp, launches = _stand_in(monkeypatch)
+    monkeypatch.setattr(kred, "_cache", type(kred._cache)())
+    x = _DevArray((6, 5, 4), np.int8, strides=(20, 1, 5))  # non-contiguous
+    f64 = types.SimpleNamespace(name="int64")
+    out = kred.reduce_eager(cp, "sum", x, (0, 2), True, "int8", f64)
+    assert out.shape == (1, 5, 1) and out.dtype == np.int64 and len(kred._cache) == 1
+    launch = next(iter(kred._cache.values()))
+    assert "xp_cvt<long long>" in launch.source and "reduction 0: sum" in launch.source
+    kred.reduce_eager(cp, "sum", x, (0, 2), True, "int8", "int64")
+    assert len(kred._cache) == 1 and len(launches) == 2
+    with pytest.raises(ValueError, match="dtype"):
+        kred.reduce_eager(cp, "sum", x, (0,), True, "int16", "int64")
+    y = _DevArray((3, 4), np.float32)
+    out = kred.reduce_eager(cp, "mean", y, (), False, "float32", "float32")  # a copy
+    assert out.shape == (3, 4) and "reduction" not in next(reversed(kred._cache.values())).source

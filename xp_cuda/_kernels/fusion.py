@@ -127,6 +127,14 @@ class _Block:
                             for u, (_, dt, _) in enumerate(launch.uses)]
 
 
+class _PerThread(threading.local):
+    """`block`: the calling thread's _Block, built on its first touch (threading.local runs
+    __init__ once per thread, with the arguments given at construction)."""
+
+    def __init__(self, launch):
+        self.block = _Block(launch)
+
+
 class Launch:
     """A compiled fused kernel for one exact input layout. Its parameter block (one 16-byte
     cell per pointer and scalar, then the geometry struct) is built once as a template; each
@@ -170,24 +178,16 @@ class Launch:
             prog.gvals)), dtype=np.int64).view(np.uint64)
         self.in_cells = list(range(0, 2 * n_in, 2))
         self.out_cells = list(range(2 * n_in, 2 * (n_in + n_out), 2))
-        self._local = threading.local()
-        self._local.block = _Block(self)  # the constructing thread's, built now
+        self._local = _PerThread(self)  # the constructing thread's block is built now
         self.ndarray = empty_allocator(cp)
         self.stream = cp.cuda.get_current_stream
 
     def block(self) -> _Block:
         """The calling thread's parameter block (built on its first call)."""
-        try:
-            return self._local.block
-        except AttributeError:
-            b = self._local.block = _Block(self)
-            return b
+        return self._local.block
 
     def __call__(self, in_datas, values):
-        try:
-            blk = self._local.block
-        except AttributeError:
-            blk = self.block()
+        blk = self._local.block
         buf = blk.u64
         misaligned = 0
         for c, d in zip(self.in_cells, in_datas):

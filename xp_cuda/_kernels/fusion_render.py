@@ -15,7 +15,7 @@ import contextlib
 import numpy as np
 
 from .elementwise import CTYPES, _op_struct
-from .fusion_ir import Op
+from .fusion_ir import Op, Take
 from .fusion_plan import THREADS, size
 
 FLAT = ("@flat",)  # coordinates of a C-contiguous element: the flat index itself
@@ -113,8 +113,7 @@ class _Values:
     """Prints the value of a node at given coordinates as a chain of `const` temporaries, and
     holds the parameter slots and op structs the printed code uses."""
 
-    def __init__(self, plan, graph):
-        self.plan = plan
+    def __init__(self):
         self.gvals = []  # runtime values of the parameter struct, by slot
         self._slots = {}
         self.structs = {}  # op struct name -> source
@@ -124,7 +123,6 @@ class _Values:
         self.flat_mode = "scalar"  # how FLAT input loads read: "scalar" (in[i]) or "pack"
         # ("pack": lane q of the u-th vector loaded for input k, p{k}[u].v[q])
         self.flat_var = "i"
-        self.param_of = {}
 
     def start(self, flat_mode="scalar", flat_var=None):
         """A new body: fresh temporaries list and memo (slots and temporaries' numbers go on)."""
@@ -192,7 +190,7 @@ class _Values:
         for a, s in enumerate(node.attr.spec):
             if x.shape[a] == 1:
                 src.append("0")
-            elif not hasattr(s, "out_axis"):  # Take
+            elif isinstance(s, Take):
                 src.append(self.slot(("vidx", id(node), a), s.index))
             elif s.whole:
                 src.append(coords[s.out_axis])
@@ -270,7 +268,7 @@ def _decompose(vals, var, axes_dims, prefix, lines):
 def render(plan, graph, outs, name):
     """(kernel source, op structs by name, slot values) of the kernel `name` computing `outs`
     (IR nodes) from graph.inputs under `plan`."""
-    vals = _Values(plan, graph)
+    vals = _Values()
     in_decl = []
     for node, lay in zip(graph.inputs, plan.inputs):
         k = lay.pos
