@@ -248,7 +248,8 @@ def _stand_in(monkeypatch):
     launches = []
     stream = types.SimpleNamespace(ptr=77, is_capturing=lambda: False)
     cp = types.SimpleNamespace(
-        zeros=lambda n, dtype: _DevArray((n,), dtype), empty=lambda n, dtype: _DevArray((n,), dtype),
+        zeros=lambda n, dtype: _DevArray((n,), dtype),
+        empty=lambda n, dtype: _DevArray((n,), dtype),
         cuda=types.SimpleNamespace(get_current_stream=lambda: stream,
                                    runtime=types.SimpleNamespace(getDevice=lambda: 0)))
     kernel = types.SimpleNamespace(kernel=types.SimpleNamespace(ptr=1234))

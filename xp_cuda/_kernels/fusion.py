@@ -65,10 +65,11 @@ class Program:
         plan = self.plan = plan_kernel(kernel_outs, input_layouts(trace.inputs, in_arrays),
                                        sms, self.config)
         self.threads = plan.threads
-        self.layout = plan.layout  # (elements per vector, vectors per thread, threads) per flat group
+        # (elements per vector, vectors per thread, threads) per flat group
+        self.layout = plan.layout
         self.blocks = plan.blocks  # grid when every operand is aligned
         self.blocks_scalar = plan.blocks_scalar  # grid for any alignment
-        self.tunable = plan.tunable  # other vector shapes are worth timing only where they matter
+        self.tunable = plan.tunable  # other vector shapes could change its speed
         self.scratch = list(plan.scratch)  # (size, numpy dtype) or None: partials, counters
         self.reductions = [(r.out, r.P, r.S) for r in plan.reductions]
         self.in_count = len(plan.inputs)
@@ -86,7 +87,7 @@ def translation_unit(programs) -> str:
                     *(p.kernel for p in programs)])
 
 
-# ---- launcher -------------------------------------------------------------------------------------
+# ---- launcher ---------------------------------------------------------------------------------
 def _launch(*args):
     global _launch
     from cupy.cuda import driver
