@@ -366,11 +366,10 @@ def test_tuned_launch_times_every_vector_shape_once(rng, monkeypatch):
     a, b = x[:40000], y[:40000]
     want = body(a, b)
     got = f(a, b)
-    assert launch.tuned and (launch.fn, launch.blocks, launch.blocks_scalar,
-                             launch.threads) in launch.variants
+    assert launch.tuned and launch.variant in launch.variants
     _same(got, want, loose=True)
     for variant in launch.variants:  # each shape computes the same values
-        launch.fn, launch.blocks, launch.blocks_scalar, launch.threads = variant
+        launch.variant = variant
         _same(f(a, b), got)
     # nothing to choose with a reduction; operands too wide for a vector of two leave only
     # the block sizes to choose from
@@ -514,6 +513,7 @@ def test_generated_sources_compile_with_nvrtc():
     from xp_cuda._devices import CPU
     from xp_cuda._kernels import nvrtc_compile
     from xp_cuda._kernels.fusion import CONFIGS, OPTIONS, THREADS, Program, translation_unit
+    from xp_cuda._kernels.fusion_ir import Op
     from xp_cuda.fusion import _trace
     from xp_cuda.fusion._fuse import _view_only
 
@@ -529,7 +529,7 @@ def test_generated_sources_compile_with_nvrtc():
         t, nodes, _ = _trace.trace(f, args, {}, CPU)
         kern = [n for n in nodes if not _view_only(n)]
         if kern:
-            ins = [args[n.attr]._data for n in t.inputs]
+            ins = [args[n.attr.pos]._data for n in t.inputs]
             p = Program(t, kern, ins, 132, name=f"k{i}")
             assert secret not in p.kernel and not re.search(r"\b(inf|nan|True|False)\b", p.kernel)
             progs.append(p)
@@ -540,7 +540,7 @@ def test_generated_sources_compile_with_nvrtc():
                 if v.layout not in layouts:  # each vector shape a launch may take
                     layouts.add(v.layout)
                     progs.append(v)
-                assert v.threads == THREADS or not any(n.op == "reduce" for n in kern)
+                assert v.threads == THREADS or not any(n.op is Op.REDUCE for n in kern)
     assert n_programs >= 200 and len(progs) > n_programs
     batch = 12
     for s in range(0, len(progs), batch):
@@ -550,6 +550,105 @@ def test_generated_sources_compile_with_nvrtc():
             name = re.search(r"\) (k\d+(?:v\d+)?)\(", p_.kernel).group(1)
             assert f".entry {name}(" in ptx
     assert time.perf_counter() - t0 < 120
+
+
+def _layout(shape, itemsize, strides=None):
+    """What a Program reads of an array: its layout (contiguous unless strides are given)."""
+    import types
+    if strides is None:
+        strides = tuple(int(s) for s in np.empty(shape, dtype=np.int8).strides)
+        strides = tuple(s * itemsize for s in strides)
+        contiguous = True
+    else:
+        contiguous = False
+    return types.SimpleNamespace(itemsize=itemsize, shape=shape, strides=strides, nbytes=0,
+                                 flags=types.SimpleNamespace(c_contiguous=contiguous))
+
+
+def _eager_reduction_cases():
+    """(kind, in dtype, accumulation dtype, layout, axes, keepdims) of eager reductions: every
+    dtype pair for rows, columns and no axis; every axis layout for a few pairs."""
+    names = [d.name for d in ALL_DTYPES]
+    numeric = [n for n in names if n != "bool"]
+    real = [n for n in numeric if not n.startswith("complex")]
+
+    def acc(n):
+        return "int64" if n.startswith("int") else "uint64" if n.startswith("uint") else n
+    pairs = ([("sum", n, acc(n)) for n in numeric] + [("prod", n, acc(n)) for n in numeric]
+             + [("sum", "float32", "float64"), ("sum", "int32", "float64"),
+                ("prod", "complex64", "complex128"), ("sum", "uint8", "int64")]
+             + [(k, n, n) for k in ("max", "min") for n in real]
+             + [("mean", n, n) for n in ("float32", "float64", "complex64", "complex128")]
+             + [(k, n, "bool") for k in ("all", "any") for n in names])
+    cases = []
+    for kind, i, a in pairs:
+        isz = np.dtype(i).itemsize
+        for axes in ((2,), (0,), ()):
+            cases.append((kind, i, a, _layout((3, 4, 5), isz), axes, False))
+    shape = (3, 4, 5)
+    for kind, i, a in (("sum", "float32", "float32"), ("sum", "int8", "int64"),
+                       ("any", "complex64", "bool"), ("prod", "complex128", "complex128"),
+                       ("mean", "float64", "float64"), ("max", "int16", "int16")):
+        isz = np.dtype(i).itemsize
+        c = _layout(shape, isz)
+        t = _layout(shape, isz, tuple(reversed(c.strides)))  # transposed
+        b = _layout(shape, isz, (0, 5 * isz, isz))  # broadcast along axis 0
+        for axes in ((), (0,), (1,), (2,), (0, 1), (0, 2), (1, 2), (0, 1, 2)):
+            for x in (c, t, b):
+                for keep in (False, True):
+                    cases.append((kind, i, a, x, axes, keep))
+        cases.append((kind, i, a, _layout((), isz), (), False))  # 0-d
+    return cases
+
+
+@pytest.mark.skipif(_nvrtc_reason() is not None, reason="NVRTC not available")
+def test_eager_reduction_sources_compile_with_nvrtc():
+    """Every kernel reduction.reduce_eager can build for these dtypes and layouts compiles."""
+    from xp_cuda._kernels import nvrtc_compile, reduction
+    from xp_cuda._kernels.fusion import OPTIONS, translation_unit
+    progs, seen = [], set()
+    for n, (kind, i, a, x, axes, keep) in enumerate(_eager_reduction_cases()):
+        p = reduction.program(kind, i, a, x, axes, keep, 132, name=f"r{n}")
+        text = p.kernel.replace(f" r{n}(", " R(")
+        if text not in seen:  # many layouts print the same kernel
+            seen.add(text)
+            progs.append(p)
+    assert len(progs) > 150
+    for s in range(0, len(progs), 16):
+        chunk = progs[s:s + 16]
+        ptx = nvrtc_compile(translation_unit(chunk), name=f"reduce_{s}.cu", options=OPTIONS)
+        for p_ in chunk:
+            assert f".entry {p_.name}(" in ptx
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(cuda_device_count() == 0, reason="no usable CUDA GPU here")
+@pytest.mark.parametrize("kind", ["sum", "prod", "max", "min", "mean", "all", "any"])
+def test_reduce_eager_matches_numpy(rng, kind):
+    """The eager entry on every axis layout, strided and broadcast inputs, 0-d, empty ranges."""
+    import cupy as cp
+    from xp_cuda._kernels.reduction import reduce_eager
+    dts = {"sum": ["int8", "uint16", "float32", "complex64"], "prod": ["int32", "float64"],
+           "max": ["int16", "float32"], "min": ["uint8", "float64"], "mean": ["float32"],
+           "all": ["bool", "float32"], "any": ["int8", "complex128"]}[kind]
+    for dt in dts:
+        a = np.asarray(rng.standard_normal((6, 7, 33)) * 3).astype(dt)
+        if kind == "prod":
+            a = (np.abs(a) % 2 + 1).astype(dt)
+        acc = ("bool" if kind in ("all", "any") else "int64" if dt.startswith("int") else
+               "uint64" if dt.startswith("uint") else dt)
+        xs = [a, a[:, ::-2, 1:], np.broadcast_to(a[:1], a.shape), a[0, 0, 0], a[:, :0]]
+        for x in xs:
+            for axes in ([(), (0,), (1,), (2,), (0, 2), (1, 2), (0, 1, 2)] if x.ndim else [()]):
+                if kind in ("max", "min") and any(x.shape[ax] == 0 for ax in axes):
+                    continue
+                for keep in (False, True):
+                    got = reduce_eager(cp, kind, cp.asarray(x), axes, keep, dt, acc)
+                    xa = x.astype(acc) if kind not in ("all", "any") else x
+                    f = {"max": np.max, "min": np.min}.get(kind, getattr(np, kind))
+                    want = np.asarray(f(xa, axis=axes, keepdims=keep)).astype(acc)
+                    assert got.dtype == want.dtype and got.shape == want.shape
+                    np.testing.assert_allclose(cp.asnumpy(got), want, rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize("dtype", [xp.int8, xp.int16, xp.int32, xp.int64, xp.uint16], ids=str)
@@ -589,5 +688,5 @@ def test_property_seeds_generate_valid_sources():
         args = _random_args(seed, CPU)
         t, nodes, _ = _trace.trace(program(seed), args, {}, CPU)
         kern = [n for n in nodes if not _view_only(n)]
-        p = Program(t, kern, [args[n.attr]._data for n in t.inputs], 132)
+        p = Program(t, kern, [args[n.attr.pos]._data for n in t.inputs], 132)
         assert "@" not in p.kernel, seed

@@ -6,6 +6,7 @@ import functools
 
 from .._array import Array, TypedScalar
 from .._dtypes import scalar_type_name
+from .._kernels.fusion_ir import Op
 from .._validation import common_device
 from . import _trace
 
@@ -21,63 +22,65 @@ def _eager_fns():
             "all": ut.all, "any": ut.any}
 
 
-_FNS = None
+_REPLAY = None  # Op -> replay function, built on first use (the eager modules import late)
 _SCALAR_TYPES = (bool, int, float, complex)
+
+
+def _replay_table(fns):
+    """Per Op, how the eager replay computes a node: f(node, ev, env), where ev evaluates an
+    operand node and env holds the call's values (see evaluate)."""
+    def bound(b, ev, env):  # a clip bound as the user gave it
+        if b is None:
+            return None
+        if b.op is Op.CONST:
+            return b.attr.source
+        if b.op is Op.PARAM:
+            return env[1][b.attr.use]
+        return ev(b)
+
+    def reduce(node, ev, env):
+        a = node.attr
+        return fns[a.kind](ev(node.args[0]), **dict(a.eager_kwargs))
+
+    return {
+        Op.INPUT: lambda node, ev, env: env[0][node.attr.pos],
+        Op.CONST: lambda node, ev, env: TypedScalar(node.attr.value, node.dtype),
+        Op.PARAM: lambda node, ev, env: TypedScalar(env[2][node.attr.use], node.dtype),
+        Op.ELEMENTWISE: lambda node, ev, env: fns["apply"](node.attr.name,
+                                                           tuple(ev(a) for a in node.args)),
+        Op.WHERE: lambda node, ev, env: fns["where"](*(ev(a) for a in node.args)),
+        Op.ASTYPE: lambda node, ev, env: fns["astype"](ev(node.args[0]), node.dtype),
+        Op.CLIP: lambda node, ev, env: fns["clip"](ev(node.args[0]),
+                                                   min=bound(node.args[1], ev, env),
+                                                   max=bound(node.args[2], ev, env)),
+        Op.VIEW: lambda node, ev, env: ev(node.args[0])[node.attr.key],
+        Op.REDUCE: reduce,
+    }
 
 
 def evaluate(nodes, values, raw, conv):
     """The graph, node by node, through xp_cuda's eager functions. values: the argument values
     by position; raw/conv: each parameter use's Python value and its typed NumPy scalar."""
-    global _FNS
-    fns = _FNS or _eager_fns()
-    _FNS = fns
+    global _REPLAY
+    table = _REPLAY or _replay_table(_eager_fns())
+    _REPLAY = table
+    env = (values, raw, conv)
     memo = {}
 
     def ev(node):
         key = id(node)
         if key in memo:
             return memo[key]
-        op = node.op
-        if op == "input":
-            out = values[node.attr]
-        elif op == "const":
-            out = TypedScalar(node.attr[0], node.dtype)
-        elif op == "param":
-            out = TypedScalar(conv[node.attr], node.dtype)
-        elif op == "ew":
-            out = fns["apply"](node.attr[0], tuple(ev(a) for a in node.args))
-        elif op == "where":
-            out = fns["where"](*(ev(a) for a in node.args))
-        elif op == "astype":
-            out = fns["astype"](ev(node.args[0]), node.dtype)
-        elif op == "clip":
-            x, lo, hi = node.args
-            out = fns["clip"](ev(x), min=bound(lo), max=bound(hi))
-        elif op == "view":
-            out = ev(node.args[0])[node.attr[1]]
-        elif op == "reduce":
-            out = fns[node.attr[0]](ev(node.args[0]), **node.attr[3])
-        else:
-            raise AssertionError(op)
-        memo[key] = out
+        out = memo[key] = table[node.op](node, ev, env)
         return out
-
-    def bound(b):
-        if b is None:
-            return None
-        if b.op == "const":
-            return b.attr[1]
-        if b.op == "param":
-            return raw[b.attr]
-        return ev(b)
 
     return [ev(n) for n in nodes]
 
 
 def _view_only(node) -> bool:
-    while node.op == "view":
+    while node.op is Op.VIEW:
         node = node.args[0]
-    return node.op == "input"
+    return node.op is Op.INPUT
 
 
 class _Entry:
@@ -94,7 +97,7 @@ class _Entry:
         device = common_device(arrays, "fuse") if len(arrays) > 1 else arrays[0].device
         self.device = device
         self.trace, self.nodes, self.is_tuple = _trace.trace(fn, args, kwargs, device)
-        self.in_pos = [n.attr for n in self.trace.inputs]
+        self.in_pos = [n.attr.pos for n in self.trace.inputs]
         self.launch = None
         self.one_gpu = False
         self.kernel_idx, self.eager_idx = [], []

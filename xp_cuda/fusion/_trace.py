@@ -3,7 +3,9 @@
 The shared entry points (elementwise ``apply``, ``clip``, ``where``, ``astype``, the reductions,
 ``Array.__getitem__``) validate and compute the result dtype and shape exactly as they do
 eagerly, then call the recorder here instead of computing. So a fused function has the dtypes,
-shapes and errors of the eager one by construction; this module decides none of them.
+shapes and errors of the eager one by construction; this module decides none of them. The
+nodes are the kernel layer's typed IR (xp_cuda._kernels.fusion_ir): an ``Op`` and one attribute
+dataclass per op, holding what the trace alone knows (e.g. a clip bound's comparison dtype).
 """
 from __future__ import annotations
 
@@ -14,7 +16,9 @@ import threading
 import numpy as np
 
 from .._array import Array, TypedScalar
-from .._dtypes import check_scalar, scalar_type_name
+from .._dtypes import PROMOTION_TABLE, check_scalar, scalar_type_name
+from .._kernels.fusion_ir import (Clip, Const, Elementwise, Input, Node, Op, Param, Reduce,
+                                  Slice, Take, View)
 
 _FUSE = "xp_cuda.fusion.fuse"
 
@@ -74,19 +78,6 @@ class Meta:
 
     def __len__(self):
         self._refuse()
-
-
-class Node:
-    """One IR node: op, operand nodes, result DType, result shape, op attributes."""
-
-    __slots__ = ("op", "args", "dtype", "shape", "attr")
-
-    def __init__(self, op, args, dtype, shape, attr=None):
-        self.op, self.args, self.dtype, self.shape, self.attr = op, tuple(args), dtype, \
-            tuple(shape), attr
-
-    def __repr__(self):
-        return f"Node({self.op}, {self.dtype}, {self.shape}, {self.attr!r})"
 
 
 class Tracer(Array):
@@ -264,14 +255,14 @@ def _node_of(x, what):
                 f"global or closure variable) was used inside it; pass it as an argument "
                 f"({_FUSE} traces arguments only)")
         node = x._data.node
-        if node.op == "reduce":
-            raise unsupported(f"using the result of xp.{node.attr[0]} as an input of {what} (a "
+        if node.op is Op.REDUCE:
+            raise unsupported(f"using the result of xp.{node.attr.kind} as an input of {what} (a "
                               f"reduction can only be returned by the fused function)")
         return node
     if isinstance(x, ParamScalar):
-        return Node("param", (), x.dtype, (), x.use)
+        return Node(Op.PARAM, (), x.dtype, (), Param(x.use))
     if isinstance(x, TypedScalar):  # a Python scalar typed by the operator rules: a constant
-        return Node("const", (), x.dtype, (), (x.value, x.value))
+        return Node(Op.CONST, (), x.dtype, (), Const(x.value, x.value))
     raise AssertionError(f"unexpected operand {x!r}")
 
 
@@ -283,39 +274,45 @@ def _bound(v, dtype, argname):
     if isinstance(v, Array):
         return _node_of(v, "clip")
     if isinstance(v, ScalarParam):
-        return Node("param", (), dtype, (), current().add_use(
-            v, dtype, lambda val, d=dtype, a=argname: _clip_scalar(val, d, a)))
-    return Node("const", (), dtype, (), (_clip_scalar(v, dtype, argname), v))
+        return Node(Op.PARAM, (), dtype, (), Param(current().add_use(
+            v, dtype, lambda val, d=dtype, a=argname: _clip_scalar(val, d, a))))
+    return Node(Op.CONST, (), dtype, (), Const(_clip_scalar(v, dtype, argname), v))
 
 
 # ---- the recorders the hooks call (after their validation) ----------------------------------
 def elementwise(name, operands, in_dtype, out_dtype, shape):
     args = [_node_of(o, name) for o in operands]
-    return current().tracer(Node("ew", args, out_dtype, shape, (name, in_dtype)))
+    return current().tracer(Node(Op.ELEMENTWISE, args, out_dtype, shape,
+                                 Elementwise(name, in_dtype.name)))
 
 
 def where(condition, x1, x2, dtype, shape):
     args = [_node_of(a, "where") for a in (condition, x1, x2)]
-    return current().tracer(Node("where", args, dtype, shape))
+    return current().tracer(Node(Op.WHERE, args, dtype, shape))
 
 
 def clip(x, lo, hi, shape):
     args = [_node_of(x, "clip"), _bound(lo, x.dtype, "min"), _bound(hi, x.dtype, "max")]
-    return current().tracer(Node("clip", args, x.dtype, shape))
+    # each side compares in the promotion of x's dtype and the bound's (a bound of another
+    # kind was refused by the eager check; a scalar bound has x's dtype)
+    cmp = [None if b is None else PROMOTION_TABLE.get((x.dtype, b.dtype), x.dtype).name
+           for b in args[1:]]
+    return current().tracer(Node(Op.CLIP, args, x.dtype, shape, Clip(*cmp)))
 
 
 def astype(x, dtype, device):
     if device is not None and device != x.device:
         raise unsupported("astype(..., device=...) moving data to another device")
-    return current().tracer(Node("astype", [_node_of(x, "astype")], dtype, x.shape))
+    return current().tracer(Node(Op.ASTYPE, [_node_of(x, "astype")], dtype, x.shape))
 
 
 def reduce(kind, x, axes, keepdims, rdtype, kwargs):
     from .._validation import reduced_shape as _out_shape
     node = _node_of(x, kind)
     shape = _out_shape(x.shape, axes, keepdims)
-    return current().tracer(Node("reduce", [node], rdtype, shape,
-                                 (kind, tuple(sorted(axes)), keepdims, dict(kwargs, keepdims=keepdims))))
+    eager = tuple(dict(kwargs, keepdims=keepdims).items())  # the replay's keyword arguments
+    return current().tracer(Node(Op.REDUCE, [node], rdtype, shape,
+                                 Reduce(kind, tuple(sorted(axes)), keepdims, eager)))
 
 
 def getitem(x, key, k):
@@ -326,12 +323,12 @@ def getitem(x, key, k):
     node = _node_of(x, "__getitem__")
     parts = k if isinstance(k, tuple) else (k,)
     n_axes = sum(1 for p in parts if p is not None and p is not Ellipsis)
-    spec, shape = [], []  # spec per source axis: ("int", i) | ("slice", out_axis, start, step, full)
+    spec, shape = [], []  # per source axis: Take(index) or Slice(out_axis, start, step, whole)
     axis = 0
     for p in parts:
         if p is Ellipsis:
             for _ in range(x.ndim - n_axes):
-                spec.append(("slice", len(shape), 0, 1, True))
+                spec.append(Slice(len(shape), 0, 1, True))
                 shape.append(x.shape[axis])
                 axis += 1
         elif p is None:
@@ -340,18 +337,18 @@ def getitem(x, key, k):
             start, stop, step = p.indices(x.shape[axis])
             n = len(range(start, stop, step))
             full = p.start is None and p.stop is None and p.step is None
-            spec.append(("slice", len(shape), start, step, full))
+            spec.append(Slice(len(shape), start, step, full))
             shape.append(n)
             axis += 1
         else:
             i = int(p)
-            spec.append(("int", i + x.shape[axis] if i < 0 else i))
+            spec.append(Take(i + x.shape[axis] if i < 0 else i))
             axis += 1
     while axis < x.ndim:  # axes the key does not name are taken whole
-        spec.append(("slice", len(shape), 0, 1, True))
+        spec.append(Slice(len(shape), 0, 1, True))
         shape.append(x.shape[axis])
         axis += 1
-    return current().tracer(Node("view", [node], x.dtype, shape, (tuple(spec), key)))
+    return current().tracer(Node(Op.VIEW, [node], x.dtype, shape, View(tuple(spec), key)))
 
 
 def _backend_reached(tb):
@@ -383,7 +380,7 @@ def trace(fn, args, kwargs, device):
     targs = []
     for pos, v in enumerate(values):
         if isinstance(v, Array):
-            node = Node("input", (), v.dtype, v.shape, pos)
+            node = Node(Op.INPUT, (), v.dtype, v.shape, Input(pos))
             t.inputs.append(node)
             targs.append(t.tracer(node))
         elif scalar_type_name(v) is not None:

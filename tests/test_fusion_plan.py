@@ -1,0 +1,325 @@
+"""The fused compiler's planning (fusion_plan), the eager reduction entry and the launcher's
+per-thread parameter blocks, checked on the CPU: no NVRTC, no GPU."""
+import threading
+import types
+
+import numpy as np
+import pytest
+
+import xp_cuda as xp
+from xp_cuda._devices import CPU
+from xp_cuda._kernels import fusion as kfusion
+from xp_cuda._kernels import fusion_plan as fp
+from xp_cuda._kernels import reduction as kred
+from xp_cuda._kernels.fusion_ir import Op
+from xp_cuda.fusion import _trace
+from xp_cuda.fusion._fuse import _view_only
+
+SMS = 132
+
+
+def fake(shape, itemsize, strides=None):
+    """An input layout: what planning reads of an array."""
+    contiguous = strides is None
+    if strides is None:
+        st, acc = [], itemsize
+        for n in reversed(shape):
+            st.append(acc)
+            acc *= max(n, 1)
+        strides = tuple(reversed(st))
+    return types.SimpleNamespace(itemsize=itemsize, shape=tuple(shape), strides=tuple(strides),
+                                 nbytes=0, flags=types.SimpleNamespace(c_contiguous=contiguous))
+
+
+def red(shape, axes, kind="sum", dt="float32", strides=None):
+    isz = np.dtype(dt).itemsize
+    p = kred.program(kind, dt, dt if kind not in ("all", "any") else "bool",
+                     fake(shape, isz, strides), axes, False, SMS)
+    return p.plan
+
+
+# ---- reductions -----------------------------------------------------------------------------
+@pytest.mark.parametrize("shape,axes,want", [
+    # (P, M, row_like, G, S, chunk, per, blocks, flat, vec)
+    ((7, 4096), (1,), (7, 4096, True, 256, 1, 4096, 1, 7, True, 4)),
+    ((2**28,), (0,), (1, 2**28, True, 256, 2112, 127104, 1, 2112, True, 4)),
+    ((33, 33008), (1,), (33, 33008, True, 256, 4, 8256, 1, 132, True, 4)),
+    ((100,), (0,), (1, 100, True, 32, 1, 100, 8, 1, True, 4)),
+    ((6, 5, 4), (0, 2), (5, 24, True, 1, 1, 24, 256, 1, False, 1)),  # innermost reduced
+    ((20011, 3), (0,), (3, 20011, False, 64, 9, 2224, 4, 9, False, 1)),  # column
+    ((3, 4001, 5), (1,), (15, 4001, False, 16, 7, 576, 16, 7, False, 1)),  # middle axis
+    ((2**20, 256), (0,), (256, 2**20, False, 8, 264, 3984, 32, 2112, False, 1)),
+])
+def test_reduction_split(shape, axes, want):
+    plan = red(shape, axes)
+    (r,) = plan.reductions
+    assert (r.P, r.M, r.row_like, r.G, r.S, r.chunk, r.per, r.blocks, r.flat, r.vec) == want
+    # the splits cover the range exactly once, in whole 16-element chunks when split
+    assert (r.S - 1) * r.chunk < r.M <= r.S * r.chunk
+    assert r.S == 1 or r.chunk % 16 == 0
+    assert r.scratch == (((r.P * r.S, "float32"), (r.P, "uint32")) if r.S > 1 else (None, None))
+    # one block per `per` work items (rows), or per `per` neighbouring outputs and split
+    blocks = -(-(r.P * r.S) // r.per) if r.row_like else -(-r.P // r.per) * r.S
+    assert r.blocks == max(1, blocks)
+    assert plan.threads == fp.THREADS and not plan.tunable
+
+
+def test_reduction_vector_width_by_dtype_and_layout():
+    for dt, vec in (("int8", 16), ("int16", 8), ("float32", 4), ("float64", 2),
+                    ("complex128", 1)):
+        assert red((5, 4096), (1,), dt=dt).reductions[0].vec == vec
+    # transposed operand, or the innermost axis kept: scalar loads only
+    assert red((64, 64), (1,), strides=(4, 256)).reductions[0].flat is False
+    assert red((64, 64), (0,)).reductions[0].vec == 1
+    # a broadcast operand (stride 0) is read through its strides
+    assert red((64, 64), (1,), strides=(0, 4)).reductions[0].flat is False
+
+
+def test_eager_reduction_edges():
+    # axes=(): a conversion of each element, no reduction section
+    plan = red((5, 3), ())
+    assert not plan.reductions and plan.groups[0].flat and plan.groups[0].n == 15
+    # all/any over no axis still take truth values: a reduction with M == 1
+    (r,) = red((5, 3), (), kind="any").reductions
+    assert (r.P, r.M) == (15, 1)
+    (r,) = red((), (), kind="all").reductions  # 0-d
+    assert (r.P, r.M, r.row_like) == (1, 1, True)
+    plan = red((), ())
+    assert plan.groups[0].shape == () and not plan.reductions
+
+
+class _FakeCp:
+    """What reduce_eager asks of CuPy before it would launch."""
+
+    def __init__(self):
+        self.calls = []
+        self.cuda = types.SimpleNamespace(runtime=types.SimpleNamespace(getDevice=lambda: 0))
+
+    def empty(self, shape, dtype):
+        self.calls.append(("empty", shape, dtype))
+        return np.empty(shape, dtype=dtype)
+
+    def full(self, shape, value, dtype):
+        self.calls.append(("full", shape, value, dtype))
+        return np.full(shape, value, dtype=dtype)
+
+
+@pytest.mark.parametrize("kind,value", [("sum", 0), ("prod", 1), ("mean", np.nan),
+                                        ("all", True), ("any", False)])
+def test_reduce_eager_empty_ranges_need_no_kernel(kind, value):
+    cp = _FakeCp()
+    acc = "bool" if kind in ("all", "any") else "float64"
+    out = kred.reduce_eager(cp, kind, np.zeros((3, 0)), (1,), False, "float64", acc)
+    assert out.shape == (3,) and out.dtype == np.dtype(acc)
+    np.testing.assert_array_equal(out, np.full(3, value, dtype=acc))
+    out = kred.reduce_eager(cp, kind, np.zeros((0, 4)), (1,), True, "float64", acc)
+    assert out.shape == (0, 1) and cp.calls[-1][0] == "empty"
+    with pytest.raises(ValueError):
+        kred.reduce_eager(cp, "max", np.zeros((3, 0)), (1,), False, "float64", "float64")
+
+
+def test_reduce_eager_cache_is_bounded(monkeypatch):
+    built = []
+
+    def build(cp, kind, in_name, acc_name, x, axes, keepdims):
+        built.append(x.shape)
+        return lambda ins, values: [("ran", x.shape)]
+    monkeypatch.setattr(kred, "_build", build)
+    monkeypatch.setattr(kred, "_cache", type(kred._cache)())
+    cp = _FakeCp()
+    dt = types.SimpleNamespace(name="float32")  # a DType-like object is read by .name
+    for n in range(1, kred.CACHE_SIZE + 45):
+        assert kred.reduce_eager(cp, "sum", np.zeros(n, np.float32), (0,), False, dt, dt) == \
+            ("ran", (n,))
+    assert len(kred._cache) == kred.CACHE_SIZE
+    kred.reduce_eager(cp, "sum", np.zeros(kred.CACHE_SIZE + 44, np.float32), (0,), False,
+                      "float32", "float32")
+    assert len(built) == kred.CACHE_SIZE + 44  # the last one was a hit
+
+
+# ---- elementwise groups ------------------------------------------------------------------------
+@pytest.mark.parametrize("config", fp.CONFIGS)
+@pytest.mark.parametrize("n", [1, 3, 1021, 4099, 6143, 16384, 2**20 + 5])
+def test_flat_grid_covers_every_element(config, n):
+    x = xp.broadcast_to(xp.zeros((), dtype=xp.float32, device=CPU), (n,))
+    t, nodes, _ = _trace.trace(lambda a: a * 2 + 1, [x], {}, CPU)
+    p = kfusion.Program(t, nodes, [fake((n,), 4)], SMS, config=config)
+    (g,) = p.plan.groups
+    vec = config[0] // 4
+    U, T = config[1], config[2]
+    assert g.flat and (g.vec, g.unroll, g.threads) == (vec, U, T) and p.layout == ((vec, U, T),)
+    per_block = U * T * vec
+    full = n // per_block
+    assert p.blocks == max(1, full + -(-(n - full * per_block) // T))
+    assert p.blocks_scalar == max(1, -(-n // T))
+    # aligned: whole blocks of vectors, then one thread per element of the tail
+    assert full * per_block + (p.blocks - full) * T >= n
+    assert p.tunable
+
+
+def _plan_of(f, args, arrays=None):
+    t, nodes, _ = _trace.trace(f, args, {}, CPU)
+    kern = [n for n in nodes if not _view_only(n)]
+    ins = arrays or [args[n.attr.pos]._data for n in t.inputs]
+    return kfusion.Program(t, kern, ins, SMS).plan
+
+
+def test_flat_or_strided():
+    x = xp.zeros((4, 6), dtype=xp.float32, device=CPU)
+    y = xp.zeros((6,), dtype=xp.float32, device=CPU)
+    s = xp.zeros((), dtype=xp.float64, device=CPU)
+    assert _plan_of(lambda a: a * a + 1, [x]).groups[0].flat
+    assert _plan_of(lambda a, c: a * c, [x, s]).groups[0].flat  # one element: read at 0
+    assert _plan_of(lambda a, c: a * c, [x, s]).groups[0].flat_inputs == (0,)
+    assert not _plan_of(lambda a, b: a + b, [x, y]).groups[0].flat  # broadcast
+    assert not _plan_of(lambda a: a[:, 1:] * 2, [x]).groups[0].flat  # a view
+    assert not _plan_of(lambda a: a * 2, [x], [fake((4, 6), 4, (4, 16))]).groups[0].flat
+    plan = _plan_of(lambda a, b: (a + 1, b * 2, xp.sum(a, axis=1)), [x, y])
+    assert [g.shape for g in plan.groups] == [(4, 6), (6,)] and len(plan.reductions) == 1
+    assert plan.threads == fp.THREADS and plan.layout == ((4, 1, 256), (4, 1, 256))
+
+
+def test_clip_compares_in_the_promoted_dtype():
+    i = xp.zeros((5,), dtype=xp.int8, device=CPU)
+    j = xp.zeros((5,), dtype=xp.int32, device=CPU)
+    t, nodes, _ = _trace.trace(lambda a, b: xp.clip(a, min=b, max=3), [i, j], {}, CPU)
+    (n,) = nodes
+    assert n.op is Op.CLIP and (n.attr.lo_compare, n.attr.hi_compare) == ("int32", "int8")
+
+
+# ---- per-thread parameter blocks ----------------------------------------------------------------
+def test_each_thread_gets_its_own_parameter_block_and_scratch():
+    class Buf:
+        n = 0
+
+        def __init__(self, size, dtype):
+            Buf.n += 1
+            self.data = types.SimpleNamespace(ptr=4096 * Buf.n)
+    cp = types.SimpleNamespace(zeros=Buf, empty=Buf)
+    launch = kfusion.Launch.__new__(kfusion.Launch)
+    launch.cp = cp
+    launch.scratch_specs = [(10, np.float32), (5, np.uint32)]
+    launch.uses = [(None, types.SimpleNamespace(name="float64"), None)]
+    launch.ncells = 2 + 2 + 1
+    launch.scratch_cell = 2
+    launch.template = np.arange(2 * launch.ncells + 3, dtype=np.uint64)
+    launch._local = kfusion._PerThread(launch)
+    blocks = []
+    main = launch.block()
+    assert launch.block() is main  # the same thread: the same block
+
+    def worker():
+        blocks.append(launch.block())
+    ts = [threading.Thread(target=worker) for _ in range(2)]
+    for t_ in ts:
+        t_.start()
+    for t_ in ts:
+        t_.join()
+    allb = [main] + blocks
+    assert len({id(b) for b in allb}) == 3
+    assert len({b.buf.ctypes.data for b in allb}) == 3 and len({b.addr for b in allb}) == 3
+    ptrs = [{s.data.ptr for s in b.scratch} for b in allb]
+    assert all(not (p & q) for a, p in enumerate(ptrs) for q in ptrs[a + 1:])
+    for b in allb:  # the geometry of the template; this thread's scratch pointers
+        np.testing.assert_array_equal(b.buf[2 * launch.ncells:],
+                                      launch.template[2 * launch.ncells:])
+        assert [int(b.buf[4]), int(b.buf[6])] == [s.data.ptr for s in b.scratch]
+        b.param_views[0][0] = 1.5
+        assert b.buf[8:10].view(np.float64)[0] == 1.5
+
+
+# ---- the launcher's wiring on a stand-in driver ----------------------------------------------
+class _DevArray:
+    """A stand-in device array: a layout and an address."""
+    n = 0
+
+    def __init__(self, shape, dtype, strides=None):
+        _DevArray.n += 1
+        self.dtype = np.dtype(dtype)
+        self.itemsize = self.dtype.itemsize
+        ref = np.empty(shape, dtype=self.dtype)
+        self.shape, self.nbytes = tuple(shape), ref.nbytes
+        self.strides = tuple(strides) if strides is not None else ref.strides
+        self.flags = types.SimpleNamespace(c_contiguous=strides is None)
+        self.data = types.SimpleNamespace(ptr=(1 << 20) * _DevArray.n)
+
+
+def _stand_in(monkeypatch):
+    launches = []
+    stream = types.SimpleNamespace(ptr=77, is_capturing=lambda: False)
+    cp = types.SimpleNamespace(
+        zeros=lambda n, dtype: _DevArray((n,), dtype),
+        empty=lambda n, dtype: _DevArray((n,), dtype),
+        cuda=types.SimpleNamespace(get_current_stream=lambda: stream,
+                                   runtime=types.SimpleNamespace(getDevice=lambda: 0)))
+    kernel = types.SimpleNamespace(kernel=types.SimpleNamespace(ptr=1234))
+    monkeypatch.setattr(kfusion, "load_kernels", lambda pairs, options: [kernel] * len(pairs))
+    monkeypatch.setattr(kfusion, "empty_allocator", lambda cp_: _DevArray)
+    monkeypatch.setattr(kfusion, "_sm_count", lambda cp_: SMS)
+    monkeypatch.setattr(kfusion, "_launch", lambda *a: launches.append(a))
+    return cp, launches
+
+
+def _cells(addr, ncells, nslots):
+    """The pointers and values a launch at `addr` passes: one 16-byte cell each, then the
+    geometry struct."""
+    import ctypes
+    ptrs = (ctypes.c_void_p * (ncells + 1)).from_address(addr)
+    cells = [ctypes.c_uint64.from_address(ptrs[c]).value for c in range(ncells)]
+    geo = list((ctypes.c_int64 * nslots).from_address(ptrs[ncells]))
+    return cells, geo
+
+
+def test_launch_writes_each_threads_block(monkeypatch):
+    cp, launches = _stand_in(monkeypatch)
+    x = xp.zeros((5, 70000), dtype=xp.float32, device=CPU)
+    t, nodes, _ = _trace.trace(lambda a, s: (a * s, xp.sum(a, axis=1)), [x, 0.5], {}, CPU)
+    dx = _DevArray((5, 70000), np.float32)
+    launch = kfusion.Launch(cp, t, nodes, [dx])
+    prog = kfusion.Program(t, nodes, [dx], SMS, name="xp_fused0")
+    assert prog.reductions[0][2] > 1  # split: scratch in use
+    outs = launch([dx], [None, 2.0])
+    fn, grid, _, _, threads, _, _, _, stream, addr, _ = launches[-1]
+    assert (fn, grid, threads, stream) == (1234, prog.blocks, prog.threads, 77)
+    ncells = 1 + 2 + 2 + 1
+    cells, geo = _cells(addr, ncells, prog.nslots)
+    blk = launch.block()
+    assert cells[:5] == [dx.data.ptr, outs[0].data.ptr, outs[1].data.ptr,
+                         blk.scratch[0].data.ptr, blk.scratch[1].data.ptr]
+    assert np.array([cells[5]], dtype=np.uint64).view(np.float32)[0] == 2.0
+    assert geo == prog.gvals + [0] * (prog.nslots - len(prog.gvals))
+    seen = []
+
+    def other():
+        launch([dx], [None, 3.0])
+        seen.append((launches[-1][9], launch.block()))
+    th = threading.Thread(target=other)
+    th.start()
+    th.join()
+    addr2, blk2 = seen[0]
+    assert addr2 != addr and blk2 is not blk
+    cells2, geo2 = _cells(addr2, ncells, prog.nslots)
+    assert cells2[3:5] == [blk2.scratch[0].data.ptr, blk2.scratch[1].data.ptr]
+    assert not set(cells2[3:5]) & set(cells[3:5]) and geo2 == geo
+    assert _cells(addr, ncells, prog.nslots)[0][5] == cells[5]  # this thread's value stays
+    # misaligned input: the grid for any alignment
+    launch([types.SimpleNamespace(data=types.SimpleNamespace(ptr=dx.data.ptr + 4))], [None, 1.0])
+    assert launches[-1][1] == prog.blocks_scalar
+
+
+def test_reduce_eager_builds_and_caches_one_launch(monkeypatch):
+    cp, launches = _stand_in(monkeypatch)
+    monkeypatch.setattr(kred, "_cache", type(kred._cache)())
+    x = _DevArray((6, 5, 4), np.int8, strides=(20, 1, 5))  # non-contiguous
+    f64 = types.SimpleNamespace(name="int64")
+    out = kred.reduce_eager(cp, "sum", x, (0, 2), True, "int8", f64)
+    assert out.shape == (1, 5, 1) and out.dtype == np.int64 and len(kred._cache) == 1
+    launch = next(iter(kred._cache.values()))
+    assert "xp_cvt<long long>" in launch.source and "reduction 0: sum" in launch.source
+    kred.reduce_eager(cp, "sum", x, (0, 2), True, "int8", "int64")
+    assert len(kred._cache) == 1 and len(launches) == 2
+    with pytest.raises(ValueError, match="dtype"):
+        kred.reduce_eager(cp, "sum", x, (0,), True, "int16", "int64")
+    y = _DevArray((3, 4), np.float32)
+    out = kred.reduce_eager(cp, "mean", y, (), False, "float32", "float32")  # a copy
+    assert out.shape == (3, 4) and "reduction" not in next(reversed(kred._cache.values())).source

@@ -1,0 +1,551 @@
+"""The printer of fused kernels: C++ from the typed IR (fusion_ir) and a KernelPlan
+(fusion_plan). It decides nothing: vector widths, unrolls, splits and grids come from the plan;
+here they become text. Values the kernel needs at run time (sizes, strides, view starts and
+steps, splits) go to numbered slots of one parameter struct, numbered in printing order, their
+values taken from the plan and the IR; so a new shape with the same ranks and broadcast pattern
+prints the same source.
+
+The source holds only identifiers and literals made here, never a name or string of the user's
+program. Literals are exact bit patterns, so inf, NaN, -0.0 and subnormals are valid CUDA.
+"""
+from __future__ import annotations
+
+import contextlib
+
+import numpy as np
+
+from .elementwise import CTYPES, _op_struct
+from .fusion_ir import Op, Take
+from .fusion_plan import THREADS, size
+
+FLAT = ("@flat",)  # coordinates of a C-contiguous element: the flat index itself
+
+REDUCE_OP = {"sum": "add", "mean": "add", "prod": "multiply", "max": "maximum",
+             "min": "minimum", "all": "logical_and", "any": "logical_or"}
+
+_KIND = {"b": "bool", "i": "int", "u": "uint", "f": "float", "c": "complex"}
+
+
+def kind_of(name: str) -> str:
+    """bool, int, uint, float or complex: the kind of the dtype named `name`."""
+    return _KIND[np.dtype(name).kind]
+
+
+# ---- literals -------------------------------------------------------------------------------
+def literal(value, dtype_name: str) -> str:
+    """A typed C++ constant for a scalar of the dtype named `dtype_name` (exact bits)."""
+    name = dtype_name
+    ct = CTYPES[name]
+    if name == "bool":
+        return "true" if bool(value) else "false"
+    kind = kind_of(name)
+    if kind == "int":
+        v = int(value)
+        if v == -(2 ** 63):
+            return "((long long)(-9223372036854775807LL - 1))"
+        return f"(({ct})({v}LL))"
+    if kind == "uint":
+        return f"(({ct}){int(value)}ULL)"
+    if name == "float32":
+        return f"__int_as_float((int){int(np.float32(value).view(np.uint32))}u)"
+    if name == "float64":
+        return f"__longlong_as_double((long long){int(np.float64(value).view(np.uint64))}ull)"
+    part = "float32" if name == "complex64" else "float64"  # the dtype of each part
+    f = np.dtype(part).type
+    c = complex(value)
+    return f"{ct}({literal(f(c.real), part)}, {literal(f(c.imag), part)})"
+
+
+def identity(kind: str, dtype_name: str) -> str:
+    """The reduction's starting value, as a literal."""
+    if kind in ("sum", "mean"):
+        return literal(0, dtype_name)
+    if kind == "prod":
+        return literal(1, dtype_name)
+    if kind == "all":
+        return "true"
+    if kind == "any":
+        return "false"
+    if kind_of(dtype_name) == "float":
+        v = -np.inf if kind == "max" else np.inf
+    else:
+        info = np.iinfo(np.dtype(dtype_name))
+        v = info.min if kind == "max" else info.max
+    return literal(v, dtype_name)
+
+
+# ---- an emitter that owns indentation -------------------------------------------------------
+class Emitter:
+    """Lines of C at an indentation it tracks (two spaces a level); pragmas stay at column 0."""
+
+    def __init__(self, indent=0):
+        self.parts = []
+        self.indent = indent
+
+    def line(self, text=""):
+        self.parts.append(f"{' ' * self.indent}{text}\n")
+
+    def lines(self, texts):
+        for t in texts:
+            self.line(t)
+
+    def pragma(self, text):
+        self.parts.append(f"{text}\n")
+
+    @contextlib.contextmanager
+    def block(self, head, close="}"):
+        """`head` opens a brace; the body is indented one level; `close` ends it."""
+        self.line(head)
+        self.indent += 2
+        try:
+            yield self
+        finally:
+            self.indent -= 2
+            if close is not None:
+                self.line(close)
+
+    def text(self):
+        return "".join(self.parts)
+
+
+# ---- values of IR nodes -----------------------------------------------------------------------
+class _Values:
+    """Prints the value of a node at given coordinates as a chain of `const` temporaries, and
+    holds the parameter slots and op structs the printed code uses."""
+
+    def __init__(self):
+        self.gvals = []  # runtime values of the parameter struct, by slot
+        self._slots = {}
+        self.structs = {}  # op struct name -> source
+        self.lines = []
+        self.memo = {}
+        self.tmp = 0
+        self.flat_mode = "scalar"  # how FLAT input loads read: "scalar" (in[i]) or "pack"
+        # ("pack": lane q of the u-th vector loaded for input k, p{k}[u].v[q])
+        self.flat_var = "i"
+
+    def start(self, flat_mode="scalar", flat_var=None):
+        """A new body: fresh temporaries list and memo (slots and temporaries' numbers go on)."""
+        self.memo, self.lines, self.flat_mode = {}, [], flat_mode
+        if flat_var is not None:
+            self.flat_var = flat_var
+
+    def slot(self, key, value) -> str:
+        i = self._slots.get(key)
+        if i is None:
+            i = self._slots[key] = len(self.gvals)
+            self.gvals.append(int(value))
+        return f"g.v[{i}]"
+
+    def op(self, fname, tc, to, arity) -> str:
+        sname = f"XpF_{fname}_{tc}_{to}"
+        if sname not in self.structs:
+            self.structs[sname] = _op_struct(sname, fname, tc, to, arity)
+        return sname
+
+    def new(self, ctype, expr) -> str:
+        name = f"v{self.tmp}"
+        self.tmp += 1
+        self.lines.append(f"const {ctype} {name} = {expr};")
+        return name
+
+    @staticmethod
+    def sub(operand, node, coords):
+        """Coordinates of an operand of `node`, broadcast by the spec's rule."""
+        if coords is FLAT:
+            return ("0",) * len(operand.shape) if size(operand.shape) == 1 else FLAT
+        r = len(operand.shape)
+        c = coords[len(coords) - r:] if r else ()
+        return tuple("0" if operand.shape[k] == 1 else c[k] for k in range(r))
+
+    def val(self, node, coords) -> str:
+        if coords is FLAT and size(node.shape) == 1:  # e.g. an output that is a 1-element view
+            coords = ("0",) * len(node.shape)
+        key = (id(node), coords)
+        v = self.memo.get(key)
+        if v is None:
+            v = self.memo[key] = _PRINT[node.op](self, node, coords)
+        return v
+
+    # one printer per Op (the table _PRINT below)
+    def _const(self, node, coords):
+        return literal(node.attr.value, node.dtype.name)
+
+    def _param(self, node, coords):
+        return f"s{node.attr.use}"
+
+    def _input(self, node, coords):
+        k = node.attr.pos
+        ct = CTYPES[node.dtype.name]
+        if coords is FLAT:
+            return self.new(ct, f"p{k}[u].v[q]" if self.flat_mode == "pack"
+                            else f"in{k}[{self.flat_var}]")
+        terms = [f"({c}) * {self.slot(('stride', k, a), 0)}"
+                 for a, c in enumerate(coords) if c != "0"]
+        return self.new(ct, f"in{k}[{' + '.join(terms) or '0'}]")
+
+    def _view(self, node, coords):
+        (x,) = node.args
+        src = []
+        for a, s in enumerate(node.attr.spec):
+            if x.shape[a] == 1:
+                src.append("0")
+            elif isinstance(s, Take):
+                src.append(self.slot(("vidx", id(node), a), s.index))
+            elif s.whole:
+                src.append(coords[s.out_axis])
+            else:
+                start = self.slot(("vstart", id(node), a), s.start)
+                step = self.slot(("vstep", id(node), a), s.step)
+                src.append(f"({start} + {step} * ({coords[s.out_axis]}))")
+        return self.val(x, tuple(src))
+
+    def _elementwise(self, node, coords):
+        a = node.attr
+        sname = self.op(a.name, a.compute_dtype, node.dtype.name, len(node.args))
+        tct = CTYPES[a.compute_dtype]
+        args = [f"xp_cvt<{tct}>({self.val(o, self.sub(o, node, coords))})" for o in node.args]
+        return self.new(CTYPES[node.dtype.name], f"{sname}::f({', '.join(args)})")
+
+    def _astype(self, node, coords):
+        ct = CTYPES[node.dtype.name]
+        return self.new(ct, f"xp_cvt<{ct}>({self.val(node.args[0], coords)})")
+
+    def _where(self, node, coords):
+        ct = CTYPES[node.dtype.name]
+        c, a, b = (self.val(o, self.sub(o, node, coords)) for o in node.args)
+        return self.new(ct, f"{c} ? xp_cvt<{ct}>({a}) : xp_cvt<{ct}>({b})")
+
+    def _clip(self, node, coords):
+        ct = CTYPES[node.dtype.name]
+        x, lo, hi = node.args
+        v = self.val(x, self.sub(x, node, coords))
+        for bound, cmp, pd in ((lo, "<", node.attr.lo_compare), (hi, ">", node.attr.hi_compare)):
+            if bound is None:
+                continue
+            bv = self.val(bound, self.sub(bound, node, coords))
+            pc = CTYPES[pd]
+            cond = f"xp_cvt<{pc}>({v}) {cmp} xp_cvt<{pc}>({bv})"
+            if kind_of(node.dtype.name) in ("int", "uint"):  # as maximum/minimum: see xp_isel
+                v = self.new(ct, f"xp_isel({cond}, xp_cvt<{ct}>({bv}), {v})")
+            else:
+                v = self.new(ct, f"({cond}) ? xp_cvt<{ct}>({bv}) : {v}")
+        return v
+
+    def _reduce(self, node, coords):
+        raise AssertionError("a reduction is a result only; the tracer refuses it as an operand")
+
+
+_PRINT = {Op.CONST: _Values._const, Op.PARAM: _Values._param, Op.INPUT: _Values._input,
+          Op.VIEW: _Values._view, Op.ELEMENTWISE: _Values._elementwise,
+          Op.ASTYPE: _Values._astype, Op.WHERE: _Values._where, Op.CLIP: _Values._clip,
+          Op.REDUCE: _Values._reduce}
+
+
+def _decompose(vals, var, axes_dims, prefix, lines):
+    """C-order coordinates of flat index `var` over (axis, size, slot key) triples."""
+    coords = {}
+    live = [(a, n, key) for a, n, key in axes_dims if n != 1]
+    for a, n, key in axes_dims:
+        if n == 1:
+            coords[a] = "0"
+    if not live:
+        return coords
+    if len(live) == 1:
+        coords[live[0][0]] = var
+        return coords
+    r = f"{prefix}r"
+    lines.append(f"long long {r} = {var};")
+    for a, n, key in reversed(live[1:]):
+        d = vals.slot(key, n)
+        lines.append(f"const long long {prefix}{a} = {r} % {d}; {r} /= {d};")
+        coords[a] = f"{prefix}{a}"
+    coords[live[0][0]] = r
+    return coords
+
+
+# ---- the kernel -------------------------------------------------------------------------------
+def render(plan, graph, outs, name):
+    """(kernel source, op structs by name, slot values) of the kernel `name` computing `outs`
+    (IR nodes) from graph.inputs under `plan`."""
+    vals = _Values()
+    in_decl = []
+    for node, lay in zip(graph.inputs, plan.inputs):
+        k = lay.pos
+        for ax, s in enumerate(lay.strides):
+            vals.slot(("stride", k, ax), s)
+        in_decl.append(f"const {CTYPES[node.dtype.name]}* __restrict__ in{k}")
+    T = plan.threads
+    body = []
+    for grp in plan.groups:
+        body.append(_group_section(vals, plan, grp, outs, T))
+    for red in plan.reductions:
+        body.append(_reduce_section(vals, plan, red, outs[red.out]))
+    out_decl = [f"{CTYPES[n.dtype.name]}* __restrict__ out{j}" for j, n in enumerate(outs)]
+    scr_decl = []
+    for red in plan.reductions:
+        a = CTYPES[red.dtype]
+        scr_decl += [f"{a}* __restrict__ part{red.index}",
+                     f"unsigned int* __restrict__ cnt{red.index}"]
+    par_decl = [f"const {CTYPES[u[1].name]} s{i}" for i, u in enumerate(graph.uses)]
+    nslots = max(1, len(vals.gvals))
+    params = in_decl + out_decl + scr_decl + par_decl + [f"const XpG<{nslots}> g"]
+    kernel = "".join([
+        f'extern "C" __global__ void __launch_bounds__({T}) {name}(',
+        ", ".join(params), ") {\n",
+        "  const long long tid = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n",
+        "  const long long stride = (long long)gridDim.x * blockDim.x;\n",
+        "  (void)tid; (void)stride;\n",
+        (f"  __shared__ __align__(16) unsigned char xp_smem[{THREADS * 16}];\n"
+         f"  __shared__ int xp_flag[{THREADS}];\n" if plan.reductions else ""),
+        "".join(body), "}\n"])
+    return kernel, vals.structs, vals.gvals
+
+
+def _pack(dtype_name, vec):
+    return f"XpPack<{CTYPES[dtype_name]}, {vec}>"
+
+
+def _aligned(terms):
+    return " && ".join(f"((unsigned long long){p} % {b}) == 0" for p, b in terms)
+
+
+def _scalar_body(vals, outs, grp, flat):
+    """Statements computing the group's outputs at element i (flat index or coordinates)."""
+    vals.start("scalar", "i")
+    if flat:
+        coords = FLAT
+    else:
+        pre = []
+        j0 = grp.outs[0]
+        cm = _decompose(vals, "i", [(a, s, ("dim", j0, a)) for a, s in enumerate(grp.shape)],
+                        f"c{j0}_", pre)
+        vals.lines += pre
+        coords = tuple(cm[a] for a in range(len(grp.shape)))
+    res = [vals.val(outs[j], coords) for j in grp.outs]
+    return vals.lines + [f"out{j}[i] = {r};" for j, r in zip(grp.outs, res)]
+
+
+def _group_section(vals, plan, grp, outs, T):
+    e = Emitter(2)
+    idxs = list(grp.outs)
+    nvar = vals.slot(("n", idxs[0]), grp.n)
+    e.line(f"{{ // outputs {idxs} ")
+    e.indent += 2
+    e.line(f"const long long n = {nvar};")
+    if not (grp.flat and grp.vec > 1):
+        with e.block("for (long long i = tid; i < n; i += stride) {"):
+            e.lines(_scalar_body(vals, outs, grp, grp.flat))
+        e.indent -= 2
+        e.line("}")
+        return e.text()
+    vec, U = grp.vec, grp.unroll
+    vals.start("pack")
+    res = [vals.val(outs[j], FLAT) for j in idxs]
+    inner = vals.lines
+    al = _aligned([(f"in{k}", vec * plan.input(k).itemsize) for k in grp.flat_inputs]
+                  + [(f"out{j}", vec * np.dtype(outs[j].dtype.name).itemsize) for j in idxs])
+    # Whole blocks of U * T vectors first (no loop state, no bounds checks: the fewest
+    # registers), then one thread per remaining element; with a misaligned operand one thread
+    # per element (the launcher then uses the larger grid).
+    with e.block(f"if ({al}) {{", close=None):
+        e.line(f"const long long nfull = n / {grp.per_block};")
+        with e.block("if (blockIdx.x < nfull) {", close=None):
+            e.line(f"const long long j0 = (long long)blockIdx.x * {U * T} + threadIdx.x;")
+            for k in grp.flat_inputs:
+                pk = _pack(plan.input(k).dtype, vec)
+                e.line(f"{pk} p{k}[{U}];")
+                e.pragma("#pragma unroll")
+                e.line(f"for (int u = 0; u < {U}; ++u) p{k}[u] = "
+                       f"reinterpret_cast<const {pk}*>(in{k})[j0 + u * {T}];")
+            e.pragma("#pragma unroll")
+            with e.block(f"for (int u = 0; u < {U}; ++u) {{"):
+                for j in idxs:
+                    e.line(f"{_pack(outs[j].dtype.name, vec)} r{j};")
+                e.pragma("#pragma unroll")
+                with e.block(f"for (int q = 0; q < {vec}; ++q) {{"):
+                    e.lines(inner)
+                    for j, r in zip(idxs, res):
+                        e.line(f"r{j}.v[q] = {r};")
+                for j in idxs:
+                    e.line(f"reinterpret_cast<{_pack(outs[j].dtype.name, vec)}*>(out{j})"
+                           f"[j0 + u * {T}] = r{j};")
+        scalar = _scalar_body(vals, outs, grp, True)
+        with e.block("} else {"):
+            e.line(f"const long long i = nfull * {grp.per_block} + "
+                   f"(long long)(blockIdx.x - nfull) * {T} + threadIdx.x;")
+            with e.block("if (i < n) {"):
+                e.lines(scalar)
+    with e.block("} else {"):
+        e.line("const long long i = tid;")
+        with e.block("if (i < n) {"):
+            e.lines(scalar)
+    e.indent -= 2
+    e.line("}")
+    return e.text()
+
+
+def _reduce_section(vals, plan, red, node):
+    j, r = red.out, red.index
+    (x,) = node.args
+    acc = red.dtype
+    at = CTYPES[acc]
+    comb = vals.op(REDUCE_OP[red.kind], acc, acc, 2)
+    nd = len(x.shape)
+    ident = identity(red.kind, acc)
+    conv = "xp_truth({})" if red.kind in ("all", "any") else f"xp_cvt<{at}>({{}})"
+    if red.kind == "mean":
+        div = vals.op("divide", acc, acc, 2)
+        fin = f"{div}::f({{}}, xp_cvt<{at}>({vals.slot(('M', j), red.M)}))"
+    else:
+        fin = "{}"
+    e = Emitter(2)
+    with e.block(f"{{ // reduction {j}: {red.kind}"):
+        e.line(f"const long long P = {vals.slot(('P', j), red.P)}, "
+               f"M = {vals.slot(('M', j), red.M)}, S = {vals.slot(('S', j), red.S)}, "
+               f"chunk = {vals.slot(('chunk', j), red.chunk)};")
+        e.line(f"const int G = (int){vals.slot(('G', j), red.G)};")
+        e.line("const int per = blockDim.x / G;")
+        e.line(f"{at}* sh = reinterpret_cast<{at}*>(xp_smem);")
+        if red.row_like:  # items (p, s) in order, per consecutive ones a block
+            e.line("const int grp = threadIdx.x / G, lane = threadIdx.x % G;")
+            loop = ("for (long long w0 = (long long)blockIdx.x * per; w0 < P * S; "
+                    "w0 += (long long)gridDim.x * per) {")
+            head = ["const long long w = w0 + grp;", "const bool live = w < P * S;",
+                    "const long long p = live ? w / S : 0;", "const long long s = w - p * S;"]
+        else:  # a block: outputs cb * per + grp, one split s
+            e.line("const int grp = threadIdx.x % per, lane = threadIdx.x / per;")
+            e.line("const long long CB = (P + per - 1) / per;")
+            loop = "for (long long wb = blockIdx.x; wb < CB * S; wb += gridDim.x) {"
+            head = ["const long long s = wb / CB, pc = (wb - s * CB) * per + grp;",
+                    "const bool live = pc < P;", "const long long p = live ? pc : 0;"]
+        with e.block(loop):
+            e.lines(head)
+            e.line(f"{at} acc = {ident};")
+            with e.block("if (live) {"):
+                pre = []
+                kc = _decompose(vals, "p", [(a, x.shape[a], ("kdim", j, a)) for a in red.kept],
+                                f"k{j}_", pre)
+                e.lines(pre)
+                vec = red.vec if red.flat else 1
+                if vec > 1:
+                    _reduce_vector_path(e, vals, plan, red, x, comb, conv)
+                    e.line("} else {")
+                _reduce_scalar_loop(e, vals, red, x, kc, nd, comb, conv)
+                if vec > 1:
+                    e.line("}")
+            _tree(e, comb, red.row_like)
+            with e.block("if (S == 1) {", close=None):
+                e.line(f"if (live && lane == 0) out{j}[p] = {fin.format('sh[threadIdx.x]')};")
+            with e.block("} else {"):
+                with e.block("if (lane == 0) {"):
+                    e.line("int last = 0;")
+                    with e.block("if (live) {"):
+                        e.line(f"part{r}[p * S + s] = sh[threadIdx.x];")
+                        e.line("__threadfence();")
+                        e.line(f"last = atomicAdd(&cnt{r}[p], 1u) == (unsigned int)(S - 1);")
+                    e.line("xp_flag[grp] = last;")
+                e.line("__syncthreads();")
+                e.line("const bool last = xp_flag[grp] != 0;")
+                e.line(f"acc = {ident};")
+                with e.block("if (last) {"):
+                    e.line("__threadfence();")
+                    e.line("for (long long k = lane; k < S; k += G)")
+                    e.line(f"  acc = {comb}::f(acc, xp_ldcg(part{r} + p * S + k));")
+                _tree(e, comb, red.row_like)
+                with e.block("if (last && lane == 0) {"):
+                    e.line(f"out{j}[p] = {fin.format('sh[threadIdx.x]')};")
+                    e.line(f"cnt{r}[p] = 0;")
+            e.line("__syncthreads();")
+    return e.text()
+
+
+def _tree(e, comb, row_like):
+    """The fixed-order tree over a work item's G lanes in shared memory."""
+    o = "o" if row_like else "o * per"  # from a lane to the next, in threads
+    e.line("sh[threadIdx.x] = acc;")
+    e.line("__syncthreads();")
+    with e.block("for (int o = G >> 1; o > 0; o >>= 1) {"):
+        e.line(f"if (lane < o) sh[threadIdx.x] = {comb}::f(sh[threadIdx.x], "
+               f"sh[threadIdx.x + {o}]);")
+        e.line("__syncthreads();")
+
+
+def _reduce_vector_path(e, vals, plan, red, x, comb, conv):
+    """The loop's vector branch (inputs aligned, rows of whole vectors): each lane reads
+    16-byte vectors of every input, two in flight. Leaves the branch open for the scalar one."""
+    V = red.vec
+    vals.start("pack", "0")
+    v = conv.format(vals.val(x, FLAT))
+    inner = vals.lines
+    ins = red.flat_inputs
+    packs = {k: _pack(plan.input(k).dtype, V) for k in ins}
+    al = _aligned([(f"in{k}", V * plan.input(k).itemsize) for k in ins])
+    al = f"{al} && (M % {V}) == 0"
+    kept = bool(red.kept)
+    e.line(f"if ({al}) {{")
+    e.indent += 2
+    e.line(f"const long long base = {'p * (M / ' + str(V) + ')' if kept else '0'};")
+    e.line(f"const long long vend = min(s * chunk + chunk, M) / {V};")
+    e.line(f"long long jv = s * chunk / {V} + lane;")
+    with e.block("for (; jv + G < vend; jv += 2 * G) {"):
+        for k, pk in packs.items():
+            e.line(f"{pk} p{k}[2];")
+            e.line(f"p{k}[0] = reinterpret_cast<const {pk}*>(in{k})[base + jv];")
+            e.line(f"p{k}[1] = reinterpret_cast<const {pk}*>(in{k})[base + jv + G];")
+        e.pragma("#pragma unroll")
+        with e.block("for (int u = 0; u < 2; ++u) {"):
+            e.pragma("#pragma unroll")
+            with e.block(f"for (int q = 0; q < {V}; ++q) {{"):
+                e.lines(inner)
+                e.line(f"acc = {comb}::f(acc, {v});")
+    with e.block("if (jv < vend) {"):
+        e.line("const int u = 0;")
+        for k, pk in packs.items():
+            e.line(f"{pk} p{k}[1];")
+            e.line(f"p{k}[0] = reinterpret_cast<const {pk}*>(in{k})[base + jv];")
+        e.pragma("#pragma unroll")
+        e.indent += 2
+        with e.block(f"for (int q = 0; q < {V}; ++q) {{"):
+            e.lines(inner)
+            e.line(f"acc = {comb}::f(acc, {v});")
+        e.indent -= 2
+    e.indent -= 2
+
+
+def _reduce_scalar_loop(e, vals, red, x, kc, nd, comb, conv):
+    """Four elements a step, then one: element jj of the range of output p."""
+    j = red.out
+
+    def body(var):
+        vals.start("scalar", f"(p * M + {var})" if red.kept else var)
+        if red.flat:
+            coords = FLAT
+        else:
+            pre = []
+            rc = _decompose(vals, var, [(a, x.shape[a], ("rdim", j, a)) for a in red.axes],
+                            f"r{var}_", pre)
+            vals.lines = pre + vals.lines
+            allc = dict(kc)
+            allc.update(rc)
+            coords = tuple(allc[a] for a in range(nd))
+        v = vals.val(x, coords)
+        return vals.lines, conv.format(v)
+
+    e.line("const long long jend = min(s * chunk + chunk, M);")
+    e.line("long long jj = s * chunk + lane;")
+    vs = []
+    with e.block("for (; jj + 3 * G < jend; jj += 4 * G) {"):
+        for u in range(4):
+            var = f"ju{u}"
+            e.line(f"const long long {var} = jj + {u} * G;")
+            lines, v = body(var)
+            e.lines(lines)
+            vs.append(v)
+        e.line(f"acc = {comb}::f(acc, {comb}::f({comb}::f({vs[0]}, {vs[1]}), "
+               f"{comb}::f({vs[2]}, {vs[3]})));")
+    with e.block("for (; jj < jend; jj += G) {"):
+        e.line("const long long jt = jj;")
+        lines, v = body("jt")
+        e.lines(lines)
+        e.line(f"acc = {comb}::f(acc, {v});")
