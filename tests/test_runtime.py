@@ -434,13 +434,8 @@ def test_the_leaf_check_can_fail():
 
 
 # fusion.py's own _dtypes imports are being removed on the fusion branch.
-_PENDING = {"fusion.py": "fusion.py still imports xp_cuda._dtypes (fusion branch's change)"}
-
-
 @pytest.mark.parametrize("path", sorted(KERNELS.glob("*.py")), ids=lambda p: p.name)
-def test_kernel_layer_imports_nothing_above_it(path, request):
-    if path.name in _PENDING:
-        request.applymarker(pytest.mark.xfail(reason=_PENDING[path.name], strict=False))
+def test_kernel_layer_imports_nothing_above_it(path):
     assert _spec_imports(path.read_text(encoding="utf-8")) == []
 
 

@@ -35,6 +35,10 @@ class Backend:
     # an array it closes over), the one of higher rank handles it (and reports the problem).
     rank = 0
 
+    # A context that makes this backend's device current, or None where there is no device
+    # to switch to (hot paths then skip the context).
+    switch = None
+
     def ctx(self):
         return contextlib.nullcontext()
 
@@ -131,6 +135,12 @@ class Backend:
 
     def stable_sort(self, data, axis: int):
         return self.xp.sort(data, axis=axis, kind="stable")
+
+    # ---- fused programs (xp_cuda.fusion) -----------------------------------------------------
+    def fused_launch(self, trace, outs, natives):
+        """A compiled kernel computing the IR nodes `outs` of `trace` from arrays laid out like
+        `natives`, or None where this backend evaluates the graph through the eager functions."""
+        return None
 
     # ---- linear algebra -------------------------------------------------------------------
     def linalg_errors(self) -> tuple:

@@ -13,6 +13,8 @@ from .._devices import Device, cuda_device_count, cupy_module
 from .._dtypes import TypedScalar
 from .._kernels import creation as _creation
 from .._kernels.elementwise import Plan as _Plan
+from .._kernels.fusion import Launch as _Launch
+from .._kernels.reduction import reduce_eager as _reduce_eager
 from .._kernels.vecdot import vecdot_cuda as _vecdot
 from ._base import FAST, Backend
 
@@ -26,6 +28,7 @@ class CudaBackend(Backend):
         self.device = device
         self.xp = cp = cupy_module()
         self._dev = cp.cuda.Device(device.index)
+        self.switch = None if cuda_device_count() == 1 else self._dev
         self._plans = {}  # (name, dtype names) -> elementwise Plan on this device
 
     def ctx(self):
@@ -74,8 +77,7 @@ class CudaBackend(Backend):
                 key = (name,) + tuple(o.dtype if type(o) is not TypedScalar else "s"
                                       for o in operands)
                 if key[-1] != "s" or len(key) == 3:
-                    FAST[key] = (plan, self.device,
-                                 None if cuda_device_count() == 1 else self._dev)
+                    FAST[key] = (plan, self.device, self.switch)
             n = 1
             for s in shape:
                 n *= s
@@ -102,6 +104,16 @@ class CudaBackend(Backend):
         if isinstance(value, np.generic):  # a device scalar: CuPy's fill() loses -0.0
             value = self.move_in(np.asarray(value), None)
         super().setitem(data, key, value, value_shape)
+
+    # ---- reductions: the generator fused reductions use ------------------------------------
+    def reduce(self, kind, data, axes, keepdims, dtype):
+        with self._dev:
+            return _reduce_eager(self.xp, kind, data, tuple(axes), keepdims, str(data.dtype),
+                                 dtype.name)
+
+    def fused_launch(self, trace, outs, natives):
+        with self._dev:
+            return _Launch(self.xp, trace, outs, natives)
 
     # ---- creation: our kernels ------------------------------------------------------------
     def empty(self, shape, dtype):

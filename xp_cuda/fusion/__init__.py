@@ -3,7 +3,6 @@
 Not part of the strict namespace (``xp_cuda.__all__``): import it as
 ``from xp_cuda.fusion import fuse``.
 """
-from . import _backend  # noqa: F401  (registers the trace backend)
 from ._fuse import fuse
 
 __all__ = ["fuse"]

@@ -4,25 +4,21 @@ from __future__ import annotations
 
 import functools
 
+from .. import _data_type_functions as dtf
+from .. import _elementwise as ew
+from .. import _searching as srch
+from .. import _statistical as st
+from .. import _utility as ut
 from .._array import Array, TypedScalar
+from .._backends import backend
 from .._dtypes import scalar_type_name
 from .._kernels.fusion_ir import Op
 from .._validation import common_device
 from . import _trace
 
-
-def _eager_fns():
-    from .. import _data_type_functions as dtf
-    from .. import _elementwise as ew
-    from .. import _searching as srch
-    from .. import _statistical as st
-    from .. import _utility as ut
-    return {"apply": ew.apply, "clip": ew.clip, "where": srch.where, "astype": dtf.astype,
-            "sum": st.sum, "prod": st.prod, "max": st.max, "min": st.min, "mean": st.mean,
-            "all": ut.all, "any": ut.any}
-
-
-_REPLAY = None  # Op -> replay function, built on first use (the eager modules import late)
+_EAGER = {"apply": ew.apply, "clip": ew.clip, "where": srch.where, "astype": dtf.astype,
+          "sum": st.sum, "prod": st.prod, "max": st.max, "min": st.min, "mean": st.mean,
+          "all": ut.all, "any": ut.any}
 _SCALAR_TYPES = (bool, int, float, complex)
 
 
@@ -61,9 +57,7 @@ def _replay_table(fns):
 def evaluate(nodes, values, raw, conv):
     """The graph, node by node, through xp_cuda's eager functions. values: the argument values
     by position; raw/conv: each parameter use's Python value and its typed NumPy scalar."""
-    global _REPLAY
-    table = _REPLAY or _replay_table(_eager_fns())
-    _REPLAY = table
+    table = _REPLAY
     env = (values, raw, conv)
     memo = {}
 
@@ -77,6 +71,9 @@ def evaluate(nodes, values, raw, conv):
     return [ev(n) for n in nodes]
 
 
+_REPLAY = _replay_table(_EAGER)
+
+
 def _view_only(node) -> bool:
     while node.op is Op.VIEW:
         node = node.args[0]
@@ -84,10 +81,11 @@ def _view_only(node) -> bool:
 
 
 class _Entry:
-    """What one argument layout runs: the trace, and on cuda the compiled kernel."""
+    """What one argument layout runs: the trace, and where the device's backend compiles
+    fused programs (cuda) the kernel."""
 
     __slots__ = ("trace", "nodes", "is_tuple", "launch", "kernel_idx", "eager_idx",
-                 "in_pos", "device", "one_gpu", "fast")
+                 "in_pos", "device", "switch", "fast")
 
     def __init__(self, fn, args, kwargs, values):
         arrays = [v for v in values if isinstance(v, Array)]
@@ -98,25 +96,17 @@ class _Entry:
         self.device = device
         self.trace, self.nodes, self.is_tuple = _trace.trace(fn, args, kwargs, device)
         self.in_pos = [n.attr.pos for n in self.trace.inputs]
-        self.launch = None
-        self.one_gpu = False
         self.kernel_idx, self.eager_idx = [], []
-        if device.kind == "cuda":
-            for j, n in enumerate(self.nodes):
-                (self.eager_idx if _view_only(n) else self.kernel_idx).append(j)
-            if self.kernel_idx:
-                from .._backends import backend
-                from .._devices import cuda_device_count
-                self.one_gpu = cuda_device_count() == 1  # no device to switch to
-                from .._kernels.fusion import Launch
-                b = backend(device)
-                with b.ctx():
-                    self.launch = Launch(b.xp, self.trace,
-                                         [self.nodes[j] for j in self.kernel_idx],
-                                         [values[p]._data for p in self.in_pos])
-        else:
-            self.eager_idx = list(range(len(self.nodes)))
-        self.fast = self.one_gpu and self.launch is not None and not self.eager_idx
+        for j, n in enumerate(self.nodes):  # views of an argument stay views (eager)
+            (self.eager_idx if _view_only(n) else self.kernel_idx).append(j)
+        b = backend(device)
+        self.switch = b.switch  # None: no device to switch to
+        self.launch = b.fused_launch(self.trace, [self.nodes[j] for j in self.kernel_idx],
+                                     [values[p]._data for p in self.in_pos]) \
+            if self.kernel_idx else None
+        if self.launch is None:  # a backend that evaluates eagerly (cpu)
+            self.kernel_idx, self.eager_idx = [], list(range(len(self.nodes)))
+        self.fast = self.switch is None and self.launch is not None and not self.eager_idx
 
     def run(self, values):
         if self.fast:  # one kernel computes every output
@@ -129,11 +119,10 @@ class _Entry:
         outs = [None] * len(self.nodes)
         if self.launch is not None:
             dev = self.device
-            if self.one_gpu:
+            if self.switch is None:
                 res = self.launch([values[p]._data for p in self.in_pos], values)
             else:
-                from .._backends import backend
-                with backend(dev).ctx():
+                with self.switch:
                     res = self.launch([values[p]._data for p in self.in_pos], values)
             new = Array._new
             for j, r in zip(self.kernel_idx, res):

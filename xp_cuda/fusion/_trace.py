@@ -1,24 +1,27 @@
 """The tracer: xp_cuda's own eager functions, run on Tracer arrays, record typed IR nodes.
 
-The shared entry points (elementwise ``apply``, ``clip``, ``where``, ``astype``, the reductions,
-``Array.__getitem__``) validate and compute the result dtype and shape exactly as they do
-eagerly, then call the recorder here instead of computing. So a fused function has the dtypes,
-shapes and errors of the eager one by construction; this module decides none of them. The
+A Tracer names the trace backend (``TraceBackend`` below) as its own, so the spec layer's
+functions, unchanged, validate and compute the result dtype and shape exactly as they do
+eagerly, then make their one backend call here, which records a node instead of computing
+(torch's prims with meta functions, not a tracing flag in every function). So a fused function
+has the dtypes, shapes and errors of the eager one by construction; this module decides none of
+them. A primitive with no fused form refuses with the name the spec layer called it by. The
 nodes are the kernel layer's typed IR (xp_cuda._kernels.fusion_ir): an ``Op`` and one attribute
 dataclass per op, holding what the trace alone knows (e.g. a clip bound's comparison dtype).
 """
 from __future__ import annotations
 
 import operator
-import sys
 import threading
 
 import numpy as np
 
-from .._array import Array, TypedScalar
-from .._dtypes import PROMOTION_TABLE, check_scalar, scalar_type_name
+from .._array import Array, TypedScalar, register_native_type
+from .._backends import Backend, EmptyMask
+from .._dtypes import PROMOTION_TABLE, check_scalar, clip_scalar, scalar_type_name
 from .._kernels.fusion_ir import (Clip, Const, Elementwise, Input, Node, Op, Param, Reduce,
                                   Slice, Take, View)
+from .._validation import reduced_shape
 
 _FUSE = "xp_cuda.fusion.fuse"
 
@@ -27,20 +30,6 @@ def unsupported(what: str) -> TypeError:
     return TypeError(
         f"{what} is not supported inside a function fused with {_FUSE} (it needs data-dependent "
         f"control flow or shapes, or has no fused form); move it outside the fused function")
-
-
-def _caller_op() -> str | None:
-    """The public xp_cuda function the user called that reached an unhooked backend call."""
-    f = sys._getframe(2)
-    name = None
-    while f is not None:
-        mod = f.f_globals.get("__name__", "")
-        if mod.startswith("xp_cuda") and not mod.startswith("xp_cuda.fusion"):
-            name = f.f_code.co_name
-        elif name is not None:
-            break
-        f = f.f_back
-    return name
 
 
 class Meta:
@@ -57,9 +46,7 @@ class Meta:
         self.size = int(np.prod(node.shape, dtype=np.int64)) if node.shape else 1
 
     def _refuse(self, what=None):
-        op = _caller_op()
-        raise unsupported(f"xp.{op}" if op and not op.startswith("_") else
-                          f"xp_cuda operation {op or what}")
+        raise unsupported(f"an xp_cuda operation on a traced array's data ({what or 'values'})")
 
     def __getattr__(self, attr):
         self._refuse(attr)
@@ -84,7 +71,6 @@ class Tracer(Array):
     """An Array standing for a value of the function being fused."""
 
     __slots__ = ()
-    _traced = True
 
     def __repr__(self):
         return f"Tracer(shape={self.shape}, dtype={self.dtype}, device={self._device})"
@@ -268,15 +254,14 @@ def _node_of(x, what):
 
 def _bound(v, dtype, argname):
     """A clip bound: None, a Tracer, a Python scalar (constant) or a scalar argument."""
-    from .._dtypes import clip_scalar as _clip_scalar
     if v is None:
         return None
     if isinstance(v, Array):
         return _node_of(v, "clip")
     if isinstance(v, ScalarParam):
         return Node(Op.PARAM, (), dtype, (), Param(current().add_use(
-            v, dtype, lambda val, d=dtype, a=argname: _clip_scalar(val, d, a))))
-    return Node(Op.CONST, (), dtype, (), Const(_clip_scalar(v, dtype, argname), v))
+            v, dtype, lambda val, d=dtype, a=argname: clip_scalar(val, d, a))))
+    return Node(Op.CONST, (), dtype, (), Const(clip_scalar(v, dtype, argname), v))
 
 
 # ---- the recorders the hooks call (after their validation) ----------------------------------
@@ -307,9 +292,8 @@ def astype(x, dtype, device):
 
 
 def reduce(kind, x, axes, keepdims, rdtype, kwargs):
-    from .._validation import reduced_shape as _out_shape
     node = _node_of(x, kind)
-    shape = _out_shape(x.shape, axes, keepdims)
+    shape = reduced_shape(x.shape, axes, keepdims)
     eager = tuple(dict(kwargs, keepdims=keepdims).items())  # the replay's keyword arguments
     return current().tracer(Node(Op.REDUCE, [node], rdtype, shape,
                                  Reduce(kind, tuple(sorted(axes)), keepdims, eager)))
@@ -317,8 +301,7 @@ def reduce(kind, x, axes, keepdims, rdtype, kwargs):
 
 def getitem(x, key, k):
     """x[key] with ints, slices, None and Ellipsis: a strided view of x's values."""
-    from .._backends import EmptyMask as _EmptyMask
-    if isinstance(k, _EmptyMask) or (hasattr(k, "dtype") and not isinstance(k, tuple)):
+    if isinstance(k, EmptyMask) or (hasattr(k, "dtype") and not isinstance(k, tuple)):
         raise unsupported("boolean-mask indexing (its result shape depends on the data)")
     node = _node_of(x, "__getitem__")
     parts = k if isinstance(k, tuple) else (k,)
@@ -351,25 +334,6 @@ def getitem(x, key, k):
     return current().tracer(Node(Op.VIEW, [node], x.dtype, shape, View(tuple(spec), key)))
 
 
-def _backend_reached(tb):
-    """The public xp_cuda function whose backend call (NumPy/CuPy) got a Tracer's Meta and
-    failed in its own way (e.g. CuPy's type checks); None for any other error."""
-    name, outer = None, None
-    while tb is not None:
-        mod = tb.tb_frame.f_globals.get("__name__", "")
-        if mod.startswith("xp_cuda.fusion"):
-            pass
-        elif mod.startswith("xp_cuda"):
-            if outer is None:
-                outer = tb.tb_frame.f_code.co_name
-        elif outer is not None and mod.split(".")[0] in ("numpy", "cupy", "cupy_backends",
-                                                          "cupyx"):
-            name = outer
-            break
-        tb = tb.tb_next
-    return name
-
-
 # ---- running the user's function ------------------------------------------------------------
 def trace(fn, args, kwargs, device):
     """Run fn on Tracers for its array arguments and ScalarParams for its Python scalars.
@@ -392,11 +356,6 @@ def trace(fn, args, kwargs, device):
     try:
         out = fn(*targs[:len(args)], **{n[1]: v for n, v in zip(names[len(args):],
                                                                  targs[len(args):])})
-    except Exception as e:
-        op = _backend_reached(e.__traceback__)
-        if op is None:
-            raise  # the eager function's own validation error, unchanged
-        raise unsupported(f"xp.{op}") from None
     finally:
         _local.trace = prev
     is_tuple = isinstance(out, (tuple, list))
@@ -408,3 +367,99 @@ def trace(fn, args, kwargs, device):
                             f"its array arguments (or a tuple of them); got {type(o).__name__}")
         nodes.append(o._data.node)
     return t, nodes, is_tuple
+
+
+# ---- the trace backend: the primitives, recorded -------------------------------------------
+class _Refuse:
+    """``b.xp`` of the trace backend: every NumPy-style function is one with no fused form."""
+
+    def __getattr__(self, name):
+        raise unsupported(f"xp.{name}")
+
+
+def _arr(data):
+    """The array a recorder takes for a native operand: a Tracer for a traced value; any other
+    array (one the function closes over) as itself, which the recorder refuses by name."""
+    t = current()
+    if type(data) is Meta:
+        return Tracer._new(data, t.device)
+    return Array._new(data, t.device)
+
+
+def _operand(o):
+    return o if isinstance(o, TypedScalar) else _arr(o)
+
+
+def _data(tracer):
+    return tracer._data
+
+
+class TraceBackend(Backend):
+    xp = _Refuse()
+    rank = 1  # a call that meets a traced array is recorded (or refused), never computed
+
+    # ---- recorded ---------------------------------------------------------------------------
+    def elementwise(self, name, fn, operands, in_dtype, out_dtype, shape):
+        # (each method records through the module's recorder of the same name)
+        return _data(elementwise(name, [_operand(o) for o in operands], in_dtype, out_dtype,
+                                 shape))
+
+    def where(self, cond, x1, x2, dtype, shape):
+        return _data(where(_arr(cond), _arr(x1), _arr(x2), dtype, shape))
+
+    def astype(self, data, dtype, copy):
+        return _data(astype(_arr(data), dtype, None))
+
+    def clip_bound(self, value, dtype, argname):
+        # A scalar argument of the fused function is checked with its value at trace time
+        # and stays a kernel parameter; a Python scalar is checked and becomes a constant.
+        clip_scalar(value.sample if isinstance(value, ScalarParam) else value, dtype, argname)
+        return value
+
+    def clip(self, data, lo, hi, dtype, shape):
+        def bound(v):
+            return v if v is None or isinstance(v, ScalarParam) or not hasattr(v, "shape") \
+                else _arr(v)
+        return _data(clip(_arr(data), bound(lo), bound(hi), shape))
+
+    def reduce(self, kind, data, axes, keepdims, dtype):
+        kwargs = {"axis": tuple(axes)}
+        if kind in ("sum", "prod"):
+            kwargs["dtype"] = dtype
+        return _data(reduce(kind, _arr(data), axes, keepdims, dtype, kwargs))
+
+    def getitem(self, data, key, user_key):
+        return _data(getitem(_arr(data), user_key, key))
+
+    # ---- refused ----------------------------------------------------------------------------
+    def setitem(self, data, key, value, value_shape):
+        raise unsupported("item assignment (x[...] = v)")
+
+    def assign(self, data, value):
+        raise unsupported("an in-place operator (write x = x + y instead of x += y)")
+
+    def move(self, data, dst, stream=None):
+        raise unsupported("moving a traced array to another device (to_device, device=)")
+
+    def move_in(self, data, src_backend, stream=None):
+        raise unsupported("moving data into a fused function (to_device, device=)")
+
+    def to_host(self, data):
+        raise unsupported("reading a traced array's values")
+
+    def stable_sort(self, data, axis):
+        raise unsupported("xp.sort")
+
+    def stable_argsort(self, data, axis):
+        raise unsupported("xp.argsort")
+
+    def vecdot(self, d1, d2, axis, dtype):
+        raise unsupported("xp.vecdot")
+
+    def linalg_checked(self):
+        raise unsupported("xp.linalg")
+
+
+TRACE = TraceBackend()
+Tracer._b = TRACE  # a Tracer's backend is the recorder, whatever its device
+register_native_type(Meta, Tracer)
