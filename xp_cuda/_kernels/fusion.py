@@ -19,11 +19,10 @@ from __future__ import annotations
 
 import ctypes
 import threading
-from pathlib import Path
 
 import numpy as np
 
-from . import empty_allocator, load_kernels
+from ._runtime import NP_TYPES, device_info, driver_launch, empty_allocator, load_kernels, source
 from .elementwise import CTYPES, OPTIONS, _op_struct, header  # noqa: F401  (names kept)
 from .fusion_ir import Graph, Op  # noqa: F401
 from .fusion_plan import (COL_GROUPS, CONFIGS, RED_WAVES, THREADS, input_layouts,  # noqa: F401
@@ -33,20 +32,6 @@ from .fusion_render import FLAT, identity, literal, render  # noqa: F401
 TUNE_MIN_BYTES = 2**25  # operand bytes from which a launch is long enough to time (~8 us)
 TUNE_ROUNDS = 3  # timed launches per candidate; the fastest of each counts
 KERNEL = "xp_fused"
-_FUSION_CUH = Path(__file__).resolve().parent / "fusion.cuh"
-_fcuh = None
-
-
-def _fusion_header():
-    global _fcuh
-    if _fcuh is None:
-        _fcuh = _FUSION_CUH.read_text(encoding="utf-8")
-    return _fcuh
-
-
-def _sm_count(cp) -> int:
-    from .elementwise import _max_blocks
-    return _max_blocks(cp) // 16
 
 
 class Program:
@@ -83,22 +68,16 @@ def translation_unit(programs) -> str:
     structs = {}
     for p in programs:
         structs.update(p.structs)
-    return "".join([header(), "\n", _fusion_header(), "\n", *structs.values(),
+    return "".join([header(), "\n", source("fusion.cuh"), "\n", *structs.values(),
                     *(p.kernel for p in programs)])
 
 
 # ---- launcher ---------------------------------------------------------------------------------
 def _launch(*args):
+    """The driver's launch, bound on first use (CuPy is imported lazily)."""
     global _launch
-    from cupy.cuda import driver
-    _launch = driver.launchKernel
+    _launch = driver_launch()
     return _launch(*args)
-
-
-_NP_PARAM = {"bool": np.bool_, "int8": np.int8, "int16": np.int16, "int32": np.int32,
-             "int64": np.int64, "uint8": np.uint8, "uint16": np.uint16, "uint32": np.uint32,
-             "uint64": np.uint64, "float32": np.float32, "float64": np.float64,
-             "complex64": np.complex64, "complex128": np.complex128}
 
 
 class _Block:
@@ -124,7 +103,7 @@ class _Block:
         for i, sc in enumerate(self.scratch):
             buf[2 * (c0 + i)] = 0 if sc is None else sc.data.ptr
         c0 += len(self.scratch)
-        self.param_views = [buf[2 * (c0 + u): 2 * (c0 + u) + 2].view(_NP_PARAM[dt.name])[:1]
+        self.param_views = [buf[2 * (c0 + u): 2 * (c0 + u) + 2].view(NP_TYPES[dt.name])[:1]
                             for u, (_, dt, _) in enumerate(launch.uses)]
 
 
@@ -151,7 +130,7 @@ class Launch:
 
     def __init__(self, cp, trace, kernel_outs, in_arrays):
         self.cp = cp
-        sms = _sm_count(cp)
+        sms = device_info(cp).sm_count
         prog = Program(trace, kernel_outs, in_arrays, sms, name=f"{KERNEL}0")
         progs = [prog]
         moved = sum(a.nbytes for a in in_arrays) + sum(
