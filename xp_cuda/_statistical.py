@@ -121,22 +121,9 @@ def _var(fname, x, axis, correction, keepdims, root):
     if isinstance(correction, bool) or not isinstance(correction, (int, float)):
         raise TypeError(f"{fname}: correction must be a Python int or float, got {correction!r}")
     axes, n = _reduced(x, axis, keepdims, fname)
-    shape = reduced_shape(x.shape, axes, keepdims)
-    b = x._b
-    xp = b.xp
-    with b.ctx(), np.errstate(all="ignore"):
-        if not n - correction > 0:  # spec: NaN when N - correction <= 0
-            out = xp.full(shape, np.nan, dtype=x.dtype._np)
-        else:
-            data = x._data
-            m = xp.mean(data, axis=axes, keepdims=True)
-            dev = data - m
-            out = xp.sum(dev * dev, axis=axes, keepdims=keepdims)
-            out = out / xp.asarray(n - correction, dtype=x.dtype._np)
-            if root:
-                out = xp.sqrt(out)
-        out = xp.asarray(out).astype(x.dtype._np, copy=False)
-    return _wrap(out, x.device)
+    # spec: NaN when N - correction <= 0
+    return _wrap(x._b.var(fname, x._data, axes, n - correction, keepdims, x.dtype),
+                 x.device)
 
 
 def var(x, /, *, axis=None, correction=0.0, keepdims=False):

@@ -103,6 +103,24 @@ class Backend:
                 out = getattr(xp, kind)(data, axis=axes, keepdims=keepdims)
             return xp.asarray(out).astype(dtype._np, copy=False)
 
+    def var(self, fname, data, axes, dof, keepdims, dtype):
+        """var (std: fname "std", its square root) over `axes` with `dof` = N - correction
+        degrees of freedom; NaN where dof <= 0."""
+        xp = self.xp
+        with self.ctx(), np.errstate(all="ignore"):
+            if not dof > 0:
+                shape = tuple(1 if i in axes else n for i, n in enumerate(data.shape)
+                              ) if keepdims else tuple(n for i, n in enumerate(data.shape)
+                                                       if i not in axes)
+                out = xp.full(shape, np.nan, dtype=dtype._np)
+            else:
+                dev = data - xp.mean(data, axis=axes, keepdims=True)
+                out = xp.sum(dev * dev, axis=axes, keepdims=keepdims)
+                out = out / xp.asarray(dof, dtype=dtype._np)
+                if fname == "std":
+                    out = xp.sqrt(out)
+            return xp.asarray(out).astype(dtype._np, copy=False)
+
     # ---- indexing -------------------------------------------------------------------------
     def getitem(self, data, key, user_key):
         """key: validated by the spec layer (an EmptyMask, a native bool array, or a tuple of

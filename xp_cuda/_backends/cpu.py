@@ -10,7 +10,7 @@ import numpy as np
 
 from .._devices import CPU
 from .._dtypes import TypedScalar
-from ._base import Backend
+from ._base import Backend, EmptyMask
 
 # Rounding an integer is the identity; going through the backend would pass through float64
 # and lose exactness above 2**53.
@@ -124,7 +124,7 @@ class CpuBackend(Backend):
         return np.asarray(super().reduce(kind, data, axes, keepdims, dtype))
 
     def setitem(self, data, key, value, value_shape):
-        if not data.flags.writeable:
+        if not isinstance(key, EmptyMask) and not data.flags.writeable:
             raise ValueError("this array is a read-only view (broadcast_to/broadcast_arrays "
                              "return views); copy it first with xp.asarray(x, copy=True)")
         super().setitem(data, key, value, value_shape)

@@ -456,6 +456,9 @@ class TraceBackend(Backend):
     def vecdot(self, d1, d2, axis, dtype):
         raise unsupported("xp.vecdot")
 
+    def var(self, fname, data, axes, dof, keepdims, dtype):
+        raise unsupported(f"xp.{fname}")
+
     def linalg_checked(self):
         raise unsupported("xp.linalg")
 
