@@ -275,6 +275,14 @@ def test_reductions(device, rng, red):
                 _same(fuse(f)(x), want, loose=device.kind == "cuda")
 
 
+def test_reductions_with_empty_results(device):
+    """An empty result over a non-empty reduced range (planning once divided by zero)."""
+    for shape, axis in (((0, 5), 1), ((5, 0), 0), ((0, 3, 4), (1, 2))):
+        x = xp.ones(shape, dtype=xp.float32, device=device)
+        _check(lambda a: (xp.sum(a * a, axis=axis), xp.max(a + 1, axis=axis, keepdims=True)),
+               [x])
+
+
 def test_big_reductions_split_across_blocks(device, rng):
     x = _arr(rng, (3, 200001), xp.float64, device)
     i = _arr(rng, (200001, 3), xp.int32, device)

@@ -49,6 +49,8 @@ def red(shape, axes, kind="sum", dt="float32", strides=None):
     ((20011, 3), (0,), (3, 20011, False, 64, 9, 2224, 4, 9, False, 1)),  # column
     ((3, 4001, 5), (1,), (15, 4001, False, 16, 7, 576, 16, 7, False, 1)),  # middle axis
     ((2**20, 256), (0,), (256, 2**20, False, 8, 264, 3984, 32, 2112, False, 1)),
+    ((0, 5000), (1,), (0, 5000, True, 256, 1, 5000, 1, 1, True, 4)),  # no output: no split
+    ((5000, 0), (0,), (0, 5000, False, 256, 1, 5000, 1, 1, False, 1)),
 ])
 def test_reduction_split(shape, axes, want):
     plan = red(shape, axes)

@@ -220,9 +220,9 @@ def plan_reduction(node, j, r, strides_ok, inputs, sms) -> ReducePlan:
         G = THREADS // min(COL_GROUPS, 1 << max(0, P - 1).bit_length())
     # RED_WAVES waves of resident blocks (2048 threads per SM)
     target = sms * 2048 * RED_WAVES
-    if P * G >= target or M == 0:
+    if P * G >= target or M == 0 or P == 0:  # P == 0: nothing to compute, nothing to split
         S = 1
-    else:  # (P == 0 with M > 0 divides by zero here, as it always has: see the report)
+    else:
         S = max(1, min(-(-target // (P * G)), M // (G * 32)))
     chunk = -(-M // S) if M else 0
     if S > 1:  # whole 16-byte vectors of any dtype per split (see the vector path)
