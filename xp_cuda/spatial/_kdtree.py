@@ -10,13 +10,11 @@ import numpy as np
 import xp_cuda
 from .._array import Array, _wrap
 from .._backends import backend
-from .._devices import CPU, Device, check_device, cupy_module, default_device
+from .._devices import CPU, Device, check_device
+from ._foreign import bring, home_device
+from ._sparse import SPARSE_TYPES, scipy_sparse, sparse_out
 
 __all__ = ["KDTree"]
-
-_KDL_CUDA, _KDL_CUDA_MANAGED = 2, 13
-_SPARSE_TYPES = ("dok_matrix", "coo_matrix", "dict", "ndarray")
-_SPARSE_DTYPE = np.dtype([("i", np.intp), ("j", np.intp), ("v", np.float64)], align=True)
 
 
 def _scipy_kdtree_class():
@@ -26,84 +24,6 @@ def _scipy_kdtree_class():
         raise ImportError("KDTree on the cpu device delegates to SciPy, which is not installed: "
                           "pip install scipy (or build the tree on a cuda device)") from None
     return SciPyKDTree
-
-
-def _scipy_sparse():
-    try:
-        import scipy.sparse as sparse
-    except ImportError:
-        raise ImportError("sparse_distance_matrix's 'dok_matrix' and 'coo_matrix' outputs are "
-                          "SciPy types: pip install scipy, or ask for output_type='dict' or "
-                          "'ndarray'") from None
-    return sparse
-
-
-# ---- bringing data in ------------------------------------------------------------------------
-
-def _home_device(obj) -> Device:
-    """Where a tree over obj lives: an xp_cuda array's device, a CUDA array's (CuPy, torch via
-    DLPack) GPU, else the default device."""
-    if isinstance(obj, Array):
-        return obj.device
-    cp = cupy_module() if type(obj).__module__.split(".")[0] == "cupy" else None
-    if cp is not None and isinstance(obj, cp.ndarray):
-        return Device("cuda", obj.device.id)
-    if hasattr(obj, "__dlpack_device__") and not isinstance(obj, (np.ndarray, np.generic)):
-        try:
-            kind, index = (int(v) for v in obj.__dlpack_device__())
-        except Exception:
-            kind = None
-        if kind in (_KDL_CUDA, _KDL_CUDA_MANAGED):
-            return Device("cuda", index)
-    return default_device()
-
-
-def _widen_foreign(obj):
-    """NumPy/CuPy/DLPack data whose dtype the namespace does not carry (float16, longdouble)
-    becomes float64 here, before it enters through xp_cuda.asarray."""
-    if isinstance(obj, Array):
-        return obj
-    if isinstance(obj, (np.ndarray, np.generic)):
-        if obj.dtype.kind == "c":
-            raise TypeError("KDTree does not work with complex data")
-        if obj.dtype.kind == "f" and obj.dtype not in (np.float32, np.float64):
-            return np.asarray(obj, dtype=np.float64)
-        return obj
-    cp = cupy_module() if type(obj).__module__.split(".")[0] == "cupy" else None
-    if cp is not None and isinstance(obj, cp.ndarray):
-        if obj.dtype.kind == "f" and obj.dtype not in (np.float32, np.float64):
-            with cp.cuda.Device(obj.device.id):
-                return obj.astype(cp.float64)
-        return obj
-    if hasattr(obj, "__dlpack__") and hasattr(obj, "__dlpack_device__"):
-        try:
-            return xp_cuda.from_dlpack(obj)
-        except TypeError:  # a dtype outside the namespace: import natively, then widen
-            kind = int(obj.__dlpack_device__()[0])
-            if kind in (_KDL_CUDA, _KDL_CUDA_MANAGED) and cupy_module() is not None:
-                return _widen_foreign(cupy_module().from_dlpack(obj))
-            try:
-                return _widen_foreign(np.from_dlpack(obj))
-            except Exception as e:
-                raise TypeError(f"cannot take in a {type(obj).__name__} of this dtype ({e}); "
-                                f"convert it to float64 first") from None
-    return obj
-
-
-def _bring(obj, device: Device, what: str):
-    """obj as a float64 native (NumPy or CuPy) array on ``device`` (copy only when needed)."""
-    a = xp_cuda.asarray(_widen_foreign(obj))
-    kind = a.dtype.kind
-    if kind == "complex":
-        raise TypeError(f"KDTree does not work with complex data ({what} has dtype {a.dtype})")
-    if a.device != device:
-        a = a.to_device(device)
-    b = backend(device)
-    with b.ctx():
-        nat = a._data
-        if nat.dtype != np.float64:
-            nat = nat.astype(b.xp.float64)
-    return nat
 
 
 def _as_int(v, what: str) -> int:
@@ -217,8 +137,8 @@ class KDTree:
         leafsize = _as_int(leafsize, "leafsize")
         if leafsize < 1:
             raise ValueError("leafsize must be at least 1")
-        dev = _home_device(data) if device is None else check_device(device, "KDTree")
-        nat = _bring(data, dev, "data")
+        dev = home_device(data) if device is None else check_device(device, "KDTree")
+        nat = bring(data, dev, "data")
         if nat.ndim != 2:
             raise ValueError(f"data must be of shape (n, m), where there are n points of "
                              f"dimension m; got shape {tuple(nat.shape)}")
@@ -312,7 +232,7 @@ class KDTree:
     def _queries(self, x, what="x"):
         """x as (nq, m) float64 native rows on the tree's device, its batch shape, and for a
         periodic cuda tree the rows wrapped into the box."""
-        nat = _bring(x, self._device, what)
+        nat = bring(x, self._device, what)
         xp = self._xp()
         with self._ctx():
             if nat.ndim == 0 or nat.shape[-1] != self.m:
@@ -406,7 +326,7 @@ class KDTree:
     # ---- fixed radius --------------------------------------------------------------------
     def _radii(self, r, batch):
         """r broadcast to the query batch shape, as a float64 native array on the device."""
-        nat = _bring(r, self._device, "r")
+        nat = bring(r, self._device, "r")
         xp = self._xp()
         with self._ctx():
             try:
@@ -542,7 +462,7 @@ class KDTree:
         """
         other = self._other(other, "count_neighbors")
         p = _check_p(p)
-        rn = _bring(r, CPU, "r")
+        rn = bring(r, CPU, "r")
         if rn.ndim > 1:
             raise ValueError("r must be either a single value or a one-dimensional array of "
                              "values")
@@ -598,7 +518,7 @@ class KDTree:
         def one(w, tree, who):
             if w is None:
                 return None
-            nat = _bring(w, self._device, "weights")
+            nat = bring(w, self._device, "weights")
             if nat.shape != (tree.n,):
                 raise ValueError(f"{who} weights must have shape ({tree.n},), got "
                                  f"{tuple(nat.shape)}")
@@ -615,13 +535,13 @@ class KDTree:
         other = self._other(other, "sparse_distance_matrix")
         p = _check_p(p)
         md = _as_float(max_distance, "max_distance")
-        if output_type not in _SPARSE_TYPES:
-            raise ValueError(f"Invalid output type {output_type!r}: use one of {_SPARSE_TYPES}")
+        if output_type not in SPARSE_TYPES:
+            raise ValueError(f"Invalid output type {output_type!r}: use one of {SPARSE_TYPES}")
         if output_type in ("dok_matrix", "coo_matrix"):
-            _scipy_sparse()
+            scipy_sparse()
         shape = (self.n, other.n)
         if math.isnan(md) or md < 0:
-            return _sparse_out(np.empty(0, np.intp), np.empty(0, np.intp),
+            return sparse_out(np.empty(0, np.intp), np.empty(0, np.intp),
                                np.empty(0, np.float64), shape, output_type)
         if self._device == CPU:
             return self._sp.sparse_distance_matrix(other._sp, md, p=p, output_type=output_type)
@@ -635,18 +555,5 @@ class KDTree:
                 perm = cp.argsort(q * other.n + j)
                 q, j, v = q[perm], j[perm], v[perm]
             i_h, j_h, v_h = q.get(), j.get(), v.get()
-        return _sparse_out(i_h, j_h, v_h, shape, output_type)
+        return sparse_out(i_h, j_h, v_h, shape, output_type)
 
-
-def _sparse_out(i, j, v, shape, output_type):
-    if output_type == "dict":
-        return dict(zip(zip(i.tolist(), j.tolist()), v.tolist()))
-    if output_type == "ndarray":
-        out = np.empty(len(i), dtype=_SPARSE_DTYPE)
-        out["i"], out["j"], out["v"] = i, j, v
-        return out
-    sparse = _scipy_sparse()
-    coo = sparse.coo_matrix((v, (i, j)), shape=shape)
-    if output_type == "coo_matrix":
-        return coo
-    return coo.todok()  # keeps explicit zero distances, as SciPy's dok result does
