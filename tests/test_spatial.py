@@ -1,6 +1,12 @@
 """xp_cuda.spatial.KDTree against scipy.spatial.KDTree, on cpu (SciPy inside) and cuda:0
 (our kernels), plus NVRTC compilation of every kernel variant the launcher can ask for."""
+import ast
+import inspect
 import math
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -332,6 +338,106 @@ def test_attributes(device, rng):
     np.testing.assert_array_equal(to_numpy(t.data), data)
     np.testing.assert_array_equal(to_numpy(t.mins), ref.mins)
     np.testing.assert_array_equal(to_numpy(t.maxes), ref.maxes)
+
+
+# ---- one facade, two engines (no GPU needed) ----------------------------------------------------
+
+SPATIAL = Path(K.__file__).resolve().parent.parent / "spatial"
+ENGINES = ("CpuEngine", "CudaEngine")
+
+
+def _device_decisions(src):
+    """(line, what) for each place where code decides by device: a comparison with the cpu
+    device, a device kind or a device name; an import inside a function; an engine class named
+    inside a function. Dtype kinds (``x.dtype.kind``) are data, not devices."""
+    def names_a_device(e):
+        if isinstance(e, ast.Name) and e.id == "CPU" or \
+                isinstance(e, ast.Attribute) and e.attr == "CPU":
+            return True
+        if isinstance(e, ast.Constant) and isinstance(e.value, str):
+            return e.value in ("cpu", "cuda") or e.value.startswith("cuda:")
+        return isinstance(e, ast.Attribute) and e.attr == "kind" and not (
+            isinstance(e.value, ast.Attribute) and e.value.attr == "dtype")
+
+    found = set()
+    tree = ast.parse(src)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Compare) and any(
+                names_a_device(e) for e in [node.left, *node.comparators]):
+            found.add((node.lineno, "compares with a device"))
+    for fn in ast.walk(tree):
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for node in ast.walk(fn):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                found.add((node.lineno, "imports inside a function"))
+            elif isinstance(node, ast.Name) and node.id in ENGINES:
+                found.add((node.lineno, "names an engine"))
+    return sorted(found)
+
+
+def test_the_device_checker_catches_what_it_names():
+    flagged = {"def f(dev):\n    if dev == CPU:\n        pass\n": "compares with a device",
+               "def f(x):\n    return x.device.kind == 'cuda'\n": "compares with a device",
+               "def f(x):\n    return x.device is not _d.CPU\n": "compares with a device",
+               "def f(x):\n    return str(x.device) != 'cpu'\n": "compares with a device",
+               "def f():\n    from .._kernels import spatial as K\n": "imports inside a function",
+               "def f(self):\n    return isinstance(self._engine, CudaEngine)\n":
+                   "names an engine"}
+    for src, what in flagged.items():
+        assert [w for _, w in _device_decisions(src)] == [what], src
+    assert _device_decisions("def f(a, b):\n    return a.dtype.kind == 'f' and a.device == b\n") \
+        == []
+
+
+def test_the_facade_does_not_decide_by_device():
+    """_kdtree.py holds the API, the checks and the shaping common to both devices; the one
+    device decision is the engine table, read once, in __init__."""
+    src = (SPATIAL / "_kdtree.py").read_text(encoding="utf-8")
+    problems = _device_decisions(src)
+    assert not problems, "\n".join(f"_kdtree.py:{line} {what}" for line, what in problems)
+    readers = {fn.name for fn in ast.walk(ast.parse(src)) if isinstance(fn, ast.FunctionDef)
+               and any(isinstance(n, ast.Name) and n.id == "_ENGINES" for n in ast.walk(fn))}
+    assert readers == {"__init__"}
+    # the cuda engine imports its kernels at the top, not per call
+    cuda = [(line, what) for line, what in
+            _device_decisions((SPATIAL / "_engine_cuda.py").read_text(encoding="utf-8"))
+            if what == "imports inside a function"]
+    assert not cuda, cuda
+
+
+def _interface(cls):
+    """Public name -> signature (methods) or 'attribute' (slots)."""
+    return {name: str(inspect.signature(v)) if callable(v) else "attribute"
+            for name in dir(cls) if not name.startswith("_")
+            for v in [getattr(cls, name)]}
+
+
+def test_engines_offer_one_interface():
+    from xp_cuda._devices import Device
+    from xp_cuda.spatial import _kdtree
+    from xp_cuda.spatial._engine_cpu import CpuEngine
+    from xp_cuda.spatial._engine_cuda import CudaEngine
+    cpu, cuda = _interface(CpuEngine), _interface(CudaEngine)
+    assert cpu == cuda
+    assert set(cpu) == {"build", "query", "ball_point", "ball_tree", "pairs", "count_neighbors",
+                        "sparse_distance_matrix", "n", "size"}
+    assert _kdtree._ENGINES == {Device("cpu").kind: CpuEngine, Device("cuda", 0).kind: CudaEngine}
+    # the facade asks its engines for nothing else
+    used = {n.attr for n in ast.walk(ast.parse(inspect.getsource(_kdtree)))
+            if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Attribute)
+            and n.value.attr == "_engine"}
+    assert used and used <= set(cpu), used - set(cpu)
+
+
+def test_importing_spatial_imports_neither_cupy_nor_scipy():
+    # The facade imports both engines at its top: that must stay cheap and work without CuPy.
+    code = ("import sys, xp_cuda.spatial; "
+            "print(sorted(m for m in ('cupy', 'scipy') if m in sys.modules))")
+    env = dict(os.environ, PYTHONPATH=str(SPATIAL.parent.parent))
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         check=True).stdout
+    assert out.strip() == "[]"
 
 
 # ---- launcher planning and NVRTC (no GPU needed) -------------------------------------------------

@@ -1,4 +1,17 @@
-"""KDTree: scipy.spatial.KDTree's API on xp_cuda devices (CUDA kernels on cuda, SciPy on cpu)."""
+"""KDTree: scipy.spatial.KDTree's API on xp_cuda devices, a facade over one engine per device.
+
+This file is the API: docstrings, argument checks (SciPy's wording where SciPy has one), and
+the result shaping both devices share (xp_cuda arrays on the tree's device). The work is done
+by an engine, chosen once, when the tree is built, from the device's kind:
+
+- ``_engine_cpu.CpuEngine``: SciPy's ``KDTree`` over NumPy (SciPy must be installed);
+- ``_engine_cuda.CudaEngine``: our kernels (``xp_cuda/_kernels/spatial.py``) over CuPy.
+
+Both engines have the same methods with the same signatures; they take native float64 arrays
+already on the tree's device and return native arrays or SciPy's ragged types. Foreign data
+comes in through ``_foreign.py``. SciPy's own split (``_kdtree.py`` over ``_ckdtree.pyx``) is
+the model.
+"""
 from __future__ import annotations
 
 import math
@@ -10,101 +23,19 @@ import numpy as np
 import xp_cuda
 from .._array import Array, _wrap
 from .._backends import backend
-from .._devices import CPU, Device, check_device, cupy_module, default_device
+from .._devices import CPU, Device, check_device
+from ._engine_cpu import CpuEngine
+from ._engine_cuda import CudaEngine
+from ._foreign import bring, home_device
+from ._sparse import SPARSE_TYPES, scipy_sparse, sparse_out
 
 __all__ = ["KDTree"]
 
-_KDL_CUDA, _KDL_CUDA_MANAGED = 2, 13
-_SPARSE_TYPES = ("dok_matrix", "coo_matrix", "dict", "ndarray")
-_SPARSE_DTYPE = np.dtype([("i", np.intp), ("j", np.intp), ("v", np.float64)], align=True)
+# The engine of each device kind: the only device knowledge of this file.
+_ENGINES = {"cpu": CpuEngine, "cuda": CudaEngine}
 
 
-def _scipy_kdtree_class():
-    try:
-        from scipy.spatial import KDTree as SciPyKDTree
-    except ImportError:
-        raise ImportError("KDTree on the cpu device delegates to SciPy, which is not installed: "
-                          "pip install scipy (or build the tree on a cuda device)") from None
-    return SciPyKDTree
-
-
-def _scipy_sparse():
-    try:
-        import scipy.sparse as sparse
-    except ImportError:
-        raise ImportError("sparse_distance_matrix's 'dok_matrix' and 'coo_matrix' outputs are "
-                          "SciPy types: pip install scipy, or ask for output_type='dict' or "
-                          "'ndarray'") from None
-    return sparse
-
-
-# ---- bringing data in ------------------------------------------------------------------------
-
-def _home_device(obj) -> Device:
-    """Where a tree over obj lives: an xp_cuda array's device, a CUDA array's (CuPy, torch via
-    DLPack) GPU, else the default device."""
-    if isinstance(obj, Array):
-        return obj.device
-    cp = cupy_module() if type(obj).__module__.split(".")[0] == "cupy" else None
-    if cp is not None and isinstance(obj, cp.ndarray):
-        return Device("cuda", obj.device.id)
-    if hasattr(obj, "__dlpack_device__") and not isinstance(obj, (np.ndarray, np.generic)):
-        try:
-            kind, index = (int(v) for v in obj.__dlpack_device__())
-        except Exception:
-            kind = None
-        if kind in (_KDL_CUDA, _KDL_CUDA_MANAGED):
-            return Device("cuda", index)
-    return default_device()
-
-
-def _widen_foreign(obj):
-    """NumPy/CuPy/DLPack data whose dtype the namespace does not carry (float16, longdouble)
-    becomes float64 here, before it enters through xp_cuda.asarray."""
-    if isinstance(obj, Array):
-        return obj
-    if isinstance(obj, (np.ndarray, np.generic)):
-        if obj.dtype.kind == "c":
-            raise TypeError("KDTree does not work with complex data")
-        if obj.dtype.kind == "f" and obj.dtype not in (np.float32, np.float64):
-            return np.asarray(obj, dtype=np.float64)
-        return obj
-    cp = cupy_module() if type(obj).__module__.split(".")[0] == "cupy" else None
-    if cp is not None and isinstance(obj, cp.ndarray):
-        if obj.dtype.kind == "f" and obj.dtype not in (np.float32, np.float64):
-            with cp.cuda.Device(obj.device.id):
-                return obj.astype(cp.float64)
-        return obj
-    if hasattr(obj, "__dlpack__") and hasattr(obj, "__dlpack_device__"):
-        try:
-            return xp_cuda.from_dlpack(obj)
-        except TypeError:  # a dtype outside the namespace: import natively, then widen
-            kind = int(obj.__dlpack_device__()[0])
-            if kind in (_KDL_CUDA, _KDL_CUDA_MANAGED) and cupy_module() is not None:
-                return _widen_foreign(cupy_module().from_dlpack(obj))
-            try:
-                return _widen_foreign(np.from_dlpack(obj))
-            except Exception as e:
-                raise TypeError(f"cannot take in a {type(obj).__name__} of this dtype ({e}); "
-                                f"convert it to float64 first") from None
-    return obj
-
-
-def _bring(obj, device: Device, what: str):
-    """obj as a float64 native (NumPy or CuPy) array on ``device`` (copy only when needed)."""
-    a = xp_cuda.asarray(_widen_foreign(obj))
-    kind = a.dtype.kind
-    if kind == "complex":
-        raise TypeError(f"KDTree does not work with complex data ({what} has dtype {a.dtype})")
-    if a.device != device:
-        a = a.to_device(device)
-    b = backend(device)
-    with b.ctx():
-        nat = a._data
-        if nat.dtype != np.float64:
-            nat = nat.astype(b.xp.float64)
-    return nat
-
+# ---- argument checks -------------------------------------------------------------------------
 
 def _as_int(v, what: str) -> int:
     if isinstance(v, numbers.Integral):
@@ -148,10 +79,15 @@ def _check_workers(workers) -> int:
     return w
 
 
+def _host(a: Array):
+    """An xp_cuda array's data as NumPy (a copy from a GPU)."""
+    return backend(a.device).to_host(a._data)
+
+
 def _check_k(k):
     """(ranks, keep): 1-based ranks wanted and whether k was a sequence (never squeezed)."""
     if isinstance(k, Array):
-        k = k._data.tolist() if k.device == CPU else k._data.get().tolist()
+        k = _host(k).tolist()
     if isinstance(k, (np.ndarray,)):
         k = k.tolist()
     if isinstance(k, (list, tuple)):
@@ -174,26 +110,64 @@ def _check_k(k):
 class KDTree:
     """kd-tree for quick nearest-neighbour lookup, with ``scipy.spatial.KDTree``'s API.
 
-    ``KDTree(data, leafsize=10, compact_nodes=True, copy_data=False, balanced_tree=True,
-    boxsize=None, *, device=None)``
-
-    ``data`` is any array the namespace takes in (xp_cuda, NumPy, CuPy, torch through DLPack,
-    nested lists) of any real dtype; it is computed in float64 as SciPy does. The tree lives on
-    ``device`` when given, else on the input's device when it is an xp_cuda array or a CUDA
-    array (CuPy, torch), else on the default device (``cuda:0`` when a GPU is usable). Query
-    points are moved to the tree's device; results are xp_cuda arrays on it (0-d for a single
-    point), except ragged results, which keep SciPy's types (lists, object arrays of lists,
-    sets, dicts, SciPy sparse matrices, a structured NumPy array for
+    The tree lives on one device; query points are moved to it, and results are xp_cuda arrays
+    on it (0-d for a single point), except ragged results, which keep SciPy's types (lists,
+    object arrays of lists, sets, dicts, SciPy sparse matrices, a structured NumPy array for
     ``sparse_distance_matrix(output_type='ndarray')``).
 
+    Parameters
+    ----------
+    data : array_like, shape (n, m)
+        The n points of dimension m: any array the namespace takes in (xp_cuda, NumPy, CuPy,
+        torch through DLPack, nested lists) of any real dtype. It is computed in float64, as
+        SciPy does, and must be finite.
+    leafsize : int, optional
+        The most points a leaf holds (at least 1). Default 10.
+    compact_nodes, balanced_tree : bool, optional
+        Passed to SciPy on ``cpu``; accepted for compatibility on ``cuda``, where the tree is
+        always balanced with tight boxes.
+    copy_data : bool, optional
+        Copy ``data`` rather than keep a reference where it is already float64 and contiguous
+        on the tree's device. Default False.
+    boxsize : float or array_like of m floats, optional
+        Periodic (toroidal) box lengths; 0 or inf leaves that dimension non-periodic. Data must
+        lie in ``[0, boxsize)`` along the periodic dimensions. Default None (no box).
+    device : Device or str, optional, keyword-only
+        Where the tree lives. Default: the input's device when it is an xp_cuda array or a CUDA
+        array (CuPy, torch), else the default device (``cuda:0`` when a GPU is usable).
+
+    Attributes
+    ----------
+    data : Array, shape (n, m)
+        The points, float64, on the tree's device.
+    n, m : int
+        Number of points and their dimension.
+    leafsize : int
+    mins, maxes : Array, shape (m,)
+        The bounding box of the points (zeros when n is 0).
+    boxsize : Array, shape (m,), or None
+        The periodic box, as given (broadcast to m).
+    size : int
+        Number of nodes in the tree.
+    device : Device
+        The tree's device.
+
+    Raises
+    ------
+    ValueError
+        ``data`` not of shape (n, m) with m >= 1, or not finite; ``leafsize`` below 1; a
+        negative or NaN ``boxsize``, or data outside the periodic box.
+    TypeError
+        Complex data, or arguments of the wrong type.
+
+    Notes
+    -----
     On ``cpu`` every call delegates to ``scipy.spatial.KDTree`` (SciPy must be installed).
     On ``cuda`` everything runs in our kernels (xp_cuda/_kernels/spatial.cu), in float64:
 
     * build: a balanced implicit k-d tree, made level by level with one radix sort per level
       (key = node index, then the split coordinate; split on the widest side of the node), with
       leaves of at most ``leafsize`` points and tight bounding boxes on every node.
-      ``compact_nodes`` and ``balanced_tree`` are accepted for compatibility: the cuda tree is
-      always balanced with tight boxes.
     * ``query`` (k nearest): for dimension m <= 8 (and m > 64) one query per thread walks the
       tree depth-first with a k-best list in registers (queries sorted along a Morton curve
       first); for 8 < m <= 64, where trees stop pruning, an exact tiled brute force (points
@@ -217,8 +191,8 @@ class KDTree:
         leafsize = _as_int(leafsize, "leafsize")
         if leafsize < 1:
             raise ValueError("leafsize must be at least 1")
-        dev = _home_device(data) if device is None else check_device(device, "KDTree")
-        nat = _bring(data, dev, "data")
+        dev = home_device(data) if device is None else check_device(device, "KDTree")
+        nat = bring(data, dev, "data")
         if nat.ndim != 2:
             raise ValueError(f"data must be of shape (n, m), where there are n points of "
                              f"dimension m; got shape {tuple(nat.shape)}")
@@ -240,7 +214,7 @@ class KDTree:
                 per = (box > 0) & np.isfinite(box)
                 if per.any() and n:
                     pi = np.nonzero(per)[0]
-                    sub = nat[:, xp.asarray(pi)] if dev != CPU else nat[:, pi]
+                    sub = nat[:, xp.asarray(pi)]
                     if bool((sub >= xp.asarray(box[pi])).any()):
                         raise ValueError("Some input data are greater than the size of the "
                                          "periodic box.")
@@ -252,34 +226,24 @@ class KDTree:
             else:
                 mins, maxes = xp.zeros(m, dtype=xp.float64), xp.zeros(m, dtype=xp.float64)
         self._device = dev
-        self._nat = nat
         self.data = _wrap(nat, dev)
         self.n, self.m = n, m
         self.leafsize = leafsize
         self.mins, self.maxes = _wrap(mins, dev), _wrap(maxes, dev)
         self._box = box
-        self._L = None if box is None else np.where((box > 0) & np.isfinite(box), box, 0.0)
         self.boxsize = None if box is None else xp_cuda.asarray(box.copy(), device=dev)
-        if dev == CPU:
-            self._sp = _scipy_kdtree_class()(nat, leafsize=leafsize, compact_nodes=compact_nodes,
-                                             copy_data=False, balanced_tree=balanced_tree,
-                                             boxsize=box)
-            self.size = int(self._sp.size)
-            self._tree = None
-        else:
-            from .._kernels import spatial as K
-            self._sp = None
-            with b.ctx():
-                Ld = None if self._L is None else xp.asarray(self._L)
-                self._tree = K.build(nat, leafsize, Ld)
-            self.size = self._tree.size
+        # The one decision by device: which engine builds and queries this tree.
+        self._engine = _ENGINES[dev.kind].build(nat, dev, leafsize, box, compact_nodes,
+                                                balanced_tree)
+        self.size = self._engine.size
 
     @staticmethod
     def _check_boxsize(boxsize, m):
+        """boxsize as an (m,) float64 NumPy array (None stays None), checked."""
         if boxsize is None:
             return None
         if isinstance(boxsize, Array):
-            boxsize = boxsize._data if boxsize.device == CPU else boxsize._data.get()
+            boxsize = _host(boxsize)
         try:
             box = np.array(boxsize, dtype=np.float64)
         except (TypeError, ValueError):
@@ -296,6 +260,7 @@ class KDTree:
 
     @property
     def device(self) -> Device:
+        """The device the tree lives on (its data, and every array result)."""
         return self._device
 
     def __repr__(self):
@@ -310,9 +275,8 @@ class KDTree:
         return backend(self._device).xp
 
     def _queries(self, x, what="x"):
-        """x as (nq, m) float64 native rows on the tree's device, its batch shape, and for a
-        periodic cuda tree the rows wrapped into the box."""
-        nat = _bring(x, self._device, what)
+        """x as (nq, m) float64 native rows on the tree's device, and its batch shape."""
+        nat = bring(x, self._device, what)
         xp = self._xp()
         with self._ctx():
             if nat.ndim == 0 or nat.shape[-1] != self.m:
@@ -322,24 +286,19 @@ class KDTree:
             X = xp.ascontiguousarray(nat.reshape(-1, self.m))
             if X.size and not bool(xp.isfinite(X).all()):
                 raise ValueError(f"'{what}' must be finite, check for nan or inf values")
-            if self._L is not None and self._tree is not None and X.size:
-                X = self._wrap_box(X)
         return X, batch
 
-    def _wrap_box(self, X):
-        # SciPy's wrap_position: x - floor(x / L) L, then pulled into [0, L).
-        cp = self._xp()
-        L = cp.asarray(self._L)
-        per = L > 0
-        Ls = cp.where(per, L, 1.0)
-        w = X - cp.floor(X / Ls) * Ls
-        w = cp.where(w >= Ls, w - Ls, w)
-        w = cp.where(w < 0, w + Ls, w)
-        return cp.ascontiguousarray(cp.where(per, w, X))
-
-    def _tree_points(self):
-        """This tree's points as queries: (tree-order points, their caller indices)."""
-        return self._tree.pts, self._tree.order
+    def _radii(self, r, batch):
+        """r broadcast to the query batch shape, as a float64 native array on the device."""
+        nat = bring(r, self._device, "r")
+        xp = self._xp()
+        with self._ctx():
+            try:
+                # (ascontiguousarray makes 0-d arrays 1-d: reshape back)
+                return xp.ascontiguousarray(xp.broadcast_to(nat, batch)).reshape(batch)
+            except ValueError:
+                raise ValueError(f"r of shape {tuple(nat.shape)} does not broadcast to the "
+                                 f"query points' shape {batch}") from None
 
     def _other(self, other, fname):
         if not isinstance(other, KDTree):
@@ -352,237 +311,8 @@ class KDTree:
                              f"{other.device}); build both on one device")
         return other
 
-    def _radius_bad(self, r):
-        return np.isnan(r) | (r < 0)
-
-    # ---- k nearest -----------------------------------------------------------------------
-    def query(self, x, k=1, eps=0, p=2, distance_upper_bound=np.inf, workers=1):
-        """Query the tree for the k nearest neighbours: (distances, indices), xp_cuda arrays.
-
-        x has shape (..., m); k is an int (ranks 1..k; k == 1 squeezes the last axis) or a
-        sequence of 1-based ranks (never squeezed). Missing neighbours have distance inf and
-        index n; distance_upper_bound is strict.
-        """
-        p = _check_p(p)
-        _check_eps(eps)
-        workers = _check_workers(workers)
-        ranks, seq = _check_k(k)
-        ub = _as_float(distance_upper_bound, "distance_upper_bound")
-        if math.isnan(ub) or ub < 0:
-            ub = 0.0  # matches nothing (strict bound)
-        X, batch = self._queries(x)
-        dev = self._device
-        single = len(batch) == 0
-        if dev == CPU:
-            kk = list(ranks) if seq else len(ranks)
-            d, i = self._sp.query(X.reshape(batch + (self.m,)), k=kk, eps=eps, p=p,
-                                  distance_upper_bound=ub, workers=workers)
-            d, i = np.asarray(d, dtype=np.float64), np.asarray(i, dtype=np.int64)
-            return _wrap(d, dev), _wrap(i, dev)
-        from .._kernels import spatial as K
-        cp = self._xp()
-        with self._ctx():
-            nq = X.shape[0]
-            kmax = max(ranks)
-            kk = min(kmax, self.n)
-            if kk > 0:
-                ub_red = float(K.reduce_radius(np.array(ub), p))
-                d, i = K.knn(self._tree, X, kk, p, ub_red)
-            else:
-                d = cp.empty((nq, 0), dtype=cp.float64)
-                i = cp.empty((nq, 0), dtype=cp.int64)
-            if kmax > kk:
-                d = cp.concatenate([d, cp.full((nq, kmax - kk), cp.inf)], axis=1)
-                i = cp.concatenate([i, cp.full((nq, kmax - kk), self.n, dtype=cp.int64)], axis=1)
-            cols = [r - 1 for r in ranks]
-            if cols != list(range(kmax)):
-                sel = cp.asarray(np.array(cols, dtype=np.int64))
-                d, i = d[:, sel], i[:, sel]
-            shape = batch + ((len(ranks),) if (seq or len(ranks) != 1) else ())
-            d = cp.ascontiguousarray(d).reshape(shape)
-            i = cp.ascontiguousarray(i).reshape(shape)
-        return _wrap(d, dev), _wrap(i, dev)
-
-    # ---- fixed radius --------------------------------------------------------------------
-    def _radii(self, r, batch):
-        """r broadcast to the query batch shape, as a float64 native array on the device."""
-        nat = _bring(r, self._device, "r")
-        xp = self._xp()
-        with self._ctx():
-            try:
-                # (ascontiguousarray makes 0-d arrays 1-d: reshape back)
-                return xp.ascontiguousarray(xp.broadcast_to(nat, batch)).reshape(batch)
-            except ValueError:
-                raise ValueError(f"r of shape {tuple(nat.shape)} does not broadcast to the "
-                                 f"query points' shape {batch}") from None
-
-    def _hits_to_lists(self, counts_off, j):
-        off = counts_off.tolist()
-        jl = j.tolist()
-        return [jl[a:b] for a, b in zip(off[:-1], off[1:])]
-
-    def _sorted_hits(self, offsets, j, q, n_tree):
-        """Hits grouped by query with indices ascending inside each group."""
-        cp = self._xp()
-        if j.size == 0 or n_tree == 0:
-            return j
-        key = cp.sort(q * n_tree + j)
-        return key % n_tree
-
-    def query_ball_point(self, x, r, p=2.0, eps=0, workers=1, return_sorted=None,
-                         return_length=False):
-        """Indices of the points within distance r of each point of x (d <= r).
-
-        A single point gives a list (or its length, a 0-d array); an array of points gives an
-        object array of lists (or an int64 array of lengths). return_sorted: True sorts,
-        False does not, None sorts for arrays of points only (SciPy's rule).
-        """
-        p = _check_p(p)
-        _check_eps(eps)
-        workers = _check_workers(workers)
-        X, batch = self._queries(x)
-        R = self._radii(r, batch)
-        single = len(batch) == 0
-        dev = self._device
-        if dev == CPU:
-            bad = self._radius_bad(R)
-            Rc = np.where(bad, 0.0, R)
-            res = self._sp.query_ball_point(X.reshape(batch + (self.m,)), Rc, p=p, eps=eps,
-                                            workers=workers, return_sorted=return_sorted,
-                                            return_length=return_length)
-            if return_length:
-                res = np.where(bad, 0, np.asarray(res, dtype=np.int64))
-                return _wrap(res, dev)
-            if single:
-                return [] if bool(bad) else list(res)
-            for idx in zip(*np.nonzero(bad)):
-                res[idx] = []
-            return res
-        from .._kernels import spatial as K
-        cp = self._xp()
-        sort = bool(return_sorted) if return_sorted is not None else not single
-        with self._ctx():
-            rr = cp.ascontiguousarray(K.reduce_radius(R.reshape(-1), p))
-            if rr.size == 0:
-                rr = cp.zeros(1, dtype=cp.float64)
-            counts, offsets, j, q, _ = K.ball(self._tree, X, rr, p, want_q=sort,
-                                              lengths_only=return_length)
-            if return_length:
-                return _wrap(counts.reshape(batch), dev)
-            if sort:
-                j = self._sorted_hits(offsets, j, q, self.n)
-            lists = self._hits_to_lists(offsets.get(), j.get())
-        if single:
-            return lists[0]
-        out = np.empty(len(lists), dtype=object)
-        for t, lst in enumerate(lists):
-            out[t] = lst
-        return out.reshape(batch)
-
-    def query_ball_tree(self, other, r, p=2.0, eps=0):
-        """For each point of self, the sorted list of indices of other's points within r."""
-        other = self._other(other, "query_ball_tree")
-        p = _check_p(p)
-        _check_eps(eps)
-        r = _as_float(r, "r")
-        if self._device == CPU:
-            if math.isnan(r) or r < 0:
-                return [[] for _ in range(self.n)]
-            return self._sp.query_ball_tree(other._sp, r, p=p, eps=eps)
-        from .._kernels import spatial as K
-        cp = self._xp()
-        with self._ctx():
-            rr = cp.asarray(K.reduce_radius(np.array([r]), p))
-            counts, offsets, j, q, _ = K.ball(other._tree, self._nat_wrapped(), rr, p,
-                                              want_q=True)
-            j = self._sorted_hits(offsets, j, q, other.n)
-            return self._hits_to_lists(offsets.get(), j.get())
-
-    def _nat_wrapped(self):
-        # The data already lies in the periodic box (checked at construction).
-        return self._nat
-
-    def query_pairs(self, r, p=2.0, eps=0, output_type="set"):
-        """All pairs (i, j), i < j, of points within distance r: a set of tuples, or for
-        output_type='ndarray' an int64 xp_cuda array of shape (npairs, 2), sorted."""
-        p = _check_p(p)
-        _check_eps(eps)
-        r = _as_float(r, "r")
-        if output_type not in ("set", "ndarray"):
-            raise ValueError(f"Invalid output type {output_type!r}: use 'set' or 'ndarray'")
-        dev = self._device
-        if dev == CPU:
-            if math.isnan(r) or r < 0:
-                res = set() if output_type == "set" else np.empty((0, 2), dtype=np.int64)
-            else:
-                res = self._sp.query_pairs(r, p=p, eps=eps, output_type=output_type)
-            if output_type == "set":
-                return res
-            return _wrap(np.asarray(res, dtype=np.int64).reshape(-1, 2), dev)
-        from .._kernels import spatial as K
-        cp = self._xp()
-        with self._ctx():
-            rr = cp.asarray(K.reduce_radius(np.array([r]), p))
-            pts, order = self._tree_points()
-            _, _, j, q, _ = K.ball(self._tree, pts, rr, p, qids=order, pairs=True, want_q=True)
-            if j.size and self.n:
-                key = cp.sort(q * self.n + j)
-                q, j = key // self.n, key % self.n
-            if output_type == "set":
-                return set(zip(q.get().tolist(), j.get().tolist()))
-            return _wrap(cp.stack([q, j], axis=1).reshape(-1, 2), dev)
-
-    def count_neighbors(self, other, r, p=2.0, weights=None, cumulative=True):
-        """Number (or weighted sum) of pairs (x1 in self, x2 in other) with distance <= r.
-
-        r is a scalar (0-d result) or 1-D; cumulative=False counts per bin
-        (r[i-1] < d <= r[i]) and needs r non-decreasing. weights: None, an array for both
-        (other must be self), or a tuple (self's, other's), either None. Unweighted results
-        are int64, weighted float64.
-        """
-        other = self._other(other, "count_neighbors")
-        p = _check_p(p)
-        rn = _bring(r, CPU, "r")
-        if rn.ndim > 1:
-            raise ValueError("r must be either a single value or a one-dimensional array of "
-                             "values")
-        scalar = rn.ndim == 0
-        rn = np.atleast_1d(rn)
-        if not cumulative and rn.size > 1 and bool((rn[:-1] > rn[1:]).any()):
-            raise ValueError("r must be non-decreasing for non-cumulative counting.")
-        w_self, w_other = self._weights(other, weights)
-        weighted = w_self is not None or w_other is not None
-        dev = self._device
-        if dev == CPU:
-            rc = np.where(self._radius_bad(rn), -np.inf, rn)
-            wts = None if not weighted else (w_self, w_other)
-            res = self._sp.count_neighbors(other._sp, rc, p=p, weights=wts,
-                                           cumulative=cumulative)
-            res = np.asarray(res, dtype=np.float64 if weighted else np.int64)
-            return _wrap(res[0] if scalar else res, dev)
-        from .._kernels import spatial as K
-        cp = self._xp()
-        with self._ctx():
-            red = K.reduce_radius(rn.astype(np.float64), p)
-            pts, order = other._tree_points()
-            wq = None if w_other is None else cp.ascontiguousarray(w_other[order])
-            wt = None if w_self is None else cp.ascontiguousarray(w_self[self._tree.order])
-            if cumulative:
-                u, inv = np.unique(red, return_inverse=True)
-                hist = K.count_hist(self._tree, pts, cp.asarray(u), p, wq, wt)
-                res = cp.cumsum(hist)[cp.asarray(inv.reshape(-1))]
-            else:
-                rr = np.maximum.accumulate(red)
-                res = K.count_hist(self._tree, pts, cp.asarray(rr), p, wq, wt)
-            if weighted:
-                res = res.astype(cp.float64)
-            else:
-                res = res.astype(cp.int64)
-            if scalar:
-                res = res[0]
-        return _wrap(res, dev)
-
     def _weights(self, other, weights):
+        """(self's, other's) weights as float64 natives on the device, either None."""
         if weights is None:
             return None, None
         if isinstance(weights, tuple):
@@ -598,55 +328,257 @@ class KDTree:
         def one(w, tree, who):
             if w is None:
                 return None
-            nat = _bring(w, self._device, "weights")
+            nat = bring(w, self._device, "weights")
             if nat.shape != (tree.n,):
                 raise ValueError(f"{who} weights must have shape ({tree.n},), got "
                                  f"{tuple(nat.shape)}")
             return nat
         return one(ws, self, "self's"), one(wo, other, "other's")
 
-    def sparse_distance_matrix(self, other, max_distance, p=2.0, output_type="dok_matrix"):
-        """Distances between all pairs (i in self, j in other) with distance <= max_distance.
+    # ---- k nearest -----------------------------------------------------------------------
+    def query(self, x, k=1, eps=0, p=2, distance_upper_bound=np.inf, workers=1):
+        """Query the tree for the k nearest neighbours of each point of x.
 
-        output_type: 'dok_matrix' or 'coo_matrix' (SciPy sparse matrices, SciPy needed),
-        'dict' ({(i, j): distance}) or 'ndarray' (a NumPy structured array with fields i, j,
-        v, as SciPy's).
+        Parameters
+        ----------
+        x : array_like, shape (..., m)
+            The query points (moved to the tree's device). A periodic tree wraps them into
+            its box first.
+        k : int or sequence of int, optional
+            An int asks for the ranks 1..k (k == 1 drops the last axis of the results); a
+            sequence asks for those 1-based ranks (the axis is kept). Default 1.
+        eps : float, optional
+            Approximation allowed (neighbour k at most (1 + eps) times the true k-th
+            distance); must be >= 0. Results are exact on cuda, which meets it.
+        p : float, optional
+            The Minkowski p-norm, 1 <= p <= inf. Default 2.
+        distance_upper_bound : float, optional
+            Only neighbours strictly closer than this; negative or NaN matches nothing.
+        workers : int, optional
+            SciPy's worker threads on cpu (-1: all cores; must be -1 or > 0); no effect on
+            cuda.
+
+        Returns
+        -------
+        d : Array of float64
+            Distances, shape ``x.shape[:-1] + (len(ranks),)`` (no last axis for k == 1);
+            inf where a neighbour is missing.
+        i : Array of int64
+            Indices into ``data``, same shape; ``n`` where a neighbour is missing.
+
+        Raises
+        ------
+        ValueError
+            p < 1, eps < 0, k or a rank below 1, workers 0 or below -1, query points of the
+            wrong length or not finite.
+        """
+        p = _check_p(p)
+        _check_eps(eps)
+        workers = _check_workers(workers)
+        ranks, seq = _check_k(k)
+        ub = _as_float(distance_upper_bound, "distance_upper_bound")
+        if math.isnan(ub) or ub < 0:
+            ub = 0.0  # matches nothing (strict bound)
+        X, batch = self._queries(x)
+        d, i = self._engine.query(X, batch, ranks, seq, p, eps, ub, workers)
+        return _wrap(d, self._device), _wrap(i, self._device)
+
+    # ---- fixed radius --------------------------------------------------------------------
+    def query_ball_point(self, x, r, p=2.0, eps=0, workers=1, return_sorted=None,
+                         return_length=False):
+        """Indices of the points within distance r of each point of x (d <= r).
+
+        Parameters
+        ----------
+        x : array_like, shape (..., m)
+            The query points (moved to the tree's device).
+        r : float or array_like
+            The radius, or one per point (broadcast to ``x.shape[:-1]``). A negative or NaN
+            radius matches nothing.
+        p : float, optional
+            The Minkowski p-norm, 1 <= p <= inf. Default 2.
+        eps : float, optional
+            Approximation allowed (>= 0); exact on cuda.
+        workers : int, optional
+            SciPy's worker threads on cpu; no effect on cuda.
+        return_sorted : bool or None, optional
+            True sorts each list of indices, False does not, None sorts for arrays of points
+            only (SciPy's rule).
+        return_length : bool, optional
+            Return the number of hits instead of their indices. Default False.
+
+        Returns
+        -------
+        list, or object ndarray of lists, or Array of int64
+            A single point (x of shape (m,)) gives a list, an array of points a NumPy object
+            array of lists of shape ``x.shape[:-1]``; with ``return_length``, an int64 Array
+            of that shape (0-d for a single point).
+
+        Raises
+        ------
+        ValueError
+            p < 1, eps < 0, bad workers, query points of the wrong length or not finite, or r
+            not broadcastable to the points.
+        """
+        p = _check_p(p)
+        _check_eps(eps)
+        workers = _check_workers(workers)
+        X, batch = self._queries(x)
+        R = self._radii(r, batch)
+        res = self._engine.ball_point(X, batch, R, p, eps, workers, return_sorted,
+                                      return_length)
+        return _wrap(res, self._device) if return_length else res
+
+    def query_ball_tree(self, other, r, p=2.0, eps=0):
+        """For each point of self, the indices of other's points within distance r.
+
+        Parameters
+        ----------
+        other : KDTree
+            A tree of the same dimension on the same device.
+        r : float
+            The radius (d <= r); negative or NaN matches nothing.
+        p : float, optional
+            The Minkowski p-norm, 1 <= p <= inf. Default 2.
+        eps : float, optional
+            Approximation allowed (>= 0); exact on cuda.
+
+        Returns
+        -------
+        list of lists
+            ``n`` lists, the i-th holding the sorted indices into ``other.data`` of the points
+            within r of ``self.data[i]``.
+
+        Raises
+        ------
+        TypeError
+            other is not an xp_cuda KDTree.
+        ValueError
+            p < 1, eps < 0, or trees of different dimension or device.
+        """
+        other = self._other(other, "query_ball_tree")
+        p = _check_p(p)
+        _check_eps(eps)
+        r = _as_float(r, "r")
+        return self._engine.ball_tree(other._engine, r, p, eps)
+
+    def query_pairs(self, r, p=2.0, eps=0, output_type="set"):
+        """All pairs (i, j), i < j, of the tree's points within distance r of each other.
+
+        Parameters
+        ----------
+        r : float
+            The radius (d <= r); negative or NaN matches nothing.
+        p : float, optional
+            The Minkowski p-norm, 1 <= p <= inf. Default 2.
+        eps : float, optional
+            Approximation allowed (>= 0); exact on cuda.
+        output_type : {'set', 'ndarray'}, optional
+            Default 'set'.
+
+        Returns
+        -------
+        set of tuple, or Array of int64
+            A set of (i, j) tuples, or for 'ndarray' an int64 Array of shape (npairs, 2) on
+            the tree's device (sorted on cuda).
+
+        Raises
+        ------
+        ValueError
+            p < 1, eps < 0, or an unknown output_type.
+        """
+        p = _check_p(p)
+        _check_eps(eps)
+        r = _as_float(r, "r")
+        if output_type not in ("set", "ndarray"):
+            raise ValueError(f"Invalid output type {output_type!r}: use 'set' or 'ndarray'")
+        res = self._engine.pairs(r, p, eps, output_type)
+        return res if output_type == "set" else _wrap(res, self._device)
+
+    def count_neighbors(self, other, r, p=2.0, weights=None, cumulative=True):
+        """Number (or weighted sum) of pairs (x1 in self, x2 in other) with distance <= r.
+
+        Parameters
+        ----------
+        other : KDTree
+            A tree of the same dimension on the same device (may be self).
+        r : float or 1-D array_like
+            The radii; negative or NaN radii count nothing.
+        p : float, optional
+            The Minkowski p-norm, 1 <= p <= inf. Default 2.
+        weights : None, array_like or tuple of two, optional
+            None counts pairs; an array of n weights weighs both trees (other must be self);
+            a tuple gives (self's, other's) weights, either of which may be None.
+        cumulative : bool, optional
+            True counts pairs within each r; False counts per bin, r[i-1] < d <= r[i] (r must
+            be non-decreasing). Default True.
+
+        Returns
+        -------
+        Array
+            int64 counts (float64 sums when weighted), 0-d for a scalar r, else of r's shape.
+
+        Raises
+        ------
+        TypeError
+            other is not an xp_cuda KDTree.
+        ValueError
+            p < 1, trees of different dimension or device, r of more than one dimension, r
+            decreasing with cumulative=False, weights of the wrong shape, or one weights
+            array for two different trees.
+        """
+        other = self._other(other, "count_neighbors")
+        p = _check_p(p)
+        rn = bring(r, CPU, "r")  # radii are planned on the host, on every device
+        if rn.ndim > 1:
+            raise ValueError("r must be either a single value or a one-dimensional array of "
+                             "values")
+        scalar = rn.ndim == 0
+        rn = np.atleast_1d(rn)
+        if not cumulative and rn.size > 1 and bool((rn[:-1] > rn[1:]).any()):
+            raise ValueError("r must be non-decreasing for non-cumulative counting.")
+        w_self, w_other = self._weights(other, weights)
+        res = self._engine.count_neighbors(other._engine, rn, p, w_self, w_other, cumulative)
+        return _wrap(res[0] if scalar else res, self._device)
+
+    def sparse_distance_matrix(self, other, max_distance, p=2.0, output_type="dok_matrix"):
+        """Distances between all pairs (i in self, j in other) at distance <= max_distance.
+
+        Parameters
+        ----------
+        other : KDTree
+            A tree of the same dimension on the same device.
+        max_distance : float
+            The largest distance kept; negative or NaN keeps nothing.
+        p : float, optional
+            The Minkowski p-norm, 1 <= p <= inf. Default 2.
+        output_type : {'dok_matrix', 'coo_matrix', 'dict', 'ndarray'}, optional
+            SciPy sparse matrices of shape (self.n, other.n) (SciPy needed), a dict
+            ``{(i, j): distance}``, or a NumPy structured array with fields i, j, v, as
+            SciPy's. Default 'dok_matrix'.
+
+        Returns
+        -------
+        dok_matrix, coo_matrix, dict or ndarray
+            On the host, whatever the tree's device.
+
+        Raises
+        ------
+        TypeError
+            other is not an xp_cuda KDTree.
+        ValueError
+            p < 1, trees of different dimension or device, or an unknown output_type.
+        ImportError
+            A SciPy sparse output without SciPy installed.
         """
         other = self._other(other, "sparse_distance_matrix")
         p = _check_p(p)
         md = _as_float(max_distance, "max_distance")
-        if output_type not in _SPARSE_TYPES:
-            raise ValueError(f"Invalid output type {output_type!r}: use one of {_SPARSE_TYPES}")
+        if output_type not in SPARSE_TYPES:
+            raise ValueError(f"Invalid output type {output_type!r}: use one of {SPARSE_TYPES}")
         if output_type in ("dok_matrix", "coo_matrix"):
-            _scipy_sparse()
-        shape = (self.n, other.n)
+            scipy_sparse()
         if math.isnan(md) or md < 0:
-            return _sparse_out(np.empty(0, np.intp), np.empty(0, np.intp),
-                               np.empty(0, np.float64), shape, output_type)
-        if self._device == CPU:
-            return self._sp.sparse_distance_matrix(other._sp, md, p=p, output_type=output_type)
-        from .._kernels import spatial as K
-        cp = self._xp()
-        with self._ctx():
-            rr = cp.asarray(K.reduce_radius(np.array([md]), p))
-            _, _, j, q, v = K.ball(other._tree, self._nat_wrapped(), rr, p, want_q=True,
-                                   want_dist=True)
-            if j.size and other.n:
-                perm = cp.argsort(q * other.n + j)
-                q, j, v = q[perm], j[perm], v[perm]
-            i_h, j_h, v_h = q.get(), j.get(), v.get()
-        return _sparse_out(i_h, j_h, v_h, shape, output_type)
-
-
-def _sparse_out(i, j, v, shape, output_type):
-    if output_type == "dict":
-        return dict(zip(zip(i.tolist(), j.tolist()), v.tolist()))
-    if output_type == "ndarray":
-        out = np.empty(len(i), dtype=_SPARSE_DTYPE)
-        out["i"], out["j"], out["v"] = i, j, v
-        return out
-    sparse = _scipy_sparse()
-    coo = sparse.coo_matrix((v, (i, j)), shape=shape)
-    if output_type == "coo_matrix":
-        return coo
-    return coo.todok()  # keeps explicit zero distances, as SciPy's dok result does
+            return sparse_out(np.empty(0, np.intp), np.empty(0, np.intp),
+                              np.empty(0, np.float64), (self.n, other.n), output_type)
+        return self._engine.sparse_distance_matrix(other._engine, md, p, output_type)
