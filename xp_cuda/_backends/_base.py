@@ -17,6 +17,13 @@ from .._dtypes import clip_scalar
 FAST: dict = {}
 
 
+def _reduced_shape(shape, axes, keepdims):
+    """The shape a reduction over `axes` leaves (the NaN results of empty ranges need it)."""
+    if keepdims:
+        return tuple(1 if i in axes else n for i, n in enumerate(shape))
+    return tuple(n for i, n in enumerate(shape) if i not in axes)
+
+
 class EmptyMask:
     """An index key: a boolean mask with a size-0 dimension; it selects no element."""
 
@@ -92,10 +99,8 @@ class Backend:
                 data = data.astype(dtype._np, copy=False)
                 out = getattr(xp, kind)(data, axis=axes, dtype=dtype._np, keepdims=keepdims)
             elif kind == "mean" and not math.prod(data.shape[a] for a in axes):
-                shape = tuple(1 if i in axes else n for i, n in enumerate(data.shape)
-                              ) if keepdims else tuple(n for i, n in enumerate(data.shape)
-                                                       if i not in axes)
-                out = xp.full(shape, np.nan, dtype=dtype._np)
+                out = xp.full(_reduced_shape(data.shape, axes, keepdims), np.nan,
+                              dtype=dtype._np)
             elif kind in ("max", "min"):  # amax/amin propagate NaN, as the spec asks
                 out = getattr(xp, "amax" if kind == "max" else "amin")(data, axis=axes,
                                                                       keepdims=keepdims)
@@ -109,10 +114,8 @@ class Backend:
         xp = self.xp
         with self.ctx(), np.errstate(all="ignore"):
             if not dof > 0:
-                shape = tuple(1 if i in axes else n for i, n in enumerate(data.shape)
-                              ) if keepdims else tuple(n for i, n in enumerate(data.shape)
-                                                       if i not in axes)
-                out = xp.full(shape, np.nan, dtype=dtype._np)
+                out = xp.full(_reduced_shape(data.shape, axes, keepdims), np.nan,
+                              dtype=dtype._np)
             else:
                 dev = data - xp.mean(data, axis=axes, keepdims=True)
                 out = xp.sum(dev * dev, axis=axes, keepdims=keepdims)
