@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 
 from ._array import _wrap, check_array
 from ._dtypes import DEFAULT_DTYPES
@@ -75,16 +74,7 @@ def cumulative_sum(x, /, *, axis=None, dtype=None, include_initial=False):
         axis = 0
     ax = normalize_axis(axis, x.ndim, fname)
     rdt = accumulation_dtype(x, dtype, fname)
-    b = x._b
-    xp = b.xp
-    with b.ctx(), np.errstate(all="ignore"):
-        data = x._data.astype(rdt._np, copy=False)
-        out = xp.cumsum(data, axis=ax, dtype=rdt._np)
-        if include_initial:
-            zshape = tuple(1 if i == ax else s for i, s in enumerate(x.shape))
-            out = xp.concatenate([xp.zeros(zshape, dtype=rdt._np), out], axis=ax)
-        out = out.astype(rdt._np, copy=False)
-    return _wrap(out, x.device)
+    return _wrap(x._b.cumsum(x._data, ax, rdt, include_initial), x.device)
 
 
 def _max_min(name, x, axis, keepdims):
