@@ -450,12 +450,14 @@ def run_cases(plat: Platform, cases, sizes: Sizes, label: str, warmup: int, reps
                 cells[impl.name] = err
                 continue
             cells[impl.name] = t
-            results[impl.name] = tuple(plat.native(r) for r in _components(res))
-        ref_name = next((p for p in reversed(peers) if p in results), None)
+            got, err = _call(lambda: tuple(plat.native(r) for r in _components(res)))
+            results[impl.name] = got if err is None else err
+        ref_name = next((p for p in reversed(peers) if isinstance(results.get(p), tuple)), None)
         ref = results.get(ref_name)
         check = CHECKS[case.check]
-        moved = traffic(case.bytes, src, ref if ref is not None else
-                        results.get("xp_cuda", ())) if case.bytes and label != "small" else None
+        mine = results.get("xp_cuda")
+        moved = traffic(case.bytes, src, ref if ref is not None else mine) \
+            if case.bytes and label != "small" and isinstance(ref or mine, tuple) else None
         flops = case.flops(sizes) if case.flops and label != "small" else None
         wide = {"case": case.name, "size": label, "inputs": shapes, "bytes": case.bytes or "-"}
         for impl in plat.impls:
@@ -469,9 +471,12 @@ def run_cases(plat: Platform, cases, sizes: Sizes, label: str, warmup: int, reps
                         row["vs_copy"] = row["GB/s"] / copy
                 if flops:
                     row["TFLOP/s"] = flops / cell / 1e12
-                if ref is not None and impl.name != ref_name:
+                got = results[impl.name]
+                if isinstance(got, str):  # its result could not be read back
+                    row["agree"], row["check_error"] = False, got
+                elif ref is not None and impl.name != ref_name:
                     try:
-                        row["agree"] = check(plat.lib, results[impl.name], ref, src)
+                        row["agree"] = check(plat.lib, got, ref, src)
                     except Exception as e:
                         row["agree"], row["check_error"] = False, first_line(e)
                 wide[impl.name] = row["ms"]
@@ -494,11 +499,10 @@ def run_cases(plat: Platform, cases, sizes: Sizes, label: str, warmup: int, reps
 
 
 def run_host(plat: Platform, calls, measure, label: str) -> tuple[list, list]:
-    """Host microseconds per call of every (name, fn, sizes) on every implementation."""
+    """Host microseconds per call of every (name, fn, input specs) on every implementation."""
     rows, table = [], []
     inputs = Inputs(plat.lib)
-    for name, fn, sizes_or_specs in calls:
-        specs = sizes_or_specs
+    for name, fn, specs in calls:
         src = {k: inputs(s) for k, s in specs.items()}
         wide = {"call": name}
         for impl in plat.impls:
