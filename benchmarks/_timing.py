@@ -175,3 +175,20 @@ def first_line(exc: BaseException) -> str:
 def missing_function(exc: BaseException) -> bool:
     """True when ``exc`` says a namespace lacks the function (an "n/a" cell, not an error)."""
     return isinstance(exc, AttributeError) and str(exc).startswith("module ")
+
+
+def to_native(lib, r):
+    """A result of any namespace as an array of ``lib`` (CuPy or NumPy) for checking: DLPack
+    first (no copy); where the exporter refuses (a negative-strided view, say), through a host
+    copy that DLPack 2023.12 lets the consumer ask for."""
+    if isinstance(r, lib.ndarray):
+        return r
+    try:
+        return lib.from_dlpack(r)
+    except Exception:
+        pass
+    import numpy as np
+    try:
+        return lib.asarray(np.from_dlpack(r, device="cpu"))
+    except Exception:
+        return lib.asarray(r)

@@ -31,7 +31,7 @@ from typing import Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # xp_cuda from this checkout
 from _timing import (environment, first_line, gpu_usable, missing_function,  # noqa: E402
-                     print_table, time_wall, try_import, write_json)
+                     print_table, time_wall, to_native, try_import, write_json)
 
 TOLERANCE = 1e-2  # relative to the result's largest magnitude: float32, different sum orders
 
@@ -175,16 +175,6 @@ def cpu_impls(xp):
                 Impl("numpy", npx, lambda a: a)], lambda: None
 
 
-def to_lib(lib, r):
-    """A result as the platform lib's array (DLPack where the type is foreign)."""
-    if isinstance(r, lib.ndarray):
-        return r
-    try:
-        return lib.from_dlpack(r)
-    except Exception:
-        return lib.asarray(r)
-
-
 def run(lib, impls, sync, size_key: str, only: str, warmup: int, reps: int):
     rows, table = [], []
     for wl in WORKLOADS:
@@ -198,7 +188,7 @@ def run(lib, impls, sync, size_key: str, only: str, warmup: int, reps: int):
             row = {"case": wl.name, "impl": impl.name, "inputs": shapes}
             try:
                 a = {k: impl.convert(v) for k, v in src.items()}
-                results[impl.name] = to_lib(lib, wl.fn(impl.ns, a))
+                results[impl.name] = to_native(lib, wl.fn(impl.ns, a))
                 t = time_wall(lambda: wl.fn(impl.ns, a), sync, warmup=warmup, reps=reps)
                 row["ms"] = wide[impl.name] = t * 1e3
             except Exception as e:
@@ -272,9 +262,11 @@ def main(argv=None) -> int:
                    {"benchmark": "workloads", "env": environment(), "device":
                     "cuda:0" if gpu else "cpu", "sizes": size_key, "notes": notes,
                     "rows": rows})
-    bad = [r for r in rows if "error" in r and r["impl"] == "xp_cuda" or r.get("agree") is False]
+    # a peer that disagrees with xp_cuda fails too: one of the two is wrong
+    bad = [r for r in rows if ("error" in r and r["impl"] == "xp_cuda") or r.get("agree") is False]
     for r in bad:
-        print(f"FAILED: {r['case']} {r['impl']}: {r.get('error') or r.get('check_error') or 'disagrees'}")
+        why = r.get("error") or r.get("check_error") or "disagrees with xp_cuda"
+        print(f"FAILED: {r['case']} {r['impl']}: {why}")
     return 1 if bad else 0
 
 
