@@ -525,7 +525,7 @@ def host_calls(only: str) -> list:
     """The everyday calls and every case at its small size, as (name, fn, input specs)."""
     small = SIZES["small"]
     out = [(n, f, HOST_INPUTS) for n, f in HOST_CALLS]
-    out += [(c.name, c.fn, c.inputs(small)) for c in CASES]
+    out += [(f"{c.name} [small]", c.fn, c.inputs(small)) for c in CASES]
     return [c for c in out if only in c[0]]
 
 
