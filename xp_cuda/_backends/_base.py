@@ -15,6 +15,7 @@ from .._dtypes import clip_scalar
 # (name, numpy dtype(s), or "s" for a scalar operand) -> (Plan, Device, context or None).
 # The context is None when only one GPU is visible (nothing to switch).
 FAST: dict = {}
+_NO_SWITCH = contextlib.nullcontext()  # reusable: entering it does nothing
 
 
 def _reduced_shape(shape, axes, keepdims):
@@ -47,7 +48,7 @@ class Backend:
     switch = None
 
     def ctx(self):
-        return contextlib.nullcontext()
+        return _NO_SWITCH
 
     # ---- data movement --------------------------------------------------------------------
     def to_host(self, data):

@@ -62,7 +62,7 @@ def _build(cp, kind, in_name, acc_name, x, axes, keepdims):
     return Launch(cp, g, [out], [x])
 
 
-def reduce_eager(cp, kind, x, axes, keepdims, in_dtype, acc_dtype):
+def reduce_eager(cp, kind, x, axes, keepdims, in_dtype, acc_dtype, device=None):
     """``kind`` (sum, prod, max, min, mean, all, any) of the CuPy array ``x`` over ``axes``
     (a tuple of distinct non-negative axes of x, already normalised by the spec layer; () for
     none) on the current device and stream; returns a new CuPy array of dtype ``acc_dtype`` and
@@ -75,10 +75,21 @@ def reduce_eager(cp, kind, x, axes, keepdims, in_dtype, acc_dtype):
     An empty result returns at once; an empty reduced range gives sum 0, prod 1, mean NaN,
     all True, any False (max and min of an empty range raise ValueError: the spec layer
     refuses them first). Compiled launches are cached per (kind, dtypes, shape, strides, axes,
-    keepdims, device) in an LRU of CACHE_SIZE entries; safe to call from several threads."""
+    keepdims, device) in an LRU of CACHE_SIZE entries; safe to call from several threads.
+    ``device``: the current device's index when the caller knows it (saves a driver query)."""
     in_name, acc_name = _name(in_dtype), _name(acc_dtype)
     shape = x.shape
     axes = tuple(axes)
+    if device is None:
+        device = cp.cuda.runtime.getDevice()
+    key = (kind, in_name, acc_name, shape, x.strides, axes, keepdims, device)
+    launch = _cache.get(key)
+    if launch is not None:  # a cached layout is never empty: run it
+        try:
+            _cache.move_to_end(key)
+        except KeyError:  # dropped by another thread meanwhile: still valid to run
+            pass
+        return launch((x,), ())[0]
     P = math.prod(s for i, s in enumerate(shape) if i not in axes)
     M = math.prod(shape[a] for a in axes)
     if P == 0:
@@ -87,18 +98,9 @@ def reduce_eager(cp, kind, x, axes, keepdims, in_dtype, acc_dtype):
         if kind not in _EMPTY_VALUE:
             raise ValueError(f"{kind} of an empty range has no value")
         return cp.full(out_shape(shape, axes, keepdims), _EMPTY_VALUE[kind], dtype=acc_name)
-    key = (kind, in_name, acc_name, shape, x.strides, axes, keepdims,
-           cp.cuda.runtime.getDevice())
-    launch = _cache.get(key)
-    if launch is None:
-        launch = _build(cp, kind, in_name, acc_name, x, axes, keepdims)
-        with _lock:
-            _cache[key] = launch
-            while len(_cache) > CACHE_SIZE:
-                _cache.popitem(last=False)
-    else:
-        try:
-            _cache.move_to_end(key)
-        except KeyError:  # dropped by another thread meanwhile: still valid to run
-            pass
+    launch = _build(cp, kind, in_name, acc_name, x, axes, keepdims)
+    with _lock:
+        _cache[key] = launch
+        while len(_cache) > CACHE_SIZE:
+            _cache.popitem(last=False)
     return launch((x,), ())[0]
