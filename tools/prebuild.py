@@ -115,8 +115,15 @@ def creation_units():
         yield unit, (), name
 
 
+def vecdot_units():
+    from xp_cuda._kernels import _runtime as rt
+    from xp_cuda._kernels import vecdot as V
+    for d in ("float32", "float64"):
+        yield rt.source("vecdot.cu"), V.compile_options(d, d, d), "xp_vecdot"
+
+
 FAMILIES = {"elementwise": elementwise_units, "reduction": reduction_units,
-            "eager": eager_units, "creation": creation_units}
+            "eager": eager_units, "creation": creation_units, "vecdot": vecdot_units}
 
 
 def units():
