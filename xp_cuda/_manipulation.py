@@ -10,7 +10,8 @@ import math
 from ._array import Array, _backend_of, _wrap, check_array
 from ._dtypes import int64 as _int64
 from ._dtypes import promote
-from ._validation import broadcast_shapes, check_int, common_device, normalize_axes, normalize_axis
+from ._validation import (broadcast_shapes, check_int, common_device, normalize_axes,
+                          normalize_axis, planned)
 
 
 def _check_sequence(arrays, fname: str) -> list:
@@ -192,21 +193,9 @@ def reshape(x, /, shape, *, copy=None) -> Array:
     """Array API 2023.12 ``reshape``: same elements in a new shape (one -1 is inferred).
     copy=False raises ValueError when the new shape cannot be a view of x."""
     check_array(x, "reshape")
-    shape = _int_tuple(shape, "reshape", "shape")
-    if not (copy is None or copy is True or copy is False):
-        raise TypeError(f"reshape: copy must be True, False or None, got {copy!r}")
-    if any(n < -1 for n in shape) or shape.count(-1) > 1:
-        raise ValueError(f"reshape: shape {shape} may hold non-negative sizes and at most "
-                         f"one -1")
-    known = math.prod(n for n in shape if n != -1)
-    if -1 in shape:
-        if known == 0 or x.size % known:
-            raise ValueError(f"reshape: cannot infer the -1 in {shape} for an array of "
-                             f"{x.size} elements")
-        shape = tuple(x.size // known if n == -1 else n for n in shape)
-    elif known != x.size:
-        raise ValueError(f"reshape: an array of shape {x.shape} ({x.size} elements) cannot "
-                         f"be reshaped to {shape}")
+    data = x._data
+    shape = planned(("reshape", data.shape, shape, copy, type(copy)), (shape, copy),
+                    lambda: _reshape_target(x, shape, copy))
     b = x._b
     if copy:
         return _wrap(b.copy(x._data).reshape(shape), x.device)
@@ -219,6 +208,26 @@ def reshape(x, /, shape, *, copy=None) -> Array:
                              f"be viewed as shape {shape} without a copy, but copy=False "
                              f"was passed")
         return _wrap(out, x.device)
+
+
+def _reshape_target(x, shape, copy) -> tuple:
+    """The checked target shape of reshape (its -1 resolved)."""
+    shape = _int_tuple(shape, "reshape", "shape")
+    if not (copy is None or copy is True or copy is False):
+        raise TypeError(f"reshape: copy must be True, False or None, got {copy!r}")
+    if any(n < -1 for n in shape) or shape.count(-1) > 1:
+        raise ValueError(f"reshape: shape {shape} may hold non-negative sizes and at most "
+                         f"one -1")
+    known = math.prod(n for n in shape if n != -1)
+    if -1 in shape:
+        if known == 0 or x.size % known:
+            raise ValueError(f"reshape: cannot infer the -1 in {shape} for an array of "
+                             f"{x.size} elements")
+        return tuple(x.size // known if n == -1 else n for n in shape)
+    if known != x.size:
+        raise ValueError(f"reshape: an array of shape {x.shape} ({x.size} elements) cannot "
+                         f"be reshaped to {shape}")
+    return shape
 
 
 def roll(x, /, shift, *, axis=None) -> Array:

@@ -138,14 +138,25 @@ PLAN_LIMIT = 8192
 _KEYABLE = (int, bool, type(None), DType)
 
 
+def _keyable(o) -> bool:
+    t = type(o)
+    if t is tuple:
+        return all(type(v) is int for v in o)
+    return t in _KEYABLE
+
+
 def planned(key, options, validate):
-    """validate() for key, memoised when every option is keyable (see PLANS)."""
-    plan = PLANS.get(key)
+    """validate() for key, memoised when every option is keyable (see PLANS): None, an int,
+    a bool, a DType, or a tuple of ints (the key must hold each option's type, or the tuple)."""
+    try:
+        plan = PLANS.get(key)
+    except TypeError:  # an unhashable option (a list where a tuple belongs): the checks say so
+        return validate()
     if plan is not None:
         return plan
     plan = validate()
     for o in options:
-        if type(o) not in _KEYABLE:
+        if not _keyable(o):
             return plan
     if len(PLANS) >= PLAN_LIMIT:
         for k in list(PLANS)[:PLAN_LIMIT // 2]:

@@ -17,7 +17,7 @@ from .._kernels.elementwise import Plan as _Plan
 from .._kernels.fusion import Launch as _Launch
 from .._kernels.reduction import reduce_eager as _reduce_eager
 from .._kernels.vecdot import vecdot_cuda as _vecdot
-from ._base import FAST, Backend
+from ._base import _NO_SWITCH, FAST, Backend
 
 
 def _value_bytes(value, dtype) -> bytes:
@@ -33,7 +33,8 @@ class CudaBackend(Backend):
         self._plans = {}  # (name, dtype names) -> elementwise Plan on this device
 
     def ctx(self):
-        return self._dev
+        # one visible GPU: it is always current, and entering CuPy's Device costs ~1 us
+        return self._dev if self.switch is not None else _NO_SWITCH
 
     def to_host(self, data):
         return data.get()
