@@ -298,7 +298,7 @@ def _views(a):
     return out
 
 
-def _random(rng, shape, dt, special=True):
+def _random(rng, shape, dt, special=True, nan=False):
     if dt == "bool":
         return rng.random(shape) > 0.7
     if dt.startswith(("int", "uint")):
@@ -311,6 +311,8 @@ def _random(rng, shape, dt, special=True):
         flat[idx[:3]] = flat[idx[3]]
         flat[rng.integers(0, a.size)] = -0.0
         flat[rng.integers(0, a.size)] = 0.0
+        if nan:
+            flat[rng.integers(0, a.size, 3)] = np.nan
     return a
 
 
@@ -319,13 +321,15 @@ ARG_SHAPES = [((1,), (0, None)), ((7,), (0, None)), ((1000003,), (0, None)),
               ((3, 5, 7, 9), (0, 1, 2, 3, None))]
 
 
-@pytest.mark.parametrize("dt", ["float32", "float64", "int8", "uint8", "int16", "uint16",
-                                "int32", "uint32", "int64", "uint64", "bool"])
+@pytest.mark.parametrize("dt", ["float32", "float64", "int8", "uint16", "int32", "uint64",
+                                "bool"])
 @pytest.mark.parametrize("kind", ["argmax", "argmin"])
 def test_arg_reduce_matches_numpy(rng, kind, dt):
+    """Exact indices on every layout: ties (many, for integers and bools), +-0.0, and NaN in
+    the 2-D and 4-D arrays (NumPy's rule: the first NaN wins)."""
     import cupy as cp
     for shape, axes in ARG_SHAPES:
-        a = _random(rng, shape, dt)
+        a = _random(rng, shape, dt, nan=len(shape) > 1)
         for vn, v in _views(a):
             dv = cp.asarray(v)
             for axis in axes:
