@@ -69,22 +69,24 @@ def _build(cp, kind, in_name, acc_name, x, axes, keepdims):
     return Launch(cp, g, [out], [x])
 
 
-def _run(cp, key, build, x, values=()):
-    """Run the cached launch of `key` (built by build() on a miss) on x; the LRU is bounded."""
-    key = key + (cp.cuda.runtime.getDevice(),)
+def _get(key):
+    """The cached launch of `key` on the current device (marked recently used), or None."""
     launch = _cache.get(key)
-    if launch is None:
-        launch = build()
-        with _lock:
-            _cache[key] = launch
-            while len(_cache) > CACHE_SIZE:
-                _cache.popitem(last=False)
-    else:
+    if launch is not None:
         try:
             _cache.move_to_end(key)
         except KeyError:  # dropped by another thread meanwhile: still valid to run
             pass
-    return launch((x,), values)[0]
+    return launch
+
+
+def _put(key, launch):
+    """Cache `launch` under `key`, dropping the least recently used beyond CACHE_SIZE."""
+    with _lock:
+        _cache[key] = launch
+        while len(_cache) > CACHE_SIZE:
+            _cache.popitem(last=False)
+    return launch
 
 
 def reduce_eager(cp, kind, x, axes, keepdims, in_dtype, acc_dtype):
@@ -112,8 +114,10 @@ def reduce_eager(cp, kind, x, axes, keepdims, in_dtype, acc_dtype):
         if kind not in _EMPTY_VALUE:
             raise ValueError(f"{kind} of an empty range has no value")
         return cp.full(out_shape(shape, axes, keepdims), _EMPTY_VALUE[kind], dtype=acc_name)
-    key = (kind, in_name, acc_name, shape, x.strides, axes, keepdims)
-    return _run(cp, key, lambda: _build(cp, kind, in_name, acc_name, x, axes, keepdims), x)
+    key = (kind, in_name, acc_name, shape, x.strides, axes, keepdims,
+           cp.cuda.runtime.getDevice())
+    launch = _get(key) or _put(key, _build(cp, kind, in_name, acc_name, x, axes, keepdims))
+    return launch((x,), ())[0]
 
 
 # ---- struct accumulators and prologues --------------------------------------------------------
@@ -147,9 +151,10 @@ def arg_reduce(cp, kind, x, axis, keepdims):
     if math.prod(shape[a] for a in axes) == 0:
         raise ValueError(f"{kind} of an empty range has no value")
     name = x.dtype.name
-    key = (kind, name, shape, x.strides, axis, keepdims)
-    return _run(cp, key, lambda: _launch(cp, *arg_graph(kind, name, shape, axis, keepdims), x),
-                x)
+    key = (kind, name, shape, x.strides, axis, keepdims, cp.cuda.runtime.getDevice())
+    launch = _get(key) or _put(key, _launch(cp, *arg_graph(kind, name, shape, axis,
+                                                              keepdims), x))
+    return launch((x,), ())[0]
 
 
 # var/std accumulate their moments in float64 for float32 input too: the kernel is bound by
@@ -190,9 +195,11 @@ def moments(cp, kind, x, axes, correction, keepdims, out_dtype):
         return cp.full(oshape, float("nan"), dtype=out_name)
     name = x.dtype.name
     correction = float(correction)
-    key = (kind, name, out_name, shape, x.strides, axes, keepdims, correction)
-    return _run(cp, key, lambda: _launch(cp, *moments_graph(
-        kind, name, shape, axes, correction, keepdims, out_name), x), x)
+    key = (kind, name, out_name, shape, x.strides, axes, keepdims, correction,
+           cp.cuda.runtime.getDevice())
+    launch = _get(key) or _put(key, _launch(cp, *moments_graph(
+        kind, name, shape, axes, correction, keepdims, out_name), x))
+    return launch((x,), ())[0]
 
 
 def _floating(name):
@@ -261,6 +268,8 @@ def norm_reduce(cp, x, ord, axes, keepdims, out_dtype):
         return cp.full(oshape, math.inf if ord < 0 else 0.0, dtype=out_name)
     name = x.dtype.name
     ord = float(ord)
-    key = ("norm", name, out_name, shape, x.strides, axes, keepdims, ord)
-    return _run(cp, key, lambda: _launch(cp, *norm_graph(name, shape, ord, axes, keepdims,
-                                                         out_name), x), x)
+    key = ("norm", name, out_name, shape, x.strides, axes, keepdims, ord,
+           cp.cuda.runtime.getDevice())
+    launch = _get(key) or _put(key, _launch(cp, *norm_graph(name, shape, ord, axes,
+                                                               keepdims, out_name), x))
+    return launch((x,), ())[0]
