@@ -485,3 +485,116 @@ def test_norm_reduce_special_values():
 
 for _m in needs_gpu:
     test_norm_reduce_special_values = _m(test_norm_reduce_special_values)
+
+
+# ---- the accumulators' algebra, compiled for the host ---------------------------------------
+_HOST_MAIN = r"""
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <limits>
+#include <vector>
+#define XP_HD inline
+inline double xp_inf() { return std::numeric_limits<double>::infinity(); }
+inline double xp_nan() { return std::numeric_limits<double>::quiet_NaN(); }
+@ACCUMULATORS@
+// Combine the lifted elements [lo, hi) in an order chosen by `seed`: a random split, each half
+// recursively, so every grouping a kernel could take (lanes, blocks, splits) is exercised.
+template <typename Op, typename A>
+A tree(const std::vector<A>& xs, int lo, int hi, unsigned& seed) {
+  if (hi - lo == 1) return xs[lo];
+  seed = seed * 1103515245u + 12345u;
+  const int mid = lo + 1 + (int)((seed >> 8) % (unsigned)(hi - lo - 1));
+  return Op::comb(tree<Op>(xs, lo, mid, seed), tree<Op>(xs, mid, hi, seed));
+}
+
+template <bool MAX>
+void arg(const std::vector<double>& v) {
+  typedef XpArgOp<double, MAX> Op;
+  std::vector<XpArg<double>> xs;
+  for (size_t i = 0; i < v.size(); ++i) xs.push_back(Op::lift(v[i], (long long)i));
+  XpArg<double> seq = Op::lift(MAX ? -xp_inf() : xp_inf(), 9223372036854775807LL);
+  for (size_t i = 0; i < xs.size(); ++i) seq = Op::comb(seq, xs[i]);
+  printf("%lld", seq.i);
+  for (unsigned s = 1; s <= 5; ++s) {
+    unsigned seed = s;
+    printf(" %lld", tree<Op>(xs, 0, (int)xs.size(), seed).i);
+  }
+  printf("\n");
+}
+
+int main() {
+  int n;
+  if (scanf("%d", &n) != 1) return 1;
+  std::vector<double> v(n);
+  for (int i = 0; i < n; ++i) {
+    char buf[64];
+    if (scanf("%63s", buf) != 1) return 1;
+    v[i] = strtod(buf, 0);
+  }
+  arg<true>(v);
+  arg<false>(v);
+  // moments: lanes of batches of 8 (the vector path's shape) and single elements, merged in
+  // random trees
+  typedef XpMoments<double> M;
+  std::vector<XpMom<double>> parts;
+  int i = 0;
+  for (; i + 8 <= n; i += 8) {
+    double b[8];
+    for (int q = 0; q < 8; ++q) b[q] = v[i + q];
+    parts.push_back(M::batch(b));
+  }
+  for (; i < n; ++i) parts.push_back(M::lift(v[i]));
+  parts.push_back(M::zero());  // an idle lane
+  for (unsigned s = 1; s <= 3; ++s) {
+    unsigned seed = s;
+    XpMom<double> m = tree<M>(parts, 0, (int)parts.size(), seed);
+    printf("%.17g %.17g %.17g\n", M::var(m, 0.0), M::var(m, 1.0), M::var(m, (double)n));
+  }
+  return 0;
+}
+"""
+
+
+def _cxx():
+    import shutil
+    return shutil.which("g++") or shutil.which("clang++")
+
+
+@pytest.mark.skipif(_cxx() is None, reason="no host C++ compiler (g++ or clang++)")
+def test_struct_accumulators_algebra_on_host(tmp_path):
+    """argmax/argmin's (value, index) combination gives NumPy's index (first occurrence, first
+    NaN) in every grouping; Welford batches merged by Chan's formula give NumPy's variance in
+    every grouping; N - correction <= 0 gives NaN. The accumulators' text is taken from
+    fusion.cuh as the kernels include it (they are XP_HD: host code too) and compiled by the
+    host's C++ compiler."""
+    import subprocess
+    from xp_cuda._kernels._runtime import source
+    cuh = source("fusion.cuh")
+    start = cuh.index("// ---- reductions whose accumulator is a small struct")
+    end = cuh.index("template <typename T>\n__device__ __forceinline__ XpArg<T> xp_ldcg")
+    src = tmp_path / "acc.cpp"
+    src.write_text(_HOST_MAIN.replace("@ACCUMULATORS@", cuh[start:end]))
+    exe = tmp_path / "acc"
+    r = subprocess.run([_cxx(), "-std=c++17", "-O1", str(src), "-o", str(exe)],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    rng = np.random.default_rng(7)
+    cases = [rng.standard_normal(1000) * 3 + 1000,
+             np.round(rng.standard_normal(333)),  # many ties
+             np.array([1.0, np.nan, 3.0, np.nan, 5.0]),
+             np.array([-np.inf] * 17),
+             np.array([0.0, -0.0, 0.0]),
+             np.array([2.5])]
+    for x in cases:
+        text = f"{x.size}\n" + " ".join(repr(float(t)) for t in x) + "\n"
+        out = subprocess.run([str(exe)], input=text, capture_output=True, text=True,
+                             timeout=60).stdout.split("\n")
+        amax, amin = ([int(t) for t in line.split()] for line in out[:2])
+        assert set(amax) == {int(np.argmax(x))} and set(amin) == {int(np.argmin(x))}, (x, out)
+        for line in out[2:5]:
+            v0, v1, vn = (float(t) for t in line.split())
+            with np.errstate(all="ignore"):
+                w0, w1 = np.var(x), (np.var(x, ddof=1) if x.size > 1 else np.nan)
+            np.testing.assert_allclose([v0, v1], [w0, w1], rtol=1e-12, equal_nan=True)
+            assert math.isnan(vn)  # N - correction == 0

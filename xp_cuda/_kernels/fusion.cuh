@@ -51,7 +51,8 @@ __device__ __forceinline__ complex<double> xp_ldcg(const complex<double>* p) {
 
 // ---- reductions whose accumulator is a small struct ------------------------------------------
 // Each is combined by one ordered function, so every grouping of lanes, blocks and splits gives
-// the same result (the printer fixes the grouping anyway).
+// the same result (the printer fixes the grouping anyway). __host__ __device__ (XP_HD), so a
+// host compiler checks their algebra (tests/test_reduction_kernels.py).
 
 // argmax / argmin: the value and its C-order index in the reduced range. The order: NaN above
 // every number (NumPy: NaN is both the max and the min, the first NaN wins), then the value,
@@ -66,13 +67,13 @@ struct XpArg {
 template <typename T, bool MAX>
 struct XpArgOp {
   typedef XpArg<T> A;
-  static __device__ __forceinline__ A lift(const T& v, long long i) {
+  static XP_HD A lift(const T& v, long long i) {
     A a;
     a.v = v;
     a.i = i;
     return a;
   }
-  static __device__ __forceinline__ A comb(const A& a, const A& b) {
+  static XP_HD A comb(const A& a, const A& b) {
     const bool an = a.v != a.v, bn = b.v != b.v;  // NaN (always false for integers)
     const bool beats = MAX ? b.v > a.v : b.v < a.v;
     const bool tie = b.v == a.v || (an && bn);
@@ -93,14 +94,14 @@ struct XpMom {
 template <typename F>
 struct XpMoments {
   typedef XpMom<F> A;
-  static __device__ __forceinline__ A zero() {
+  static XP_HD A zero() {
     A a;
     a.n = (F)0;
     a.mean = (F)0;
     a.m2 = (F)0;
     return a;
   }
-  static __device__ __forceinline__ A lift(const F& v) {
+  static XP_HD A lift(const F& v) {
     A a;
     a.n = (F)1;
     a.mean = v;
@@ -108,7 +109,7 @@ struct XpMoments {
     return a;
   }
   template <int K>
-  static __device__ __forceinline__ A batch(const F (&v)[K]) {
+  static XP_HD A batch(const F (&v)[K]) {
     F s = (F)0;
 #pragma unroll
     for (int q = 0; q < K; ++q) s += v[q];
@@ -126,7 +127,7 @@ struct XpMoments {
     return a;
   }
   // Chan et al.: the moments of the union of two disjoint sets (a first, then b).
-  static __device__ __forceinline__ A comb(const A& a, const A& b) {
+  static XP_HD A comb(const A& a, const A& b) {
     if (b.n == (F)0) return a;
     if (a.n == (F)0) return b;
     A r;
@@ -137,7 +138,7 @@ struct XpMoments {
     return r;
   }
   // N - correction <= 0 degrees of freedom: NaN (the spec's rule).
-  static __device__ __forceinline__ F var(const A& a, F correction) {
+  static XP_HD F var(const A& a, F correction) {
     const F dof = a.n - correction;
     return dof > (F)0 ? a.m2 / dof : (F)xp_nan();
   }
