@@ -17,6 +17,9 @@ Otherwise (the innermost axis kept) a block holds THREADS // G groups for neighb
 group-major, so neighbouring threads read neighbouring addresses. A long range is split into S
 chunks of `chunk` elements so the grid fills about RED_WAVES waves of resident blocks; the last
 block to finish an output combines the partials (scratch: P * S partials, P counters).
+The reduced operand may be any elementwise expression of the inputs (a prologue, read at the
+same coordinates); argmax/argmin and var/std carry a struct accumulator (STRUCT_ACC), planned
+the same way, their partials held as 8-byte words.
 """
 from __future__ import annotations
 
