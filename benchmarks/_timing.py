@@ -93,3 +93,102 @@ def print_table(rows: list[dict], columns: list[str]) -> None:
     print("  ".join("-" * w for w in widths))
     for row in cells:
         print("  ".join(v.ljust(w) for v, w in zip(row, widths)))
+
+
+# ---- helpers of the namespace-wide benchmarks (bench_namespace, bench_workloads) -------------
+
+def gpu_usable() -> bool:
+    """True when CuPy imports and sees at least one GPU it can run on."""
+    try:
+        import cupy as cp
+        if cp.cuda.runtime.getDeviceCount() < 1:
+            return False
+        cp.cuda.Device(0).use()
+        cp.asarray([1]).sum().item()  # a real launch: a broken driver answers here, not later
+        return True
+    except Exception:
+        return False
+
+
+def time_gpu_budget(fn, warmup: int = 3, reps: int = 20, budget_s: float = 2.0) -> float:
+    """``time_gpu`` with fewer repetitions for slow calls: at most about ``budget_s`` seconds
+    of timed calls (never fewer than 3), so one slow function cannot stall a whole run."""
+    for _ in range(max(1, warmup)):
+        fn()
+    once = time_gpu(fn, warmup=0, reps=1)
+    return time_gpu(fn, warmup=0, reps=max(3, min(reps, int(budget_s / max(once, 1e-9)))))
+
+
+def time_wall(fn, sync=lambda: None, warmup: int = 1, reps: int = 5) -> float:
+    """Median wall seconds of ``fn(); sync()`` after ``warmup`` calls (CPU, or a whole program
+    that synchronises at its end)."""
+    import time
+    for _ in range(warmup):
+        fn()
+        sync()
+    ts = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        fn()
+        sync()
+        ts.append(time.perf_counter() - t0)
+    return statistics.median(ts)
+
+
+def pipelined_us(fn, sync, calls: int = 2000, rounds: int = 5) -> float:
+    """Host microseconds per call with calls enqueued back to back and one ``sync()`` at the
+    end of each round: the median over rounds of (round time / calls). This is the cost of an
+    operation when the GPU keeps up, as in real code."""
+    import time
+    for _ in range(min(calls, 100)):
+        fn()
+    sync()
+    per = []
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        sync()
+        per.append((time.perf_counter() - t0) / calls)
+    return statistics.median(per) * 1e6
+
+
+def per_call_us(fn, calls: int = 2000) -> float:
+    """Median microseconds of single calls timed one by one (CPU work: no queue to fill)."""
+    import time
+    for _ in range(min(calls, 100)):
+        fn()
+    ts = []
+    for _ in range(calls):
+        t0 = time.perf_counter()
+        fn()
+        ts.append(time.perf_counter() - t0)
+    return statistics.median(ts) * 1e6
+
+
+def first_line(exc: BaseException) -> str:
+    """An exception as one short line for a table cell: its type and first message line."""
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}".strip().rstrip(":")
+
+
+def missing_function(exc: BaseException) -> bool:
+    """True when ``exc`` says a namespace lacks the function (an "n/a" cell, not an error)."""
+    return isinstance(exc, AttributeError) and str(exc).startswith("module ")
+
+
+def to_native(lib, r):
+    """A result of any namespace as an array of ``lib`` (CuPy or NumPy) for checking: DLPack
+    first (no copy); where the exporter refuses (a negative-strided view, say), through a host
+    copy that DLPack 2023.12 lets the consumer ask for."""
+    if isinstance(r, lib.ndarray):
+        return r
+    try:
+        return lib.from_dlpack(r)
+    except Exception:
+        pass
+    import numpy as np
+    try:
+        return lib.asarray(np.from_dlpack(r, device="cpu"))
+    except Exception:
+        return lib.asarray(r)

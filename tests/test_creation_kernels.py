@@ -42,6 +42,23 @@ def test_every_launcher_kernel_compiles():
     assert "fma.rn.f64" not in body
 
 
+@pytest.mark.skipif(_nvrtc_reason() is not None, reason=str(_nvrtc_reason()))
+def test_each_kernel_compiles_alone():
+    """The runtime compiles one unit per kernel (a first call waits for its own kernel only);
+    each unit must hold its kernel, and the units together every launcher name."""
+    import re
+    from xp_cuda._kernels import nvrtc_compile
+    units = K.units()
+    assert set(units) == set(K.kernel_names())
+    by_unit = {}
+    for name, unit in units.items():
+        by_unit.setdefault(unit, []).append(name)
+    for unit, names in by_unit.items():
+        entries = set(re.findall(r"\.entry (\w+)\(", nvrtc_compile(unit, name="creation_unit.cu")))
+        assert set(names) <= entries, names
+        assert len(entries) <= 4, entries  # xp_fill and one instantiation line's kernels
+
+
 # ---- fill: full / zeros / ones, every dtype, odd sizes, patterns and uniform bytes ----------
 
 _FILLS = {"bool": [True, False], "int": [-3, 0, -1, 1, 100], "uint": [7, 0, 1, 255],

@@ -431,7 +431,7 @@ def test_refusals_name_the_operation(device, rng):
                     (lambda a: xp.sort(a), "sort"),
                     (lambda a: xp.std(a), "xp.std"),
                     (lambda a: xp.permute_dims(a[None], (1, 0)), "xp."),
-                    (lambda a: xp.unique_values(a), "reshape"),
+                    (lambda a: xp.unique_values(a), "xp.unique"),
                     (lambda a: a + 1 if a[0] > 0 else a, "bool()"),
                     (lambda a: xp.sum(a) + a, "reduction"),
                     (lambda a: float(a[0]), "float()")):

@@ -4,7 +4,9 @@
 
 For every row of every JSON file in both folders, keyed by (file, case, impl), it prints the
 same-run ratio to the copy ("vs_copy", or "vs_memset" for creation) of the old and the new run
-and their quotient; for the host-time section of the elementwise benchmark, microseconds. The
+and their quotient; for the host-time section of the elementwise benchmark, microseconds; for
+rows with no ratio to a copy (namespace: small, compute-bound and host-time rows; workloads),
+the time itself ("ms" or "us", lower is better). The
 ratios are taken against a copy measured in the same run, so two runs on one machine compare
 even when the machine's bandwidth drifts between them. Rows of our own implementation whose
 ratio fell by more than --limit are listed at the end, and the exit code is 1 when any did.
@@ -32,6 +34,13 @@ def _rows(path: Path) -> dict:
             for metric in ("build_ms", "query_ms"):
                 if isinstance(r.get(metric), (int, float)):
                     out[key[:2] + (f"{key[2]} {metric[:-3]}",)] = ("ms", float(r[metric]))
+            # namespace and workloads: launch-bound and compute-bound rows (no bytes model),
+            # host-time rows: the time itself
+            if not any(k in r for k in ("build_ms", "query_ms")):
+                for metric in ("us", "ms"):
+                    if isinstance(r.get(metric), (int, float)):
+                        out[key] = (metric, float(r[metric]))
+                        break
     for impl, v in (data.get("host_overhead_us") or {}).items():
         if isinstance(v, dict):
             for mode, t in v.items():

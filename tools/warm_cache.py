@@ -35,19 +35,21 @@ def all_items():
 
 
 def _warm_one(item):
+    """Every layout's kernel of one item, each its own unit (as the runtime compiles them)."""
     from xp_cuda._kernels import load_kernel
-    from xp_cuda._kernels.elementwise import OPTIONS, kernel_name, layouts_for, translation_unit
+    from xp_cuda._kernels.elementwise import OPTIONS, kernel_name, layout_unit, layouts_for
 
     name, dtypes, tc, to = item
-    load_kernel(translation_unit([item]), kernel_name(name, dtypes, layouts_for(dtypes)[0]),
-                OPTIONS)
-    return 1
+    for layout in layouts_for(dtypes):
+        load_kernel(layout_unit(name, dtypes, tc, to, layout), kernel_name(name, dtypes, layout),
+                    OPTIONS)
+    return len(layouts_for(dtypes))
 
 
 def warm_cache(processes: int = 0, names=None) -> int:
-    """Compile (or find cached) one translation unit per item of ``all_items`` (only the
+    """Compile (or find cached) each layout's unit of every item of ``all_items`` (only the
     functions in ``names`` when given), in ``processes`` spawned processes (0: one per CPU).
-    Returns the number of translation units."""
+    Returns the number of kernels."""
     from concurrent.futures import ProcessPoolExecutor
     from multiprocessing import get_context
 
@@ -63,7 +65,7 @@ def main(argv=None) -> int:
     ap.add_argument("names", nargs="*", help="only these elementwise functions")
     args = ap.parse_args(argv)
     n = warm_cache(args.processes, args.names or None)
-    print(n, "translation units compiled or cached")
+    print(n, "kernels compiled or cached")
     return 0
 
 

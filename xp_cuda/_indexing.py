@@ -28,17 +28,13 @@ def take(x, indices, /, *, axis=None) -> Array:
         ax = normalize_axis(axis, x.ndim, "take")
     n = x.shape[ax]
     b = _backend_of([x, indices])
-    xp = b.xp
-    with b.ctx():
-        idx = indices._data
-        if idx.size:
-            lo, hi = int(idx.min()), int(idx.max())
-            if lo < -n or hi >= n:
-                bad = lo if lo < -n else hi
-                raise IndexError(f"take: index {bad} is out of bounds for axis {ax} of size {n}")
-        if idx.dtype.kind == "u":  # NumPy refuses to index with uint64; bounds make it exact
-            idx = idx.astype("int64")
-        return _wrap(xp.take(x._data, idx, axis=ax), dev)
+    idx = indices._data
+    if indices.size:
+        lo, hi = b.bounds(idx)
+        if lo < -n or hi >= n:
+            bad = lo if lo < -n else hi
+            raise IndexError(f"take: index {bad} is out of bounds for axis {ax} of size {n}")
+    return _wrap(b.take(x._data, idx, ax), dev)
 
 
 __all__ = ["take"]

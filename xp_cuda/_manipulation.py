@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 
 from ._array import Array, _backend_of, _wrap, check_array
+from ._dtypes import int64 as _int64
 from ._dtypes import promote
 from ._validation import broadcast_shapes, check_int, common_device, normalize_axes, normalize_axis
 
@@ -82,9 +83,7 @@ def concat(arrays, /, *, axis=0) -> Array:
     dev = arrays[0].device
     b = _backend_of(arrays)
     if axis is None:
-        with b.ctx():
-            parts = [a._data.reshape(-1).astype(dt._np, copy=False) for a in arrays]
-            return _wrap(b.xp.concatenate(parts), dev)
+        return _wrap(b.concat([a._data for a in arrays], None, dt), dev)
     ndim = arrays[0].ndim
     for i, a in enumerate(arrays):
         if a.ndim != ndim:
@@ -99,9 +98,7 @@ def concat(arrays, /, *, axis=0) -> Array:
         if any(n != m for j, (n, m) in enumerate(zip(a.shape, ref)) if j != ax):
             raise ValueError(f"concat: arrays[{i}] has shape {a.shape}, which differs from "
                              f"arrays[0]'s shape {ref} outside axis {ax}")
-    with b.ctx():
-        parts = [a._data.astype(dt._np, copy=False) for a in arrays]
-        return _wrap(b.xp.concatenate(parts, axis=ax), dev)
+    return _wrap(b.concat([a._data for a in arrays], ax, dt), dev)
 
 
 def expand_dims(x, /, axis) -> Array:
@@ -162,10 +159,10 @@ def repeat(x, repeats, /, *, axis=None) -> Array:
     values, so on a GPU it costs one device synchronization."""
     check_array(x, "repeat")
     b = x._b
-    xp = b.xp
     data = x._data
     if axis is None:
-        data = data.reshape(-1)
+        with b.ctx():
+            data = data.reshape(-1)
         ax = 0
     else:
         ax = normalize_axis(axis, x.ndim, "repeat")
@@ -174,8 +171,7 @@ def repeat(x, repeats, /, *, axis=None) -> Array:
         r = check_int(repeats, "repeat", "repeats")
         if r < 0:
             raise ValueError(f"repeat: repeats={r} must be non-negative")
-        with b.ctx():
-            return _wrap(xp.repeat(data, r, axis=ax), x.device)
+        return _wrap(b.repeat(data, r, ax), x.device)
     if repeats.dtype.kind not in ("int", "uint"):
         raise TypeError(f"repeat: repeats has dtype {repeats.dtype}, but it must be an integer "
                         f"array (Array API 2023.12); convert it with xp.astype")
@@ -183,17 +179,13 @@ def repeat(x, repeats, /, *, axis=None) -> Array:
     if repeats.ndim != 1 or repeats.shape[0] not in (1, m):
         raise ValueError(f"repeat: repeats of shape {repeats.shape} must have shape (1,) or "
                          f"({m},) to match the {'flattened array' if axis is None else 'axis'}")
-    with b.ctx():
-        r = repeats._data.astype("int64")
-        if r.shape[0] and bool((r < 0).any()):
-            raise ValueError("repeat: repeats must be non-negative")
-        if r.shape[0] == 1 or m == 0:
-            return _wrap(xp.repeat(data, int(r[0]) if m else 0, axis=ax), x.device)
-        # Source index of each output position: the count of cumulative ends at or below it.
-        ends = xp.cumsum(r)
-        total = int(ends[-1])
-        src = xp.searchsorted(ends, xp.arange(total, dtype=ends.dtype), side="right")
-        return _wrap(xp.take(data, src, axis=ax), x.device)
+    r = b.astype(repeats._data, _int64, False)
+    lo, hi = b.bounds(r) if r.shape[0] else (0, 0)
+    if lo < 0:
+        raise ValueError(f"repeat: repeats must be non-negative (it holds {lo})")
+    if r.shape[0] == 1 or m == 0:
+        return _wrap(b.repeat(data, hi if m else 0, ax), x.device)
+    return _wrap(b.repeat(data, r, ax), x.device)
 
 
 def reshape(x, /, shape, *, copy=None) -> Array:
@@ -216,10 +208,10 @@ def reshape(x, /, shape, *, copy=None) -> Array:
         raise ValueError(f"reshape: an array of shape {x.shape} ({x.size} elements) cannot "
                          f"be reshaped to {shape}")
     b = x._b
+    if copy:
+        return _wrap(b.copy(x._data).reshape(shape), x.device)
     xp = b.xp
     with b.ctx():
-        if copy:
-            return _wrap(xp.array(x._data, copy=True).reshape(shape), x.device)
         out = x._data.reshape(shape)
         # A reshape that had to copy lands in a fresh buffer, sharing no memory with x.
         if copy is False and x.size > 0 and not xp.may_share_memory(out, x._data):
@@ -237,8 +229,7 @@ def roll(x, /, shift, *, axis=None) -> Array:
     if axis is None:
         if isinstance(shift, tuple):
             raise ValueError("roll: a tuple shift needs a tuple axis of the same length")
-        with b.ctx():
-            return _wrap(b.xp.roll(x._data, shifts[0]), x.device)
+        return _wrap(b.roll(x._data, shifts, None), x.device)
     # Repeated axes are allowed: their shifts add up.
     axes = tuple(normalize_axis(a, x.ndim, "roll") for a in _int_or_tuple(axis, "roll", "axis"))
     if isinstance(shift, tuple):
@@ -246,8 +237,7 @@ def roll(x, /, shift, *, axis=None) -> Array:
             raise ValueError(f"roll: shift {shift} and axis {axis} must have the same length")
     else:
         shifts = shifts * len(axes)
-    with b.ctx():
-        return _wrap(b.xp.roll(x._data, shifts, axis=axes), x.device)
+    return _wrap(b.roll(x._data, shifts, axes), x.device)
 
 
 def squeeze(x, /, axis) -> Array:
@@ -279,9 +269,7 @@ def stack(arrays, /, *, axis=0) -> Array:
     dt = _promoted(arrays, "stack")
     dev = arrays[0].device
     b = _backend_of(arrays)
-    with b.ctx():
-        return _wrap(b.xp.stack([a._data.astype(dt._np, copy=False) for a in arrays],
-                                axis=ax), dev)
+    return _wrap(b.stack([a._data for a in arrays], ax, dt), dev)
 
 
 def tile(x, repetitions, /) -> Array:
@@ -290,9 +278,7 @@ def tile(x, repetitions, /) -> Array:
     reps = _int_tuple(repetitions, "tile", "repetitions")
     if any(r < 0 for r in reps):
         raise ValueError(f"tile: repetitions {reps} must be non-negative")
-    b = x._b
-    with b.ctx():
-        return _wrap(b.xp.tile(x._data, reps), x.device)
+    return _wrap(x._b.tile(x._data, reps), x.device)
 
 
 def unstack(x, /, *, axis=0) -> tuple:

@@ -25,10 +25,7 @@ def _arg_reduce(op: str, x, axis, keepdims) -> Array:
         if x.shape[ax] == 0:
             raise ValueError(f"{op}: axis {ax} of x (shape {x.shape}) has size 0; there is "
                              f"no element to find")
-    b = x._b
-    with b.ctx():
-        out = getattr(b.xp, op)(x._data, axis=ax, keepdims=keepdims)
-        return _wrap(b.xp.asarray(out).astype(_INDEX._np, copy=False), x.device)
+    return _wrap(x._b.argreduce(op, x._data, ax, keepdims), x.device)
 
 
 def argmax(x, /, *, axis=None, keepdims=False) -> Array:
@@ -47,10 +44,7 @@ def nonzero(x, /) -> tuple:
     if x.ndim == 0:
         raise ValueError("nonzero: x must have at least one dimension (Array API 2023.12); "
                          "use xp.reshape(x, (1,)) or xp.expand_dims first")
-    b = x._b
-    with b.ctx():
-        return tuple(_wrap(i.astype(_INDEX._np, copy=False), x.device)
-                     for i in b.xp.nonzero(x._data))
+    return tuple(_wrap(i, x.device) for i in x._b.nonzero(x._data))
 
 
 def searchsorted(x1, x2, /, *, side="left", sorter=None) -> Array:
@@ -73,23 +67,20 @@ def searchsorted(x1, x2, /, *, side="left", sorter=None) -> Array:
     except TypeError as e:
         raise TypeError(f"searchsorted: {e}") from None
     b = _backend_of(arrays)
-    xp = b.xp
-    with b.ctx():
-        a = x1._data
-        if sorter is not None:
-            check_dtype_category(sorter, "integer", "searchsorted", "sorter")
-            if sorter.shape != x1.shape:
-                raise ValueError(f"searchsorted: sorter has shape {sorter.shape} but x1 has "
-                                 f"{x1.shape}; they must match")
-            s = sorter._data
-            n = x1.shape[0]
-            if n and (int(s.min()) < -n or int(s.max()) >= n):
+    a = x1._data
+    if sorter is not None:
+        check_dtype_category(sorter, "integer", "searchsorted", "sorter")
+        if sorter.shape != x1.shape:
+            raise ValueError(f"searchsorted: sorter has shape {sorter.shape} but x1 has "
+                             f"{x1.shape}; they must match")
+        n = x1.shape[0]
+        if n:
+            lo, hi = b.bounds(sorter._data)
+            if lo < -n or hi >= n:
                 raise IndexError(f"searchsorted: sorter holds indices outside [-{n}, {n})")
             # Reorder x1 once here, then one plain search: the same path on both backends.
-            a = xp.take(a, s.astype("int64"))
-        out = xp.searchsorted(a.astype(dt._np, copy=False), x2._data.astype(dt._np, copy=False),
-                              side=side)
-        return _wrap(xp.asarray(out).astype(_INDEX._np, copy=False), dev)
+            a = b.take(a, sorter._data, 0)
+    return _wrap(b.searchsorted(a, x2._data, side, dt), dev)
 
 
 def where(condition, x1, x2, /) -> Array:

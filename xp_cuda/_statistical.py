@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 
 from ._array import _wrap, check_array
 from ._dtypes import DEFAULT_DTYPES
 from ._dtypes import uint64 as _uint64
 from ._validation import (check_bool, check_dtype_arg, check_dtype_category, normalize_axes,
-                          normalize_axis, reduced_shape)
+                          normalize_axis, planned, reduced_shape)
 
 # dtype=None for sum/prod/cumulative_sum/trace: integers of a smaller range than the default
 # integer widen to it (unsigned: to the unsigned integer of the same width); others are kept.
@@ -46,10 +45,15 @@ def _reduced(x, axis, keepdims, fname):
 
 def _sum_prod(name, x, axis, dtype, keepdims):
     check_array(x, name, "x")
-    check_dtype_category(x, "numeric", name, "x")
-    axes, _ = _reduced(x, axis, keepdims, name)
-    rdt = accumulation_dtype(x, dtype, name)
-    return _wrap(x._b.reduce(name, x._data, axes, keepdims, rdt), x.device)
+    d = x._data
+
+    def validate():
+        check_dtype_category(x, "numeric", name, "x")
+        axes, _ = _reduced(x, axis, keepdims, name)
+        return axes, accumulation_dtype(x, dtype, name)
+    axes, rdt = planned((name, d.dtype, d.shape, axis, type(axis), keepdims, type(keepdims),
+                         dtype, type(dtype)), (axis, keepdims, dtype), validate)
+    return _wrap(x._b.reduce(name, d, axes, keepdims, rdt), x._device)
 
 
 def sum(x, /, *, axis=None, dtype=None, keepdims=False):  # noqa: A001
@@ -75,28 +79,26 @@ def cumulative_sum(x, /, *, axis=None, dtype=None, include_initial=False):
         axis = 0
     ax = normalize_axis(axis, x.ndim, fname)
     rdt = accumulation_dtype(x, dtype, fname)
-    b = x._b
-    xp = b.xp
-    with b.ctx(), np.errstate(all="ignore"):
-        data = x._data.astype(rdt._np, copy=False)
-        out = xp.cumsum(data, axis=ax, dtype=rdt._np)
-        if include_initial:
-            zshape = tuple(1 if i == ax else s for i, s in enumerate(x.shape))
-            out = xp.concatenate([xp.zeros(zshape, dtype=rdt._np), out], axis=ax)
-        out = out.astype(rdt._np, copy=False)
-    return _wrap(out, x.device)
+    return _wrap(x._b.cumsum(x._data, ax, rdt, include_initial), x.device)
 
 
 def _max_min(name, x, axis, keepdims):
     check_array(x, name, "x")
-    check_dtype_category(x, "real-valued", name, "x")
-    axes, n = _reduced(x, axis, keepdims, name)
-    if n == 0 and math.prod(reduced_shape(x.shape, axes, keepdims)) != 0:
-        raise ValueError(
-            f"{name}: the reduction over axis {axis} of an array of shape {x.shape} has no "
-            f"elements, and an empty set has no {'maximum' if name == 'max' else 'minimum'} "
-            f"(the Array API leaves it undefined); check the shape before reducing")
-    return _wrap(x._b.reduce(name, x._data, axes, keepdims, x.dtype), x.device)
+    d = x._data
+
+    def validate():
+        check_dtype_category(x, "real-valued", name, "x")
+        axes, n = _reduced(x, axis, keepdims, name)
+        if n == 0 and math.prod(reduced_shape(x.shape, axes, keepdims)) != 0:
+            raise ValueError(
+                f"{name}: the reduction over axis {axis} of an array of shape {x.shape} has no "
+                f"elements, and an empty set has no "
+                f"{'maximum' if name == 'max' else 'minimum'} (the Array API leaves it "
+                f"undefined); check the shape before reducing")
+        return axes, x.dtype
+    axes, rdt = planned((name, d.dtype, d.shape, axis, type(axis), keepdims, type(keepdims)),
+                        (axis, keepdims), validate)
+    return _wrap(x._b.reduce(name, d, axes, keepdims, rdt), x._device)
 
 
 def max(x, /, *, axis=None, keepdims=False):  # noqa: A001
@@ -110,9 +112,15 @@ def min(x, /, *, axis=None, keepdims=False):  # noqa: A001
 def mean(x, /, *, axis=None, keepdims=False):
     fname = "mean"
     check_array(x, fname, "x")
-    check_dtype_category(x, "real-valued floating-point", fname, "x")
-    axes, _ = _reduced(x, axis, keepdims, fname)  # the mean of nothing is NaN (spec)
-    return _wrap(x._b.reduce(fname, x._data, axes, keepdims, x.dtype), x.device)
+    d = x._data
+
+    def validate():
+        check_dtype_category(x, "real-valued floating-point", fname, "x")
+        axes, _ = _reduced(x, axis, keepdims, fname)  # the mean of nothing is NaN (spec)
+        return axes, x.dtype
+    axes, rdt = planned((fname, d.dtype, d.shape, axis, type(axis), keepdims, type(keepdims)),
+                        (axis, keepdims), validate)
+    return _wrap(x._b.reduce(fname, d, axes, keepdims, rdt), x._device)
 
 
 def _var(fname, x, axis, correction, keepdims, root):

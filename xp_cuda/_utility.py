@@ -3,14 +3,19 @@ from __future__ import annotations
 
 from ._array import Array, _wrap, check_array
 from ._dtypes import bool as _bool
-from ._validation import check_bool, normalize_axes
+from ._validation import check_bool, normalize_axes, planned
 
 
 def _reduce(op: str, x, axis, keepdims) -> Array:
     check_array(x, op)
-    check_bool(keepdims, op, "keepdims")
-    axes = normalize_axes(axis, x.ndim, op)
-    return _wrap(x._b.reduce(op, x._data, axes, keepdims, _bool), x.device)
+    d = x._data
+
+    def validate():
+        check_bool(keepdims, op, "keepdims")
+        return normalize_axes(axis, x.ndim, op)
+    axes = planned((op, d.shape, axis, type(axis), keepdims, type(keepdims)), (axis, keepdims),
+                   validate)
+    return _wrap(x._b.reduce(op, d, axes, keepdims, _bool), x._device)
 
 
 def all(x, /, *, axis=None, keepdims=False) -> Array:  # noqa: A001  (the standard's name)

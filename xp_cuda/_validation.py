@@ -123,3 +123,32 @@ def normalize_axes(axes, ndim: int, fname: str, argname: str = "axis") -> tuple:
             raise ValueError(f"{fname}: {argname}={axes} repeats an axis")
         return out
     return (normalize_axis(axes, ndim, fname, argname),)
+
+
+# ---- validated plans ---------------------------------------------------------------------------
+# A function's checks depend only on its arguments' dtypes, shapes and options; once they pass
+# for one combination, that combination's outcome (axes, result dtype, ...) is kept here, so a
+# repeat call costs one dictionary lookup instead of the checks. Only keys whose equality
+# implies identical checks are kept: options that are None, or exactly an int, a bool or one of
+# our DTypes (True == 1 and hash alike, so type(value) is part of the key). A miss always runs
+# the full checks; their errors are never cached. Bounded: a program with endless distinct
+# shapes evicts the oldest half instead of growing.
+PLANS: dict = {}
+PLAN_LIMIT = 8192
+_KEYABLE = (int, bool, type(None), DType)
+
+
+def planned(key, options, validate):
+    """validate() for key, memoised when every option is keyable (see PLANS)."""
+    plan = PLANS.get(key)
+    if plan is not None:
+        return plan
+    plan = validate()
+    for o in options:
+        if type(o) not in _KEYABLE:
+            return plan
+    if len(PLANS) >= PLAN_LIMIT:
+        for k in list(PLANS)[:PLAN_LIMIT // 2]:
+            del PLANS[k]
+    PLANS[key] = plan
+    return plan

@@ -461,33 +461,7 @@ def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
     check_bool(keepdims, fname, "keepdims")
     ord = _check_ord(ord, fname)
     rdt = real_dtype(x.dtype)
-    count = math.prod(x.shape[a] for a in axes)
-    rest = tuple(i for i in range(x.ndim) if i not in axes)
-    b = x._b
-    with b.ctx(), np.errstate(all="ignore"):
-        xp = b.xp
-        # Reduced axes moved to the end and flattened: one reduction over one axis.
-        a = xp.abs(xp.transpose(x._data, rest + axes)).astype(rdt._np, copy=False)
-        a = a.reshape(tuple(x.shape[i] for i in rest) + (count,))
-        if count == 0:  # the norm of an empty vector: 0 (and +inf for ord < 0, its limit)
-            fill = np.inf if ord < 0 else 0.0
-            out = xp.full(a.shape[:-1], fill, dtype=rdt._np)
-        elif ord == math.inf:
-            out = xp.max(a, axis=-1)
-        elif ord == -math.inf:
-            out = xp.min(a, axis=-1)
-        elif ord == 0:
-            out = xp.sum(a != 0, axis=-1).astype(rdt._np)
-        elif ord == 1:
-            out = xp.sum(a, axis=-1)
-        elif ord == 2:
-            out = xp.sqrt(xp.sum(a * a, axis=-1))
-        else:
-            p = xp.asarray(ord, dtype=rdt._np)
-            out = xp.power(xp.sum(xp.power(a, p), axis=-1), 1 / p)
-        out = xp.asarray(out).astype(rdt._np, copy=False)
-        out = _keep(out, keepdims, x.shape, axes)
-    return _wrap(out, x.device)
+    return _wrap(x._b.vector_norm(x._data, axes, keepdims, ord, rdt), x.device)
 
 
 def matrix_norm(x, /, *, keepdims=False, ord="fro"):

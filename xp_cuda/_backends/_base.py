@@ -15,6 +15,7 @@ from .._dtypes import clip_scalar
 # (name, numpy dtype(s), or "s" for a scalar operand) -> (Plan, Device, context or None).
 # The context is None when only one GPU is visible (nothing to switch).
 FAST: dict = {}
+_NO_SWITCH = contextlib.nullcontext()  # reusable: entering it does nothing
 
 
 def _reduced_shape(shape, axes, keepdims):
@@ -47,7 +48,7 @@ class Backend:
     switch = None
 
     def ctx(self):
-        return contextlib.nullcontext()
+        return _NO_SWITCH
 
     # ---- data movement --------------------------------------------------------------------
     def to_host(self, data):
@@ -123,6 +124,158 @@ class Backend:
                 if fname == "std":
                     out = xp.sqrt(out)
             return xp.asarray(out).astype(dtype._np, copy=False)
+
+    def cumsum(self, data, axis: int, dtype, include_initial: bool):
+        """Inclusive prefix sums along `axis` in `dtype` (each element cast first, the spec's
+        rule), with a leading zero when include_initial."""
+        xp = self.xp
+        with self.ctx(), np.errstate(all="ignore"):
+            out = xp.cumsum(data.astype(dtype._np, copy=False), axis=axis, dtype=dtype._np)
+            if include_initial:
+                zshape = tuple(1 if i == axis else s for i, s in enumerate(data.shape))
+                out = xp.concatenate([xp.zeros(zshape, dtype=dtype._np), out], axis=axis)
+            return out.astype(dtype._np, copy=False)
+
+    def argreduce(self, kind, data, axis, keepdims):
+        """argmax/argmin (kind) over one axis or all (None), as int64; the range is not empty."""
+        xp = self.xp
+        with self.ctx():
+            out = getattr(xp, kind)(data, axis=axis, keepdims=keepdims)
+            return xp.asarray(out).astype(np.int64, copy=False)
+
+    def vector_norm(self, data, axes, keepdims, ord, dtype):
+        """The vector norm of `ord` over `axes` (a tuple), in the real floating `dtype`."""
+        xp = self.xp
+        shape = data.shape
+        count = math.prod(shape[a] for a in axes)
+        rest = tuple(i for i in range(data.ndim) if i not in axes)
+        with self.ctx(), np.errstate(all="ignore"):
+            # Reduced axes moved to the end and flattened: one reduction over one axis.
+            a = xp.abs(xp.transpose(data, rest + axes)).astype(dtype._np, copy=False)
+            a = a.reshape(tuple(shape[i] for i in rest) + (count,))
+            if count == 0:  # the norm of an empty vector: 0 (and +inf for ord < 0, its limit)
+                out = xp.full(a.shape[:-1], np.inf if ord < 0 else 0.0, dtype=dtype._np)
+            elif ord == math.inf:
+                out = xp.max(a, axis=-1)
+            elif ord == -math.inf:
+                out = xp.min(a, axis=-1)
+            elif ord == 0:
+                out = xp.sum(a != 0, axis=-1).astype(dtype._np)
+            elif ord == 1:
+                out = xp.sum(a, axis=-1)
+            elif ord == 2:
+                out = xp.sqrt(xp.sum(a * a, axis=-1))
+            else:
+                p = xp.asarray(ord, dtype=dtype._np)
+                out = xp.power(xp.sum(xp.power(a, p), axis=-1), 1 / p)
+            out = xp.asarray(out).astype(dtype._np, copy=False)
+            return out.reshape(_reduced_shape(shape, axes, True)) if keepdims else out
+
+    # ---- manipulation: the functions that move data ---------------------------------------
+    def concat(self, parts, axis, dtype):
+        """parts joined along `axis` (None: each flattened first), converted to `dtype`."""
+        xp = self.xp
+        with self.ctx():
+            if axis is None:
+                parts, axis = [p.reshape(-1) for p in parts], 0
+            return xp.concatenate([p.astype(dtype._np, copy=False) for p in parts], axis=axis)
+
+    def stack(self, parts, axis, dtype):
+        with self.ctx():
+            return self.xp.stack([p.astype(dtype._np, copy=False) for p in parts], axis=axis)
+
+    def copy(self, data):
+        """A C-contiguous copy (reshape(copy=True), materialised views)."""
+        with self.ctx():
+            return self.xp.array(data, copy=True, order="C")
+
+    def roll(self, data, shifts, axes):
+        """axes None: the flattened array shifted by shifts[0], shape kept."""
+        with self.ctx():
+            if axes is None:
+                return self.xp.roll(data, shifts[0])
+            return self.xp.roll(data, shifts, axis=axes)
+
+    def tile(self, data, reps):
+        with self.ctx():
+            return self.xp.tile(data, reps)
+
+    def repeat(self, data, repeats, axis):
+        """repeats: a non-negative int, or a native int64 array of data.shape[axis]
+        non-negative counts (checked by the caller)."""
+        xp = self.xp
+        with self.ctx():
+            if isinstance(repeats, int):
+                return xp.repeat(data, repeats, axis=axis)
+            # Source index of each output position: the count of cumulative ends at or below it.
+            ends = xp.cumsum(repeats)
+            total = int(ends[-1]) if ends.shape[0] else 0
+            src = xp.searchsorted(ends, xp.arange(total, dtype=ends.dtype), side="right")
+            return xp.take(data, src, axis=axis)
+
+    def bounds(self, data):
+        """(min, max) of a non-empty integer array, as Python ints (one synchronisation)."""
+        with self.ctx():
+            return int(data.min()), int(data.max())
+
+    def take(self, data, idx, axis):
+        """idx: a native integer array already checked to lie in [-n, n)."""
+        with self.ctx():
+            if idx.dtype.kind == "u":  # NumPy refuses to index with uint64; bounds make it exact
+                idx = idx.astype("int64")
+            return self.xp.take(data, idx, axis=axis)
+
+    # ---- searching and sets -------------------------------------------------------------------
+    def nonzero(self, data):
+        with self.ctx():
+            return tuple(i.astype(np.int64, copy=False) for i in self.xp.nonzero(data))
+
+    def searchsorted(self, a, v, side, dtype):
+        """Insertion indices (int64) of v into the sorted 1-D a, both compared in `dtype`."""
+        xp = self.xp
+        with self.ctx():
+            out = xp.searchsorted(a.astype(dtype._np, copy=False),
+                                  v.astype(dtype._np, copy=False), side=side)
+            return xp.asarray(out).astype(np.int64, copy=False)
+
+    @staticmethod
+    def _group_starts(xp, s):
+        """Mask of the first element of each run of equal values in sorted s. NaN != NaN, so
+        each NaN starts its own run; -0.0 == +0.0, so they share one."""
+        mask = xp.empty(s.shape, dtype=bool)
+        if s.shape[0]:
+            mask[0] = True
+            mask[1:] = s[1:] != s[:-1]
+        return mask
+
+    def unique(self, data, want_index, want_inverse, want_counts):
+        """The set functions' parts, from one stable sort: a dict of native arrays
+        ("values", and "indices", "inverse_indices" (data's shape), "counts" as asked)."""
+        xp = self.xp
+        with self.ctx():
+            flat = data.reshape(-1)
+            n = flat.shape[0]
+            # Sort bools as uint8: one comparison path on both backends.
+            key = flat.astype("uint8") if flat.dtype == bool else flat
+            if not (want_index or want_inverse or want_counts):
+                s = self.stable_sort(key, 0).astype(flat.dtype, copy=False)
+                return {"values": s[self._group_starts(xp, s)]}
+            perm = self.stable_argsort(key, 0)
+            s = xp.take(flat, perm)
+            mask = self._group_starts(xp, s)
+            starts = xp.nonzero(mask)[0]
+            out = {"values": s[mask]}
+            if want_index:
+                # The sort is stable, so a run's first element is its first occurrence.
+                out["indices"] = xp.take(perm, starts).astype(np.int64)
+            if want_inverse:
+                inv = xp.empty(n, dtype=np.int64)
+                inv[perm] = xp.cumsum(mask, dtype=np.int64) - 1
+                out["inverse_indices"] = inv.reshape(data.shape)
+            if want_counts:
+                ends = xp.concatenate([starts[1:], xp.asarray([n], dtype=starts.dtype)])
+                out["counts"] = (ends - starts).astype(np.int64)
+            return out
 
     # ---- indexing -------------------------------------------------------------------------
     def getitem(self, data, key, user_key):

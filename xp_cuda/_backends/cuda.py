@@ -12,6 +12,7 @@ import numpy as np
 from .._devices import Device, cuda_device_count, cupy_module
 from .._dtypes import TypedScalar
 from .._kernels import creation as _creation
+from .._kernels import eager as _eager
 from .._kernels.elementwise import Plan as _Plan
 from .._kernels.fusion import Launch as _Launch
 from .._kernels.reduction import reduce_eager as _reduce_eager
@@ -100,6 +101,21 @@ class CudaBackend(Backend):
                 return plan.strided(layout, tuple(args), shape, n)
             return plan.contiguous(layout, tuple(args), shape, n)
 
+    # ---- one-node programs of the fused generator ------------------------------------------
+    def where(self, cond, x1, x2, dtype, shape):
+        if self.switch is None:
+            return _eager.where(self.xp, cond, x1, x2, dtype.name, shape, self.device.index)
+        with self._dev:
+            return _eager.where(self.xp, cond, x1, x2, dtype.name, shape, self.device.index)
+
+    def astype(self, data, dtype, copy: bool):
+        if not copy and data.dtype.name == dtype.name:
+            return data
+        if self.switch is None:
+            return _eager.astype(self.xp, data, dtype.name, self.device.index)
+        with self._dev:
+            return _eager.astype(self.xp, data, dtype.name, self.device.index)
+
     def setitem(self, data, key, value, value_shape):
         if isinstance(value, np.generic):  # a device scalar: CuPy's fill() loses -0.0
             value = self.move_in(np.asarray(value), None)
@@ -107,9 +123,12 @@ class CudaBackend(Backend):
 
     # ---- reductions: the generator fused reductions use ------------------------------------
     def reduce(self, kind, data, axes, keepdims, dtype):
+        if self.switch is None:  # one GPU: nothing to make current
+            return _reduce_eager(self.xp, kind, data, axes, keepdims, data.dtype.name,
+                                 dtype.name, self.device.index)
         with self._dev:
-            return _reduce_eager(self.xp, kind, data, tuple(axes), keepdims, str(data.dtype),
-                                 dtype.name)
+            return _reduce_eager(self.xp, kind, data, axes, keepdims, data.dtype.name,
+                                 dtype.name, self.device.index)
 
     def fused_launch(self, trace, outs, natives):
         with self._dev:

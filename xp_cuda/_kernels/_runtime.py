@@ -47,7 +47,8 @@ __all__ = ["SOURCE_DIR", "BASE_OPTIONS", "CACHE_ENV", "KernelCompileError", "CTY
            "source", "source_hash", "kernel_sources", "include_dirs", "nvrtc_compile",
            "cache_dir", "resolve_cache_dir", "pack_entry", "unpack_entry", "read_entry",
            "write_entry", "load_kernel", "load_kernels", "DeviceInfo", "device_info", "grid",
-           "ThreadParams", "driver_launch", "empty_allocator"]
+           "ThreadParams", "driver_launch", "empty_allocator", "PREBUILT_DIR", "shipped_key",
+           "shipped_archs", "shipped_cubin"]
 
 SOURCE_DIR = Path(__file__).resolve().parent
 
@@ -418,12 +419,70 @@ def _entry_path(key: str):
     return None if d is None else d / f"{key}.cubin"
 
 
+# ---- kernels shipped in the package ---------------------------------------------------------
+# prebuilt/<arch>.zip holds cubins of the kernels everyday code launches first (tools/prebuild.py
+# lists and builds them), so a new user's first calls load instead of compiling. An entry's
+# name is shipped_key(source, options, arch): it does not name an NVRTC version (a cubin loads
+# on any newer driver). A cubin built for sm_XY runs on every sm_XZ with Z >= Y.
+PREBUILT_DIR = SOURCE_DIR / "prebuilt"
+_shipped: dict = {}  # arch -> (ZipFile, names) or None
+_shipped_lock = threading.Lock()
+
+
+def shipped_key(source: str, options: tuple, arch: str) -> str:
+    src_hash = hashlib.sha256(source.encode()).hexdigest()
+    return hashlib.sha256(repr((src_hash, tuple(options), arch, BASE_OPTIONS)).encode()
+                          ).hexdigest()
+
+
+def shipped_archs() -> list[str]:
+    """The archs the package ships kernels for (sm_80, sm_90, ...), ascending."""
+    return sorted((p.stem for p in PREBUILT_DIR.glob("sm_*.zip")),
+                  key=lambda a: int(a[3:]))
+
+
+def _shipped_store(arch: str):
+    store = _shipped.get(arch, False)
+    if store is False:
+        import zipfile
+        try:
+            z = zipfile.ZipFile(PREBUILT_DIR / f"{arch}.zip")
+            store = (z, frozenset(z.namelist()))
+        except (OSError, zipfile.BadZipFile):
+            store = None
+        _shipped[arch] = store
+    return store
+
+
+def shipped_cubin(source: str, options: tuple, arch: str) -> bytes | None:
+    """The shipped cubin for ``source`` on a device of ``arch``: built for that arch or for an
+    older one of the same major version; None when the package ships none."""
+    major, minor = divmod(int(arch[3:]), 10)
+    for a in reversed(shipped_archs()):
+        m, n = divmod(int(a[3:]), 10)
+        if m != major or n > minor:
+            continue
+        store = _shipped_store(a)
+        if store is None:
+            continue
+        name = shipped_key(source, options, a)
+        if name in store[1]:
+            with _shipped_lock:  # one reader at a time per archive; the zip checks its CRC
+                return store[0].read(name)
+    return None
+
+
 def _obtain(source, kernel_name, options, arch, key, fresh=False):
-    """(cubin, whether it came from the disk cache): the verified entry unless ``fresh``, else
-    compiled now and stored (atomically replacing a bad entry)."""
+    """(cubin, whether it came from a cache): the verified disk entry unless ``fresh``, else
+    the package's shipped cubin, else compiled now and stored (atomically replacing a bad
+    entry)."""
     path = _entry_path(key)
     if path is not None and not fresh:
         payload = read_entry(path)
+        if payload is not None:
+            return payload, True
+    if not fresh:
+        payload = shipped_cubin(source, options, arch)
         if payload is not None:
             return payload, True
     payload = _compile(source, f"{kernel_name}.cu", arch, options, "cubin")

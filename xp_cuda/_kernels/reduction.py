@@ -89,7 +89,7 @@ def _put(key, launch):
     return launch
 
 
-def reduce_eager(cp, kind, x, axes, keepdims, in_dtype, acc_dtype):
+def reduce_eager(cp, kind, x, axes, keepdims, in_dtype, acc_dtype, device=None):
     """``kind`` (sum, prod, max, min, mean, all, any) of the CuPy array ``x`` over ``axes``
     (a tuple of distinct non-negative axes of x, already normalised by the spec layer; () for
     none) on the current device and stream; returns a new CuPy array of dtype ``acc_dtype`` and
@@ -102,10 +102,21 @@ def reduce_eager(cp, kind, x, axes, keepdims, in_dtype, acc_dtype):
     An empty result returns at once; an empty reduced range gives sum 0, prod 1, mean NaN,
     all True, any False (max and min of an empty range raise ValueError: the spec layer
     refuses them first). Compiled launches are cached per (kind, dtypes, shape, strides, axes,
-    keepdims, device) in an LRU of CACHE_SIZE entries; safe to call from several threads."""
+    keepdims, device) in an LRU of CACHE_SIZE entries; safe to call from several threads.
+    ``device``: the current device's index when the caller knows it (saves a driver query)."""
     in_name, acc_name = _name(in_dtype), _name(acc_dtype)
     shape = x.shape
     axes = tuple(axes)
+    if device is None:
+        device = cp.cuda.runtime.getDevice()
+    key = (kind, in_name, acc_name, shape, x.strides, axes, keepdims, device)
+    launch = _cache.get(key)
+    if launch is not None:  # a cached layout is never empty: run it
+        try:
+            _cache.move_to_end(key)
+        except KeyError:  # dropped by another thread meanwhile: still valid to run
+            pass
+        return launch((x,), ())[0]
     P = math.prod(s for i, s in enumerate(shape) if i not in axes)
     M = math.prod(shape[a] for a in axes)
     if P == 0:
@@ -114,9 +125,7 @@ def reduce_eager(cp, kind, x, axes, keepdims, in_dtype, acc_dtype):
         if kind not in _EMPTY_VALUE:
             raise ValueError(f"{kind} of an empty range has no value")
         return cp.full(out_shape(shape, axes, keepdims), _EMPTY_VALUE[kind], dtype=acc_name)
-    key = (kind, in_name, acc_name, shape, x.strides, axes, keepdims,
-           cp.cuda.runtime.getDevice())
-    launch = _get(key) or _put(key, _build(cp, kind, in_name, acc_name, x, axes, keepdims))
+    launch = _put(key, _build(cp, kind, in_name, acc_name, x, axes, keepdims))
     return launch((x,), ())[0]
 
 
@@ -134,26 +143,28 @@ def arg_graph(kind, in_name, shape, axis, keepdims):
                             Reduce(kind, axes, keepdims))
 
 
-def arg_reduce(cp, kind, x, axis, keepdims):
+def arg_reduce(cp, kind, x, axis, keepdims, device=None):
     """argmax or argmin (``kind``) of the CuPy array ``x`` (real: bool, integer or real
     floating; any strides) over ``axis``, a non-negative int, or over every axis (None: the
     flat C-order index); a new int64 CuPy array of x's shape without that axis (all axes for
     None; kept as 1 with ``keepdims``). Ties give the first occurrence; a NaN is both the
     maximum and the minimum, the first NaN wins (NumPy's rule). The reduced range must not be
-    empty (the spec layer refuses it; ValueError here); an empty result returns at once."""
-    assert kind in ("argmax", "argmin"), kind
-    assert x.dtype.kind in "biuf", x.dtype
-    shape = tuple(x.shape)
-    axes = tuple(range(len(shape))) if axis is None else (axis,)
-    oshape = out_shape(shape, axes, keepdims)
-    if math.prod(s for i, s in enumerate(shape) if i not in axes) == 0:
-        return cp.empty(oshape, dtype="int64")
-    if math.prod(shape[a] for a in axes) == 0:
-        raise ValueError(f"{kind} of an empty range has no value")
-    name = x.dtype.name
-    key = (kind, name, shape, x.strides, axis, keepdims, cp.cuda.runtime.getDevice())
-    launch = _get(key) or _put(key, _launch(cp, *arg_graph(kind, name, shape, axis,
-                                                              keepdims), x))
+    empty (the spec layer refuses it; ValueError here); an empty result returns at once.
+    ``device``: the current device's index when the caller knows it (saves a driver query)."""
+    shape = x.shape
+    key = (kind, x.dtype, shape, x.strides, axis, keepdims,
+           cp.cuda.runtime.getDevice() if device is None else device)
+    launch = _get(key)
+    if launch is None:  # a cached layout is never empty
+        assert kind in ("argmax", "argmin"), kind
+        assert x.dtype.kind in "biuf", x.dtype
+        axes = tuple(range(len(shape))) if axis is None else (axis,)
+        if math.prod(s for i, s in enumerate(shape) if i not in axes) == 0:
+            return cp.empty(out_shape(shape, axes, keepdims), dtype="int64")
+        if math.prod(shape[a] for a in axes) == 0:
+            raise ValueError(f"{kind} of an empty range has no value")
+        launch = _put(key, _launch(cp, *arg_graph(kind, x.dtype.name, tuple(shape), axis,
+                                                  keepdims), x))
     return launch((x,), ())[0]
 
 
@@ -173,7 +184,7 @@ def moments_graph(kind, in_name, shape, axes, correction, keepdims, out_name):
                                    correction=float(correction)))
 
 
-def moments(cp, kind, x, axes, correction, keepdims, out_dtype):
+def moments(cp, kind, x, axes, correction, keepdims, out_dtype, device=None):
     """var or std (``kind``) of the CuPy array ``x`` (real floating, any strides) over
     ``axes`` (distinct non-negative ints; () for none) with N - ``correction`` degrees of
     freedom (a Python int or float; NaN where N - correction <= 0), in one pass over x: Welford
@@ -182,23 +193,25 @@ def moments(cp, kind, x, axes, correction, keepdims, out_dtype):
     object with .name; the input's floating dtype) and x's shape without ``axes`` (kept as 1
     with ``keepdims``); std is the square root of var, taken in float64 before the final
     rounding. An empty range gives NaN, an empty result returns at once. The correction is a
-    runtime value of the kernel: every correction shares one compiled kernel."""
-    assert kind in ("var", "std"), kind
-    assert x.dtype.kind == "f", x.dtype
+    runtime value of the kernel: every correction shares one compiled kernel. ``device``: the
+    current device's index when the caller knows it (saves a driver query)."""
     out_name = _name(out_dtype)
-    shape = tuple(x.shape)
+    shape = x.shape
     axes = tuple(sorted(axes))
-    oshape = out_shape(shape, axes, keepdims)
-    if math.prod(s for i, s in enumerate(shape) if i not in axes) == 0:
-        return cp.empty(oshape, dtype=out_name)
-    if math.prod(shape[a] for a in axes) == 0:
-        return cp.full(oshape, float("nan"), dtype=out_name)
-    name = x.dtype.name
     correction = float(correction)
-    key = (kind, name, out_name, shape, x.strides, axes, keepdims, correction,
-           cp.cuda.runtime.getDevice())
-    launch = _get(key) or _put(key, _launch(cp, *moments_graph(
-        kind, name, shape, axes, correction, keepdims, out_name), x))
+    key = (kind, x.dtype, out_name, shape, x.strides, axes, keepdims, correction,
+           cp.cuda.runtime.getDevice() if device is None else device)
+    launch = _get(key)
+    if launch is None:  # a cached layout is never empty
+        assert kind in ("var", "std"), kind
+        assert x.dtype.kind == "f", x.dtype
+        oshape = out_shape(shape, axes, keepdims)
+        if math.prod(s for i, s in enumerate(shape) if i not in axes) == 0:
+            return cp.empty(oshape, dtype=out_name)
+        if math.prod(shape[a] for a in axes) == 0:
+            return cp.full(oshape, float("nan"), dtype=out_name)
+        launch = _put(key, _launch(cp, *moments_graph(
+            kind, x.dtype.name, tuple(shape), axes, correction, keepdims, out_name), x))
     return launch((x,), ())[0]
 
 
@@ -250,26 +263,28 @@ def norm_graph(in_name, shape, ord, axes, keepdims, out_name):
                             Reduce(kind, axes, keepdims, acc=acc, epilogue=epi))
 
 
-def norm_reduce(cp, x, ord, axes, keepdims, out_dtype):
+def norm_reduce(cp, x, ord, axes, keepdims, out_dtype, device=None):
     """The vector norm of order ``ord`` (1, 2, inf, -inf, 0 or any other finite nonzero
     number: (sum |x|^ord)^(1/ord)) of the CuPy array ``x`` (any dtype, any strides) over
     ``axes`` (distinct non-negative ints; () for none), in one kernel reading x once. Returns a
     new CuPy array of ``out_dtype`` (x's real floating dtype: float32 for float32/complex64,
     float64 for float64/complex128) and x's shape without ``axes`` (kept as 1 with
     ``keepdims``); the final sqrt / pow(., 1/ord) is applied in the kernel, in float64 for the
-    sums. NaN propagates. An empty range gives 0 (+inf for ord < 0, the limit)."""
+    sums. NaN propagates. An empty range gives 0 (+inf for ord < 0, the limit). ``device``: the
+    current device's index when the caller knows it (saves a driver query)."""
     out_name = _name(out_dtype)
-    shape = tuple(x.shape)
+    shape = x.shape
     axes = tuple(sorted(axes))
-    oshape = out_shape(shape, axes, keepdims)
-    if math.prod(s for i, s in enumerate(shape) if i not in axes) == 0:
-        return cp.empty(oshape, dtype=out_name)
-    if math.prod(shape[a] for a in axes) == 0:
-        return cp.full(oshape, math.inf if ord < 0 else 0.0, dtype=out_name)
-    name = x.dtype.name
     ord = float(ord)
-    key = ("norm", name, out_name, shape, x.strides, axes, keepdims, ord,
-           cp.cuda.runtime.getDevice())
-    launch = _get(key) or _put(key, _launch(cp, *norm_graph(name, shape, ord, axes,
-                                                               keepdims, out_name), x))
+    key = ("norm", x.dtype, out_name, shape, x.strides, axes, keepdims, ord,
+           cp.cuda.runtime.getDevice() if device is None else device)
+    launch = _get(key)
+    if launch is None:  # a cached layout is never empty
+        oshape = out_shape(shape, axes, keepdims)
+        if math.prod(s for i, s in enumerate(shape) if i not in axes) == 0:
+            return cp.empty(oshape, dtype=out_name)
+        if math.prod(shape[a] for a in axes) == 0:
+            return cp.full(oshape, math.inf if ord < 0 else 0.0, dtype=out_name)
+        launch = _put(key, _launch(cp, *norm_graph(x.dtype.name, tuple(shape), ord, axes,
+                                                   keepdims, out_name), x))
     return launch((x,), ())[0]

@@ -447,14 +447,12 @@ class TraceBackend(Backend):
     def to_host(self, data):
         raise unsupported("reading a traced array's values")
 
-    def stable_sort(self, data, axis):
-        raise unsupported("xp.sort")
-
-    def stable_argsort(self, data, axis):
-        raise unsupported("xp.argsort")
 
     def vecdot(self, d1, d2, axis, dtype):
         raise unsupported("xp.vecdot")
+
+    def argreduce(self, kind, data, axis, keepdims):
+        raise unsupported(f"xp.{kind}")
 
     def var(self, fname, data, axes, dof, keepdims, dtype):
         raise unsupported(f"xp.{fname}")
@@ -462,6 +460,29 @@ class TraceBackend(Backend):
     def linalg_checked(self):
         raise unsupported("xp.linalg")
 
+
+
+# Backend primitives with no fused form -> the namespace call a user wrote to reach them.
+REFUSED = {
+    "stable_sort": "xp.sort", "stable_argsort": "xp.argsort", "cumsum": "xp.cumulative_sum",
+    "vector_norm": "xp.linalg.vector_norm",
+    "concat": "xp.concat", "stack": "xp.stack", "copy": "xp.reshape(copy=True)",
+    "roll": "xp.roll", "tile": "xp.tile", "repeat": "xp.repeat",
+    "bounds": "reading a traced array's values (xp.take, xp.repeat and searchsorted's sorter "
+              "check them)",
+    "take": "xp.take", "nonzero": "xp.nonzero", "searchsorted": "xp.searchsorted",
+    "unique": "xp.unique_*",
+}
+
+
+def _refuser(what):
+    def refuse(self, *args, **kwargs):
+        raise unsupported(what)
+    return refuse
+
+
+for _name, _what in REFUSED.items():
+    setattr(TraceBackend, _name, _refuser(_what))
 
 TRACE = TraceBackend()
 Tracer._b = TRACE  # a Tracer's backend is the recorder, whatever its device

@@ -1,0 +1,198 @@
+"""Build the kernels the package ships: xp_cuda/_kernels/prebuilt/<arch>.zip.
+
+    python tools/prebuild.py [--archs sm_80,sm_90,sm_100] [--processes N] [--check]
+
+A new user's first calls should load kernels, not wait for NVRTC (seconds per script). This
+lists the kernels everyday code launches first (COMMON below: the default dtypes and bool,
+contiguous operands), compiles each for every shipped arch, and writes one zip per arch whose
+entry names are _runtime.shipped_key(source, options, arch). Nothing else is shipped: any
+other kernel compiles on first use (one kernel, a fraction of a second) into the disk cache.
+
+--check lists what is missing from the shipped archives for the current sources and exits 1
+when anything is (tests/test_prebuilt.py runs the same check in CI: a kernel source changed
+without running this tool).
+
+It lives in tools/ because enumerating what can be launched needs the spec layer's tables.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import zipfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:  # run as a script (and re-imported by spawned workers)
+    sys.path.insert(0, str(ROOT))
+
+ARCHS = ("sm_80", "sm_90", "sm_100")  # Ampere/Ada (8.x), Hopper, Blackwell datacenter
+COMMON = ("float32", "float64", "int64", "bool")
+SMS = 132  # a reduction's source does not depend on it (tests/test_prebuilt.py checks)
+
+
+def _standin(dtype, shape):
+    """An array layout without memory: what the planners read (itemsize, shape, strides)."""
+    import numpy as np
+    from numpy.lib.stride_tricks import as_strided
+    a = np.zeros(1, dtype=dtype)
+    strides, step = [], a.itemsize
+    for n in reversed(shape):
+        strides.append(step)
+        step *= max(n, 1)
+    return as_strided(a, shape, tuple(reversed(strides)))
+
+
+def elementwise_units():
+    from xp_cuda._dtypes import ALL_DTYPES, in_category
+    from xp_cuda._elementwise import ELEMENTWISE, result_dtype
+    from xp_cuda._kernels import elementwise as E
+
+    common = [d for d in ALL_DTYPES if d.name in COMMON]
+    for name, (arity, cat, _, _) in ELEMENTWISE.items():
+        for d in common:
+            if not in_category(d, cat):
+                continue
+            dts = (d,) * arity
+            tc, to = result_dtype(name, list(dts))
+            names = tuple(x.name for x in dts)
+            for lay in (("c",) if arity == 1 else ("cc", "cs", "sc")):
+                yield (E.layout_unit(name, names, tc.name, to.name, lay), E.OPTIONS,
+                       E.kernel_name(name, names, lay))
+
+
+def _programs(graph, outs, arrays):
+    """The sources fusion.Launch compiles for these layouts (its tuned variants included)."""
+    from xp_cuda._kernels import fusion as F
+    first = F.Program(graph, outs, arrays, SMS, name=f"{F.KERNEL}0")
+    yield first.source, F.OPTIONS, first.name
+    if first.tunable:
+        for k, cfg in enumerate(F.CONFIGS[1:], 1):
+            p = F.Program(graph, outs, arrays, SMS, name=f"{F.KERNEL}{k}", config=cfg)
+            if p.layout != first.layout and p.gvals == first.gvals:
+                yield p.source, F.OPTIONS, p.name
+
+
+REDUCTIONS = {"sum": [("float32", "float32"), ("float64", "float64"), ("int64", "int64"),
+                      ("bool", "int64")],
+              "prod": [("float32", "float32"), ("float64", "float64"), ("int64", "int64")],
+              "max": [(d, d) for d in ("float32", "float64", "int64")],
+              "min": [(d, d) for d in ("float32", "float64", "int64")],
+              "mean": [("float32", "float32"), ("float64", "float64")],
+              "all": [("bool", "bool")], "any": [("bool", "bool")]}
+LAYOUTS = [((1000,), (0,)), ((64, 48), (0,)), ((64, 48), (1,)), ((64, 48), (0, 1))]
+
+
+def reduction_units():
+    from xp_cuda._kernels import reduction as R
+    for kind, pairs in REDUCTIONS.items():
+        for in_name, acc in pairs:
+            for shape, axes in LAYOUTS:
+                x = _standin(in_name, shape)
+                g, out = R.graph(kind, in_name, acc, shape, axes, False)
+                yield from _programs(g, [out], [x])
+
+
+def eager_units():
+    from xp_cuda._kernels import eager as K
+    from xp_cuda._kernels.fusion_ir import DName, Graph, Node, Op
+    for shape in ((1000,), (64, 48)):
+        for d in COMMON:
+            arrays = [_standin("bool", shape), _standin(d, shape), _standin(d, shape)]
+            ins = K._inputs(arrays)
+            yield from _programs(Graph(ins), [Node(Op.WHERE, ins, DName(d), shape)], arrays)
+            for t in COMMON:
+                if t != d:
+                    arrays = [_standin(d, shape)]
+                    ins = K._inputs(arrays)
+                    yield from _programs(Graph(ins), [Node(Op.ASTYPE, ins, DName(t), shape)],
+                                         arrays)
+
+
+def creation_units():
+    from xp_cuda._kernels import creation as C
+    for name, unit in C.units().items():
+        yield unit, (), name
+
+
+def vecdot_units():
+    from xp_cuda._kernels import _runtime as rt
+    from xp_cuda._kernels import vecdot as V
+    for d in ("float32", "float64"):
+        yield rt.source("vecdot.cu"), V.compile_options(d, d, d), "xp_vecdot"
+
+
+FAMILIES = {"elementwise": elementwise_units, "reduction": reduction_units,
+            "eager": eager_units, "creation": creation_units, "vecdot": vecdot_units}
+
+
+def units():
+    """Every (source, options, kernel name) shipped, each source once."""
+    seen, out = set(), []
+    for fam in FAMILIES.values():
+        for src, opts, name in fam():
+            if (src, tuple(opts)) not in seen:
+                seen.add((src, tuple(opts)))
+                out.append((src, tuple(opts), name))
+    return out
+
+
+def _build_one(job):
+    from xp_cuda._kernels import _runtime as rt
+    src, opts, name, arch = job
+    return rt.shipped_key(src, opts, arch), rt._compile(src, f"{name}.cu", arch, opts, "cubin")
+
+
+def missing(archs=None) -> dict:
+    """arch -> number of current units absent from its shipped archive."""
+    from xp_cuda._kernels import _runtime as rt
+    archs = archs or rt.shipped_archs() or list(ARCHS)
+    us = units()
+    out = {}
+    for arch in archs:
+        store = rt._shipped_store(arch)
+        names = store[1] if store else frozenset()
+        out[arch] = sum(rt.shipped_key(s, o, arch) not in names for s, o, _ in us)
+    return out
+
+
+def build(archs, processes=0):
+    from concurrent.futures import ProcessPoolExecutor
+    from multiprocessing import get_context
+
+    from xp_cuda._kernels import _runtime as rt
+    us = units()
+    rt.PREBUILT_DIR.mkdir(exist_ok=True)
+    with ProcessPoolExecutor(max_workers=processes or os.cpu_count() or 1,
+                             mp_context=get_context("spawn")) as pool:
+        for arch in archs:
+            jobs = [(s, o, n, arch) for s, o, n in us]
+            tmp = rt.PREBUILT_DIR / f".{arch}.zip.tmp"
+            with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as z:
+                for i, (key, cubin) in enumerate(pool.map(_build_one, jobs, chunksize=4), 1):
+                    z.writestr(key, cubin)
+                    if i % 100 == 0 or i == len(jobs):
+                        print(f"\r{arch}: {i}/{len(jobs)}", end="", flush=True)
+            os.replace(tmp, rt.PREBUILT_DIR / f"{arch}.zip")
+            size = (rt.PREBUILT_DIR / f"{arch}.zip").stat().st_size
+            print(f"\r{arch}: {len(jobs)} kernels, {size / 2**20:.2f} MiB")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--archs", default=",".join(ARCHS))
+    ap.add_argument("--processes", type=int, default=0, help="worker processes (0: one per CPU)")
+    ap.add_argument("--check", action="store_true", help="only report what is missing")
+    args = ap.parse_args(argv)
+    archs = [a for a in args.archs.split(",") if a]
+    if args.check:
+        gaps = missing(archs)
+        for arch, n in gaps.items():
+            print(f"{arch}: {n} of {len(units())} kernels missing")
+        return 1 if any(gaps.values()) else 0
+    build(archs, args.processes)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,65 @@
+"""Eager calls that are one node of the fused IR: ``where`` and ``astype`` (conversions).
+
+Each is the small graph input(s) -> node, planned and printed by the fused generator
+(fusion_plan, fusion_render) and run by fusion.Launch, exactly as the same call inside a fused
+function: one code path, any strides and broadcasting, 16-byte vectors where the operands are
+contiguous. The source holds no sizes, so a new shape with the same ranks and broadcast
+pattern reuses the compiled kernel; launches are kept per exact layout in a bounded LRU (the
+cache does not grow with user data).
+"""
+from __future__ import annotations
+
+import math
+import threading
+from collections import OrderedDict
+
+from .fusion_ir import DName, Graph, Input, Node, Op
+
+CACHE_SIZE = 256  # launches kept (least recently used dropped first)
+_cache: OrderedDict = OrderedDict()
+_lock = threading.Lock()
+
+
+def _inputs(arrays):
+    return [Node(Op.INPUT, (), DName(a.dtype.name), tuple(a.shape), Input(i))
+            for i, a in enumerate(arrays)]
+
+
+def run(cp, key, arrays, build, device):
+    """The launch for (key, the arrays' layouts, device), built by ``build(inputs) -> [out
+    node]`` on a miss; returns the outputs (new C-contiguous CuPy arrays)."""
+    full = (key, device) + tuple((a.shape, a.strides) for a in arrays)
+    launch = _cache.get(full)
+    if launch is None:
+        from .fusion import Launch
+        ins = _inputs(arrays)
+        launch = Launch(cp, Graph(ins), build(ins), list(arrays))
+        with _lock:
+            _cache[full] = launch
+            while len(_cache) > CACHE_SIZE:
+                _cache.popitem(last=False)
+    else:
+        try:
+            _cache.move_to_end(full)
+        except KeyError:  # dropped by another thread meanwhile: still valid to run
+            pass
+    return launch(arrays, ())
+
+
+def where(cp, cond, x1, x2, out_dtype: str, shape, device):
+    """cond ? x1 : x2 broadcast to ``shape``, each side converted to ``out_dtype`` (a name)."""
+    if math.prod(shape) == 0:
+        return cp.empty(shape, dtype=out_dtype)
+    key = ("where", cond.dtype.name, x1.dtype.name, x2.dtype.name, out_dtype, tuple(shape))
+    return run(cp, key, (cond, x1, x2),
+               lambda ins: [Node(Op.WHERE, ins, DName(out_dtype), shape)], device)[0]
+
+
+def astype(cp, x, out_dtype: str, device):
+    """x converted element by element to ``out_dtype`` (C casts, as CuPy's astype; to bool:
+    nonzero, NaN included, is True), a new C-contiguous array."""
+    if x.size == 0:
+        return cp.empty(x.shape, dtype=out_dtype)
+    key = ("astype", x.dtype.name, out_dtype)
+    return run(cp, key, (x,),
+               lambda ins: [Node(Op.ASTYPE, ins, DName(out_dtype), tuple(x.shape))], device)[0]
