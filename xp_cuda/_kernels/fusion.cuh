@@ -48,3 +48,114 @@ __device__ __forceinline__ complex<double> xp_ldcg(const complex<double>* p) {
   double2 v = __ldcg(reinterpret_cast<const double2*>(p));
   return complex<double>(v.x, v.y);
 }
+
+// ---- reductions whose accumulator is a small struct ------------------------------------------
+// Each is combined by one ordered function, so every grouping of lanes, blocks and splits gives
+// the same result (the printer fixes the grouping anyway). __host__ __device__ (XP_HD), so a
+// host compiler checks their algebra (tests/test_reduction_kernels.py).
+
+// argmax / argmin: the value and its C-order index in the reduced range. The order: NaN above
+// every number (NumPy: NaN is both the max and the min, the first NaN wins), then the value,
+// then the lower index; a total order, so the combination is associative and ties keep the
+// FIRST occurrence whichever lanes met first. The starting value is the dtype's extreme at
+// index LLONG_MAX: any element at a real index beats it, the extreme value included.
+template <typename T>
+struct XpArg {
+  T v;
+  long long i;
+};
+template <typename T, bool MAX>
+struct XpArgOp {
+  typedef XpArg<T> A;
+  static XP_HD A lift(const T& v, long long i) {
+    A a;
+    a.v = v;
+    a.i = i;
+    return a;
+  }
+  static XP_HD A comb(const A& a, const A& b) {
+    const bool an = a.v != a.v, bn = b.v != b.v;  // NaN (always false for integers)
+    const bool beats = MAX ? b.v > a.v : b.v < a.v;
+    const bool tie = b.v == a.v || (an && bn);
+    return ((bn && !an) || (!an && beats) || (tie && b.i < a.i)) ? b : a;
+  }
+};
+
+// var / std: Welford moments (count, mean, sum of squared deviations) in the float type F.
+// A run of K elements is taken as one batch (its mean, then its squared deviations from it,
+// from registers) and merged by Chan's formula: one division per K elements instead of one per
+// element, which keeps the FP64 pipe well under the memory rate (H200: ~67 TFLOP/s FP64 for
+// ~1e12 float32 elements/s) while staying a one-pass, shift-free method (no cancellation when
+// the mean is large against the spread).
+template <typename F>
+struct XpMom {
+  F n, mean, m2;
+};
+template <typename F>
+struct XpMoments {
+  typedef XpMom<F> A;
+  static XP_HD A zero() {
+    A a;
+    a.n = (F)0;
+    a.mean = (F)0;
+    a.m2 = (F)0;
+    return a;
+  }
+  static XP_HD A lift(const F& v) {
+    A a;
+    a.n = (F)1;
+    a.mean = v;
+    a.m2 = (F)0;
+    return a;
+  }
+  template <int K>
+  static XP_HD A batch(const F (&v)[K]) {
+    F s = (F)0;
+#pragma unroll
+    for (int q = 0; q < K; ++q) s += v[q];
+    const F m = s / (F)K;  // K is a compile-time power of two here: an exact scaling
+    F m2 = (F)0;
+#pragma unroll
+    for (int q = 0; q < K; ++q) {
+      const F d = v[q] - m;
+      m2 += d * d;
+    }
+    A a;
+    a.n = (F)K;
+    a.mean = m;
+    a.m2 = m2;
+    return a;
+  }
+  // Chan et al.: the moments of the union of two disjoint sets (a first, then b).
+  static XP_HD A comb(const A& a, const A& b) {
+    if (b.n == (F)0) return a;
+    if (a.n == (F)0) return b;
+    A r;
+    r.n = a.n + b.n;
+    const F d = b.mean - a.mean, wb = b.n / r.n;
+    r.mean = a.mean + d * wb;
+    r.m2 = a.m2 + b.m2 + d * d * (a.n * wb);
+    return r;
+  }
+  // N - correction <= 0 degrees of freedom: NaN (the spec's rule).
+  static XP_HD F var(const A& a, F correction) {
+    const F dof = a.n - correction;
+    return dof > (F)0 ? a.m2 / dof : (F)xp_nan();
+  }
+};
+
+template <typename T>
+__device__ __forceinline__ XpArg<T> xp_ldcg(const XpArg<T>* p) {
+  XpArg<T> a;
+  a.v = xp_ldcg(&p->v);
+  a.i = __ldcg(&p->i);
+  return a;
+}
+template <typename F>
+__device__ __forceinline__ XpMom<F> xp_ldcg(const XpMom<F>* p) {
+  XpMom<F> a;
+  a.n = __ldcg(&p->n);
+  a.mean = __ldcg(&p->mean);
+  a.m2 = __ldcg(&p->m2);
+  return a;
+}

@@ -21,7 +21,8 @@ class Op(enum.Enum):
     ASTYPE = "astype"
     CLIP = "clip"
     VIEW = "view"  # x[key] with ints, slices, None, ...: a strided view of x's values
-    REDUCE = "reduce"  # sum, prod, max, min, mean, all, any; only as a result
+    REDUCE = "reduce"  # sum, prod, max, min, mean, all, any, argmax, argmin, var, std; only
+    # as a result
 
 
 @dataclass(frozen=True)
@@ -80,11 +81,28 @@ class View:
 
 
 @dataclass(frozen=True)
+class Epilogue:
+    """One function of the elementwise table (OPS) applied to a reduction's value once, at its
+    final write, in the accumulation dtype and before the conversion to the node's dtype: the
+    sqrt of a 2-norm, the pow(., 1/p) of a p-norm."""
+    name: str  # key of the OPS table
+    operand: Any = None  # the second operand of a binary function (a Python scalar), else None
+
+
+@dataclass(frozen=True)
 class Reduce:
-    kind: str  # sum, prod, max, min, mean, all, any
+    """sum, prod, max, min, mean, all, any accumulate one value of the accumulation dtype.
+    argmax, argmin (node dtype int64: the first extreme's C-order index in the reduced range,
+    NaN the extreme) and var, std (Welford moments, N - correction degrees of freedom) carry a
+    small struct (fusion.cuh)."""
+    kind: str
     axes: tuple  # reduced axes of the operand, sorted
     keepdims: bool
     eager_kwargs: tuple = ()  # (name, value) pairs the eager function was called with
+    acc: Optional[str] = None  # accumulation dtype name where it is not the node's dtype
+    # (var/std: the moments' float dtype, float64 unless named)
+    correction: float = 0.0  # var, std
+    epilogue: Optional[Epilogue] = None
 
 
 ATTR = {Op.INPUT: Input, Op.CONST: Const, Op.PARAM: Param, Op.ELEMENTWISE: Elementwise,

@@ -17,6 +17,9 @@ Otherwise (the innermost axis kept) a block holds THREADS // G groups for neighb
 group-major, so neighbouring threads read neighbouring addresses. A long range is split into S
 chunks of `chunk` elements so the grid fills about RED_WAVES waves of resident blocks; the last
 block to finish an output combines the partials (scratch: P * S partials, P counters).
+The reduced operand may be any elementwise expression of the inputs (a prologue, read at the
+same coordinates); argmax/argmin and var/std carry a struct accumulator (STRUCT_ACC), planned
+the same way, their partials held as 8-byte words.
 """
 from __future__ import annotations
 
@@ -48,6 +51,9 @@ COL_GROUPS = 32  # at most this many neighbouring outputs per block (innermost a
 # 64 or 128: (2^22, 64) 0.94 -> 0.71, (2^20, 256) 1.03 -> 0.95 / 0.73 (2 waves)
 MAX_GRID = 2**31 - 1  # one thread per vector or element: see elementwise.MAX_GRID
 RED_VECTOR_BYTES = 16  # the reduction's vector path reads 16-byte vectors, two in flight
+# Reductions whose accumulator is a struct of fusion.cuh: kind -> its bytes (XpArg<T> for T of
+# at most 8 bytes: 16; XpMom<double>: 24). Their partials are scratch of 8-byte words.
+STRUCT_ACC = {"argmax": 16, "argmin": 16, "var": 24, "std": 24}
 
 _ITEMSIZE = {}
 
@@ -97,7 +103,9 @@ class ReducePlan:
     out: int  # index of the kernel's output
     index: int  # among the kernel's reductions (its scratch is part{index}, cnt{index})
     kind: str
-    dtype: str  # accumulation and result dtype
+    dtype: str  # accumulation dtype (argmax/argmin: the operand's, compared as it is;
+    # var/std: the moments' float dtype)
+    result: str  # the node's dtype, written at the final step
     axes: tuple
     kept: tuple
     P: int
@@ -111,7 +119,8 @@ class ReducePlan:
     flat: bool  # reduced axes trailing and operand flat: element (p, j) is p * M + j
     flat_inputs: tuple
     vec: int  # elements per vector on the vector path (1: no vector path)
-    scratch: tuple  # ((P * S, dtype), (P, "uint32")) when S > 1, else (None, None)
+    scratch: tuple  # ((P * S, dtype), (P, "uint32")) when S > 1, else (None, None); a
+    # struct accumulator's partials as (P * S * words, "uint64")
 
 
 @dataclass(frozen=True)
@@ -205,6 +214,16 @@ def plan_group(outs, idxs, shape, strides_ok, inputs, config, T) -> GroupPlan:
                      need, need_scalar)
 
 
+def accumulation_dtype(node) -> str:
+    """The dtype a REDUCE node accumulates in (see ReducePlan.dtype)."""
+    a = node.attr
+    if a.kind in ("argmax", "argmin"):
+        return node.args[0].dtype.name
+    if a.kind in ("var", "std"):
+        return a.acc or "float64"
+    return a.acc or node.dtype.name
+
+
 def plan_reduction(node, j, r, strides_ok, inputs, sms) -> ReducePlan:
     a = node.attr
     kind, axes = a.kind, a.axes
@@ -229,8 +248,9 @@ def plan_reduction(node, j, r, strides_ok, inputs, sms) -> ReducePlan:
         chunk = -(-chunk // 16) * 16
     if chunk:
         S = -(-M // chunk)
-    acc = node.dtype.name
-    scratch = ((P * S, acc), (P, "uint32")) if S > 1 else (None, None)
+    acc = accumulation_dtype(node)
+    part = (P * S * (STRUCT_ACC[kind] // 8), "uint64") if kind in STRUCT_ACC else (P * S, acc)
+    scratch = (part, (P, "uint32")) if S > 1 else (None, None)
     per = THREADS // G
     blocks = max(1, min(MAX_GRID, -(-(P * S) // per) if row_like else -(-P // per) * S))
     flat = list(kept) == list(range(len(kept))) and contiguous(x, x.shape, strides_ok)
@@ -240,8 +260,8 @@ def plan_reduction(node, j, r, strides_ok, inputs, sms) -> ReducePlan:
         if fin:
             widest = max(i.itemsize for k in fin for i in inputs if i.pos == k)
             vec = max(1, RED_VECTOR_BYTES // widest)
-    return ReducePlan(j, r, kind, acc, tuple(axes), kept, P, M, row_like, G, S, chunk, per,
-                      blocks, flat, fin, vec, scratch)
+    return ReducePlan(j, r, kind, acc, node.dtype.name, tuple(axes), kept, P, M, row_like, G, S,
+                      chunk, per, blocks, flat, fin, vec, scratch)
 
 
 def plan_kernel(kernel_outs, inputs, sms, config) -> KernelPlan:

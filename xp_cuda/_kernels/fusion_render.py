@@ -16,7 +16,7 @@ import numpy as np
 
 from .elementwise import CTYPES, _op_struct
 from .fusion_ir import Op, Take
-from .fusion_plan import THREADS, size
+from .fusion_plan import STRUCT_ACC, THREADS, size
 
 FLAT = ("@flat",)  # coordinates of a C-contiguous element: the flat index itself
 
@@ -284,11 +284,13 @@ def render(plan, graph, outs, name):
     out_decl = [f"{CTYPES[n.dtype.name]}* __restrict__ out{j}" for j, n in enumerate(outs)]
     scr_decl = []
     for red in plan.reductions:
-        a = CTYPES[red.dtype]
+        a = acc_ctype(red)
         scr_decl += [f"{a}* __restrict__ part{red.index}",
                      f"unsigned int* __restrict__ cnt{red.index}"]
     par_decl = [f"const {CTYPES[u[1].name]} s{i}" for i, u in enumerate(graph.uses)]
     nslots = max(1, len(vals.gvals))
+    # bytes per thread of the reductions' trees: 16, or a struct accumulator's size
+    smem = max([16] + [STRUCT_ACC.get(red.kind, 16) for red in plan.reductions])
     params = in_decl + out_decl + scr_decl + par_decl + [f"const XpG<{nslots}> g"]
     kernel = "".join([
         f'extern "C" __global__ void __launch_bounds__({T}) {name}(',
@@ -296,7 +298,7 @@ def render(plan, graph, outs, name):
         "  const long long tid = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n",
         "  const long long stride = (long long)gridDim.x * blockDim.x;\n",
         "  (void)tid; (void)stride;\n",
-        (f"  __shared__ __align__(16) unsigned char xp_smem[{THREADS * 16}];\n"
+        (f"  __shared__ __align__(16) unsigned char xp_smem[{THREADS * smem}];\n"
          f"  __shared__ int xp_flag[{THREADS}];\n" if plan.reductions else ""),
         "".join(body), "}\n"])
     return kernel, vals.structs, vals.gvals
@@ -385,20 +387,84 @@ def _group_section(vals, plan, grp, outs, T):
     return e.text()
 
 
+def acc_ctype(red) -> str:
+    """The C type of a reduction's accumulator (its shared-memory tree and partials)."""
+    if red.kind in ("argmax", "argmin"):
+        return f"XpArg<{CTYPES[red.dtype]}>"
+    if red.kind in ("var", "std"):
+        return f"XpMom<{CTYPES[red.dtype]}>"
+    return CTYPES[red.dtype]
+
+
+class _Acc:
+    """How one reduction accumulates, as C text; the only per-kind knowledge of the printer.
+
+    ctype, ident: the accumulator's type and starting value; comb: the ordered combination of
+    two accumulators (a C callable); elem(v, j): element v at index j of the reduced range as
+    an accumulator; batched: whether runs of elements are taken as one batch (var/std: then
+    item(v) is an element in the accumulation type and batch(array) the run's accumulator);
+    value: the final value of accumulator {} in the node's dtype, epilogue included."""
+
+    def __init__(self, vals, red, node):
+        kind, acc = red.kind, red.dtype
+        self.ctype = acc_ctype(red)
+        self.batched = False
+        vtype = CTYPES[acc]  # C type of the value before the final conversion
+        if kind in ("argmax", "argmin"):
+            t = CTYPES[acc]
+            rs = f"XpArgOp<{t}, {'true' if kind == 'argmax' else 'false'}>"
+            if acc == "bool":
+                ext = literal(kind == "argmin", acc)
+            else:
+                ext = identity("max" if kind == "argmax" else "min", acc)
+            self.ident = f"{rs}::lift({ext}, 9223372036854775807LL)"
+            self.comb = f"{rs}::comb"
+            self.elem = lambda v, j: f"{rs}::lift({v}, {j})"
+            value = "{}.i"
+            vtype = "long long"
+        elif kind in ("var", "std"):
+            f = CTYPES[acc]
+            rs = f"XpMoments<{f}>"
+            self.ident = f"{rs}::zero()"
+            self.comb = f"{rs}::comb"
+            self.elem = lambda v, j: f"{rs}::lift(xp_cvt<{f}>({v}))"
+            self.batched = True
+            self.item = lambda v: f"xp_cvt<{f}>({v})"
+            self.batch = lambda arr: f"{rs}::batch({arr})"
+            bits = int(np.array(float(node.attr.correction), np.float64).view(np.int64))
+            corr = vals.slot(("correction", red.out), bits)  # a runtime value: one source
+            value = f"{rs}::var({{}}, ({f})__longlong_as_double({corr}))"
+            if kind == "std":
+                value = f"sqrt({value})"
+        else:
+            self.ident = identity(kind, acc)
+            self.comb = f"{vals.op(REDUCE_OP[kind], acc, acc, 2)}::f"
+            if kind in ("all", "any"):
+                self.elem = lambda v, j: f"xp_truth({v})"
+            else:
+                self.elem = lambda v, j: f"xp_cvt<{self.ctype}>({v})"
+            if kind == "mean":
+                div = vals.op("divide", acc, acc, 2)
+                value = (f"{div}::f({{}}, xp_cvt<{self.ctype}>("
+                         f"{vals.slot(('M', red.out), red.M)}))")
+            else:
+                value = "{}"
+        ep = node.attr.epilogue
+        if ep is not None:
+            args = "" if ep.operand is None else f", {literal(ep.operand, acc)}"
+            op = vals.op(ep.name, acc, acc, 1 if ep.operand is None else 2)
+            value = f"{op}::f({value}{args})"
+        if vtype != CTYPES[red.result]:
+            value = f"xp_cvt<{CTYPES[red.result]}>({value})"
+        self.value = value
+
+
 def _reduce_section(vals, plan, red, node):
     j, r = red.out, red.index
     (x,) = node.args
-    acc = red.dtype
-    at = CTYPES[acc]
-    comb = vals.op(REDUCE_OP[red.kind], acc, acc, 2)
+    acc = _Acc(vals, red, node)
+    comb, ident, fin = acc.comb, acc.ident, acc.value
     nd = len(x.shape)
-    ident = identity(red.kind, acc)
-    conv = "xp_truth({})" if red.kind in ("all", "any") else f"xp_cvt<{at}>({{}})"
-    if red.kind == "mean":
-        div = vals.op("divide", acc, acc, 2)
-        fin = f"{div}::f({{}}, xp_cvt<{at}>({vals.slot(('M', j), red.M)}))"
-    else:
-        fin = "{}"
     e = Emitter(2)
     with e.block(f"{{ // reduction {j}: {red.kind}"):
         e.line(f"const long long P = {vals.slot(('P', j), red.P)}, "
@@ -406,7 +472,7 @@ def _reduce_section(vals, plan, red, node):
                f"chunk = {vals.slot(('chunk', j), red.chunk)};")
         e.line(f"const int G = (int){vals.slot(('G', j), red.G)};")
         e.line("const int per = blockDim.x / G;")
-        e.line(f"{at}* sh = reinterpret_cast<{at}*>(xp_smem);")
+        e.line(f"{acc.ctype}* sh = reinterpret_cast<{acc.ctype}*>(xp_smem);")
         if red.row_like:  # items (p, s) in order, per consecutive ones a block
             e.line("const int grp = threadIdx.x / G, lane = threadIdx.x % G;")
             loop = ("for (long long w0 = (long long)blockIdx.x * per; w0 < P * S; "
@@ -421,7 +487,7 @@ def _reduce_section(vals, plan, red, node):
                     "const bool live = pc < P;", "const long long p = live ? pc : 0;"]
         with e.block(loop):
             e.lines(head)
-            e.line(f"{at} acc = {ident};")
+            e.line(f"{acc.ctype} acc = {ident};")
             with e.block("if (live) {"):
                 pre = []
                 kc = _decompose(vals, "p", [(a, x.shape[a], ("kdim", j, a)) for a in red.kept],
@@ -429,9 +495,9 @@ def _reduce_section(vals, plan, red, node):
                 e.lines(pre)
                 vec = red.vec if red.flat else 1
                 if vec > 1:
-                    _reduce_vector_path(e, vals, plan, red, x, comb, conv)
+                    _reduce_vector_path(e, vals, plan, red, x, acc)
                     e.line("} else {")
-                _reduce_scalar_loop(e, vals, red, x, kc, nd, comb, conv)
+                _reduce_scalar_loop(e, vals, red, x, kc, nd, acc)
                 if vec > 1:
                     e.line("}")
             _tree(e, comb, red.row_like)
@@ -451,7 +517,7 @@ def _reduce_section(vals, plan, red, node):
                 with e.block("if (last) {"):
                     e.line("__threadfence();")
                     e.line("for (long long k = lane; k < S; k += G)")
-                    e.line(f"  acc = {comb}::f(acc, xp_ldcg(part{r} + p * S + k));")
+                    e.line(f"  acc = {comb}(acc, xp_ldcg(part{r} + p * S + k));")
                 _tree(e, comb, red.row_like)
                 with e.block("if (last && lane == 0) {"):
                     e.line(f"out{j}[p] = {fin.format('sh[threadIdx.x]')};")
@@ -466,23 +532,33 @@ def _tree(e, comb, row_like):
     e.line("sh[threadIdx.x] = acc;")
     e.line("__syncthreads();")
     with e.block("for (int o = G >> 1; o > 0; o >>= 1) {"):
-        e.line(f"if (lane < o) sh[threadIdx.x] = {comb}::f(sh[threadIdx.x], "
+        e.line(f"if (lane < o) sh[threadIdx.x] = {comb}(sh[threadIdx.x], "
                f"sh[threadIdx.x + {o}]);")
         e.line("__syncthreads();")
 
 
-def _reduce_vector_path(e, vals, plan, red, x, comb, conv):
+def _reduce_vector_path(e, vals, plan, red, x, acc):
     """The loop's vector branch (inputs aligned, rows of whole vectors): each lane reads
-    16-byte vectors of every input, two in flight. Leaves the branch open for the scalar one."""
+    16-byte vectors of every input, two in flight. Leaves the branch open for the scalar one.
+    Elements are taken in index order: one by one, or (batched kinds) as one batch per step."""
     V = red.vec
+    comb = acc.comb
     vals.start("pack", "0")
-    v = conv.format(vals.val(x, FLAT))
+    v = vals.val(x, FLAT)
     inner = vals.lines
     ins = red.flat_inputs
     packs = {k: _pack(plan.input(k).dtype, V) for k in ins}
     al = _aligned([(f"in{k}", V * plan.input(k).itemsize) for k in ins])
     al = f"{al} && (M % {V}) == 0"
     kept = bool(red.kept)
+    bt = CTYPES[red.dtype]
+
+    def take(arr):
+        if acc.batched:
+            e.line(f"{arr}[u * {V} + q] = {acc.item(v)};")
+        else:
+            e.line(f"acc = {comb}(acc, {acc.elem(v, f'(jv + u * G) * {V} + q')});")
+
     e.line(f"if ({al}) {{")
     e.indent += 2
     e.line(f"const long long base = {'p * (M / ' + str(V) + ')' if kept else '0'};")
@@ -493,29 +569,38 @@ def _reduce_vector_path(e, vals, plan, red, x, comb, conv):
             e.line(f"{pk} p{k}[2];")
             e.line(f"p{k}[0] = reinterpret_cast<const {pk}*>(in{k})[base + jv];")
             e.line(f"p{k}[1] = reinterpret_cast<const {pk}*>(in{k})[base + jv + G];")
+        if acc.batched:
+            e.line(f"{bt} xb[{2 * V}];")
         e.pragma("#pragma unroll")
         with e.block("for (int u = 0; u < 2; ++u) {"):
             e.pragma("#pragma unroll")
             with e.block(f"for (int q = 0; q < {V}; ++q) {{"):
                 e.lines(inner)
-                e.line(f"acc = {comb}::f(acc, {v});")
+                take("xb")
+        if acc.batched:
+            e.line(f"acc = {comb}(acc, {acc.batch('xb')});")
     with e.block("if (jv < vend) {"):
         e.line("const int u = 0;")
         for k, pk in packs.items():
             e.line(f"{pk} p{k}[1];")
             e.line(f"p{k}[0] = reinterpret_cast<const {pk}*>(in{k})[base + jv];")
+        if acc.batched:
+            e.line(f"{bt} xb[{V}];")
         e.pragma("#pragma unroll")
         e.indent += 2
         with e.block(f"for (int q = 0; q < {V}; ++q) {{"):
             e.lines(inner)
-            e.line(f"acc = {comb}::f(acc, {v});")
+            take("xb")
         e.indent -= 2
+        if acc.batched:
+            e.line(f"acc = {comb}(acc, {acc.batch('xb')});")
     e.indent -= 2
 
 
-def _reduce_scalar_loop(e, vals, red, x, kc, nd, comb, conv):
+def _reduce_scalar_loop(e, vals, red, x, kc, nd, acc):
     """Four elements a step, then one: element jj of the range of output p."""
     j = red.out
+    comb = acc.comb
 
     def body(var):
         vals.start("scalar", f"(p * M + {var})" if red.kept else var)
@@ -530,7 +615,7 @@ def _reduce_scalar_loop(e, vals, red, x, kc, nd, comb, conv):
             allc.update(rc)
             coords = tuple(allc[a] for a in range(nd))
         v = vals.val(x, coords)
-        return vals.lines, conv.format(v)
+        return vals.lines, v
 
     e.line("const long long jend = min(s * chunk + chunk, M);")
     e.line("long long jj = s * chunk + lane;")
@@ -542,10 +627,15 @@ def _reduce_scalar_loop(e, vals, red, x, kc, nd, comb, conv):
             lines, v = body(var)
             e.lines(lines)
             vs.append(v)
-        e.line(f"acc = {comb}::f(acc, {comb}::f({comb}::f({vs[0]}, {vs[1]}), "
-               f"{comb}::f({vs[2]}, {vs[3]})));")
+        if acc.batched:
+            e.line(f"const {CTYPES[red.dtype]} xq[4] = {{{', '.join(acc.item(v) for v in vs)}}};")
+            e.line(f"acc = {comb}(acc, {acc.batch('xq')});")
+        else:
+            c = [acc.elem(v, f"ju{u}") for u, v in enumerate(vs)]
+            e.line(f"acc = {comb}(acc, {comb}({comb}({c[0]}, {c[1]}), "
+                   f"{comb}({c[2]}, {c[3]})));")
     with e.block("for (; jj < jend; jj += G) {"):
         e.line("const long long jt = jj;")
         lines, v = body("jt")
         e.lines(lines)
-        e.line(f"acc = {comb}::f(acc, {v});")
+        e.line(f"acc = {comb}(acc, {acc.elem(v, 'jt')});")

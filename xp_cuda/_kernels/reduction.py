@@ -6,6 +6,11 @@ Each element is converted to the accumulation dtype before it is combined (as fu
 does), partials combine in a fixed order (deterministic), and a long range is split across
 blocks without a second launch. Launches are kept per layout in a bounded LRU, so the cache
 does not grow with user data.
+
+The same way: ``arg_reduce`` (argmax/argmin, a (value, index) accumulator), ``moments``
+(var/std, one pass of Welford moments merged by Chan's formula) and ``norm_reduce`` (vector
+norms: an elementwise prologue abs -> square/pow before the reduction and the final sqrt or
+pow(., 1/p) as the reduction's epilogue, one kernel reading x once).
 """
 from __future__ import annotations
 
@@ -13,7 +18,9 @@ import math
 import threading
 from collections import OrderedDict
 
-from .fusion_ir import DName, Graph, Input, Node, Op, Reduce
+import numpy as np
+
+from .fusion_ir import Const, DName, Elementwise, Epilogue, Graph, Input, Node, Op, Reduce
 
 KINDS = ("sum", "prod", "max", "min", "mean", "all", "any")
 CACHE_SIZE = 256  # compiled launches kept (least recently used dropped first)
@@ -62,6 +69,26 @@ def _build(cp, kind, in_name, acc_name, x, axes, keepdims):
     return Launch(cp, g, [out], [x])
 
 
+def _get(key):
+    """The cached launch of `key` on the current device (marked recently used), or None."""
+    launch = _cache.get(key)
+    if launch is not None:
+        try:
+            _cache.move_to_end(key)
+        except KeyError:  # dropped by another thread meanwhile: still valid to run
+            pass
+    return launch
+
+
+def _put(key, launch):
+    """Cache `launch` under `key`, dropping the least recently used beyond CACHE_SIZE."""
+    with _lock:
+        _cache[key] = launch
+        while len(_cache) > CACHE_SIZE:
+            _cache.popitem(last=False)
+    return launch
+
+
 def reduce_eager(cp, kind, x, axes, keepdims, in_dtype, acc_dtype, device=None):
     """``kind`` (sum, prod, max, min, mean, all, any) of the CuPy array ``x`` over ``axes``
     (a tuple of distinct non-negative axes of x, already normalised by the spec layer; () for
@@ -98,9 +125,166 @@ def reduce_eager(cp, kind, x, axes, keepdims, in_dtype, acc_dtype, device=None):
         if kind not in _EMPTY_VALUE:
             raise ValueError(f"{kind} of an empty range has no value")
         return cp.full(out_shape(shape, axes, keepdims), _EMPTY_VALUE[kind], dtype=acc_name)
-    launch = _build(cp, kind, in_name, acc_name, x, axes, keepdims)
-    with _lock:
-        _cache[key] = launch
-        while len(_cache) > CACHE_SIZE:
-            _cache.popitem(last=False)
+    launch = _put(key, _build(cp, kind, in_name, acc_name, x, axes, keepdims))
+    return launch((x,), ())[0]
+
+
+# ---- struct accumulators and prologues --------------------------------------------------------
+def _launch(cp, g, out, x):
+    from .fusion import Launch
+    return Launch(cp, g, [out], [x])
+
+
+def arg_graph(kind, in_name, shape, axis, keepdims):
+    """(Graph, output node) of argmax/argmin over `axis` (an int) or every axis (None)."""
+    x = Node(Op.INPUT, (), DName(in_name), shape, Input(0))
+    axes = tuple(range(len(shape))) if axis is None else (axis,)
+    return Graph([x]), Node(Op.REDUCE, (x,), DName("int64"), out_shape(shape, axes, keepdims),
+                            Reduce(kind, axes, keepdims))
+
+
+def arg_reduce(cp, kind, x, axis, keepdims, device=None):
+    """argmax or argmin (``kind``) of the CuPy array ``x`` (real: bool, integer or real
+    floating; any strides) over ``axis``, a non-negative int, or over every axis (None: the
+    flat C-order index); a new int64 CuPy array of x's shape without that axis (all axes for
+    None; kept as 1 with ``keepdims``). Ties give the first occurrence; a NaN is both the
+    maximum and the minimum, the first NaN wins (NumPy's rule). The reduced range must not be
+    empty (the spec layer refuses it; ValueError here); an empty result returns at once.
+    ``device``: the current device's index when the caller knows it (saves a driver query)."""
+    shape = x.shape
+    key = (kind, x.dtype, shape, x.strides, axis, keepdims,
+           cp.cuda.runtime.getDevice() if device is None else device)
+    launch = _get(key)
+    if launch is None:  # a cached layout is never empty
+        assert kind in ("argmax", "argmin"), kind
+        assert x.dtype.kind in "biuf", x.dtype
+        axes = tuple(range(len(shape))) if axis is None else (axis,)
+        if math.prod(s for i, s in enumerate(shape) if i not in axes) == 0:
+            return cp.empty(out_shape(shape, axes, keepdims), dtype="int64")
+        if math.prod(shape[a] for a in axes) == 0:
+            raise ValueError(f"{kind} of an empty range has no value")
+        launch = _put(key, _launch(cp, *arg_graph(kind, x.dtype.name, tuple(shape), axis,
+                                                  keepdims), x))
+    return launch((x,), ())[0]
+
+
+# var/std accumulate their moments in float64 for float32 input too: the kernel is bound by
+# memory, and the FP64 work (one conversion, three operations an element, one division per
+# batch of 4 or 8 elements) stays under the H200's FP64 rate, while float32 moments would lose
+# about log2(N) bits of a variance NumPy's float64 reference keeps.
+MOMENTS_ACC = "float64"
+
+
+def moments_graph(kind, in_name, shape, axes, correction, keepdims, out_name):
+    """(Graph, output node) of var/std over `axes` (sorted, distinct, non-negative)."""
+    x = Node(Op.INPUT, (), DName(in_name), shape, Input(0))
+    axes = tuple(sorted(axes))
+    return Graph([x]), Node(Op.REDUCE, (x,), DName(out_name), out_shape(shape, axes, keepdims),
+                            Reduce(kind, axes, keepdims, acc=MOMENTS_ACC,
+                                   correction=float(correction)))
+
+
+def moments(cp, kind, x, axes, correction, keepdims, out_dtype, device=None):
+    """var or std (``kind``) of the CuPy array ``x`` (real floating, any strides) over
+    ``axes`` (distinct non-negative ints; () for none) with N - ``correction`` degrees of
+    freedom (a Python int or float; NaN where N - correction <= 0), in one pass over x: Welford
+    moments per lane in float64, merged by Chan's formula across lanes, blocks and splits in a
+    fixed order (deterministic). Returns a new CuPy array of ``out_dtype`` (a dtype name or an
+    object with .name; the input's floating dtype) and x's shape without ``axes`` (kept as 1
+    with ``keepdims``); std is the square root of var, taken in float64 before the final
+    rounding. An empty range gives NaN, an empty result returns at once. The correction is a
+    runtime value of the kernel: every correction shares one compiled kernel. ``device``: the
+    current device's index when the caller knows it (saves a driver query)."""
+    out_name = _name(out_dtype)
+    shape = x.shape
+    axes = tuple(sorted(axes))
+    correction = float(correction)
+    key = (kind, x.dtype, out_name, shape, x.strides, axes, keepdims, correction,
+           cp.cuda.runtime.getDevice() if device is None else device)
+    launch = _get(key)
+    if launch is None:  # a cached layout is never empty
+        assert kind in ("var", "std"), kind
+        assert x.dtype.kind == "f", x.dtype
+        oshape = out_shape(shape, axes, keepdims)
+        if math.prod(s for i, s in enumerate(shape) if i not in axes) == 0:
+            return cp.empty(oshape, dtype=out_name)
+        if math.prod(shape[a] for a in axes) == 0:
+            return cp.full(oshape, float("nan"), dtype=out_name)
+        launch = _put(key, _launch(cp, *moments_graph(
+            kind, x.dtype.name, tuple(shape), axes, correction, keepdims, out_name), x))
+    return launch((x,), ())[0]
+
+
+def _floating(name):
+    return np.dtype(name).kind in "fc"
+
+
+def norm_graph(in_name, shape, ord, axes, keepdims, out_name):
+    """(Graph, output node) of the vector norm of order `ord` over `axes`: the prologue
+    abs(x) -> (square | pow p | != 0) as IR nodes feeding one reduction whose epilogue is the
+    final sqrt or pow(., 1/ord). Sums accumulate in float64 whatever the input (NumPy sums
+    float32 pairwise in float32: float64 sums are at least as accurate, and cost nothing on a
+    memory-bound kernel); max/min (ord = +-inf) are exact, taken in the result dtype. The
+    elementwise steps run in x's real dtype as NumPy's (abs(x)**p for float32 in float32);
+    integers and bools are converted to the result dtype first."""
+    rd = out_name
+    x = Node(Op.INPUT, (), DName(in_name), shape, Input(0))
+    cdt = in_name if _floating(in_name) else rd  # abs of an integer in floating: no wrap
+    real = ("float32" if in_name == "complex64" else "float64" if in_name == "complex128"
+            else cdt)
+    axes = tuple(sorted(axes))
+    oshape = out_shape(shape, axes, keepdims)
+    acc, epi, kind = "float64", None, "sum"
+
+    def ew(name, args, compute, dtype):
+        return Node(Op.ELEMENTWISE, args, DName(dtype), shape, Elementwise(name, compute))
+
+    def const(v, dtype):
+        return Node(Op.CONST, (), DName(dtype), (), Const(v, v))
+    if ord == 0:  # the count of nonzero elements
+        v = ew("not_equal", (x, const(0, in_name)), in_name, "bool")
+    elif ord == 2:
+        if np.dtype(in_name).kind == "c":  # |z|^2 = re^2 + im^2, as NumPy's (conj(x) * x).real
+            re = ew("real", (x,), in_name, real)
+            im = ew("imag", (x,), in_name, real)
+            v = ew("add", (ew("square", (re,), acc, acc), ew("square", (im,), acc, acc)),
+                   acc, acc)
+        else:  # square in float64 (exact for float32 input)
+            v = ew("square", (x,), acc, acc)
+        epi = Epilogue("sqrt")
+    else:
+        v = ew("abs", (x,), cdt, real)
+        if ord in (math.inf, -math.inf):
+            kind, acc = ("max" if ord > 0 else "min"), rd
+        elif ord != 1:
+            v = ew("pow", (v, const(float(ord), real)), real, real)
+            epi = Epilogue("pow", 1.0 / float(ord))
+    return Graph([x]), Node(Op.REDUCE, (v,), DName(rd), oshape,
+                            Reduce(kind, axes, keepdims, acc=acc, epilogue=epi))
+
+
+def norm_reduce(cp, x, ord, axes, keepdims, out_dtype, device=None):
+    """The vector norm of order ``ord`` (1, 2, inf, -inf, 0 or any other finite nonzero
+    number: (sum |x|^ord)^(1/ord)) of the CuPy array ``x`` (any dtype, any strides) over
+    ``axes`` (distinct non-negative ints; () for none), in one kernel reading x once. Returns a
+    new CuPy array of ``out_dtype`` (x's real floating dtype: float32 for float32/complex64,
+    float64 for float64/complex128) and x's shape without ``axes`` (kept as 1 with
+    ``keepdims``); the final sqrt / pow(., 1/ord) is applied in the kernel, in float64 for the
+    sums. NaN propagates. An empty range gives 0 (+inf for ord < 0, the limit). ``device``: the
+    current device's index when the caller knows it (saves a driver query)."""
+    out_name = _name(out_dtype)
+    shape = x.shape
+    axes = tuple(sorted(axes))
+    ord = float(ord)
+    key = ("norm", x.dtype, out_name, shape, x.strides, axes, keepdims, ord,
+           cp.cuda.runtime.getDevice() if device is None else device)
+    launch = _get(key)
+    if launch is None:  # a cached layout is never empty
+        oshape = out_shape(shape, axes, keepdims)
+        if math.prod(s for i, s in enumerate(shape) if i not in axes) == 0:
+            return cp.empty(oshape, dtype=out_name)
+        if math.prod(shape[a] for a in axes) == 0:
+            return cp.full(oshape, math.inf if ord < 0 else 0.0, dtype=out_name)
+        launch = _put(key, _launch(cp, *norm_graph(x.dtype.name, tuple(shape), ord, axes,
+                                                   keepdims, out_name), x))
     return launch((x,), ())[0]

@@ -1,0 +1,600 @@
+"""Reductions with struct accumulators and prologues on the shared generator (reduction.py):
+argmax/argmin, var/std, vector norms. Planning and printing are checked on the CPU, every
+program compiles with NVRTC, and on a GPU the results are compared with NumPy."""
+import math
+import types
+
+import numpy as np
+import pytest
+
+from xp_cuda._devices import cuda_device_count
+from xp_cuda._kernels import fusion as kfusion
+from xp_cuda._kernels import fusion_plan as fp
+from xp_cuda._kernels import reduction as kred
+from xp_cuda._kernels.fusion_ir import Op
+
+SMS = 132
+ORDS = (1, 2, math.inf, -math.inf, 0, 3, -1.5, 0.5)
+
+
+def fake(shape, itemsize, strides=None):
+    """An input layout: what planning reads of an array (C order unless strides given)."""
+    contiguous = strides is None
+    if strides is None:
+        st, acc = [], itemsize
+        for n in reversed(shape):
+            st.append(acc)
+            acc *= max(n, 1)
+        strides = tuple(reversed(st))
+    return types.SimpleNamespace(itemsize=itemsize, shape=tuple(shape), strides=tuple(strides),
+                                 nbytes=0, flags=types.SimpleNamespace(c_contiguous=contiguous))
+
+
+def _program(g_out, x, name="k"):
+    g, out = g_out
+    return kfusion.Program(g, [out], [x], SMS, name=name)
+
+
+def _layouts(shape, isz):
+    """C order, transposed, negatively strided along the last axis, every other row."""
+    c = fake(shape, isz)
+    out = [c, fake(shape, isz, tuple(reversed(fake(tuple(reversed(shape)), isz).strides)))]
+    out.append(fake(shape, isz, c.strides[:-1] + (-c.strides[-1],)))
+    if len(shape) > 1:
+        out.append(fake(shape, isz, (2 * c.strides[0],) + c.strides[1:]))
+    return out
+
+
+# ---- planning -------------------------------------------------------------------------------
+@pytest.mark.parametrize("kind,dt,want_acc", [("argmax", "float32", "float32"),
+                                              ("argmin", "int8", "int8"),
+                                              ("argmax", "bool", "bool")])
+def test_arg_plan(kind, dt, want_acc):
+    isz = np.dtype(dt).itemsize
+    for shape, axis in (((7, 4096), 1), ((20011, 3), 0), ((2**22,), None), ((5, 6, 7), None)):
+        p = _program(kred.arg_graph(kind, dt, shape, axis, False), fake(shape, isz))
+        (r,) = p.plan.reductions
+        assert (r.kind, r.dtype, r.result) == (kind, want_acc, "int64")
+        # partials are 16-byte (value, index) structs: two 8-byte words each
+        assert r.scratch[0] == ((r.P * r.S * 2, "uint64") if r.S > 1 else None)
+        assert f"XpArg<{kfusion.CTYPES[dt]}>* __restrict__ part0" in p.kernel
+        assert "long long* __restrict__ out0" in p.kernel and ".i" in p.kernel
+    # a long row is split across blocks (the partials path) and the shared tree holds structs
+    p = _program(kred.arg_graph(kind, dt, (2**22,), None, False), fake((2**22,), isz))
+    assert p.plan.reductions[0].S > 1 and f"xp_smem[{fp.THREADS * 16}]" in p.kernel
+
+
+def test_arg_graph_axes_and_shapes():
+    g, out = kred.arg_graph("argmin", "float64", (3, 4, 5), 1, True)
+    assert out.op is Op.REDUCE and out.attr.axes == (1,) and out.shape == (3, 1, 5)
+    assert out.dtype.name == "int64"
+    g, out = kred.arg_graph("argmax", "float64", (3, 4, 5), None, False)
+    assert out.attr.axes == (0, 1, 2) and out.shape == ()
+    g, out = kred.arg_graph("argmax", "float64", (3, 4, 5), None, True)
+    assert out.shape == (1, 1, 1)
+
+
+@pytest.mark.parametrize("dt", ["float32", "float64"])
+def test_moments_plan_and_runtime_correction(dt):
+    isz = np.dtype(dt).itemsize
+    shape = (8192, 8192)
+    for axes in ((0,), (1,)):
+        progs = [_program(kred.moments_graph("var", dt, shape, axes, c, False, dt),
+                          fake(shape, isz)) for c in (0, 1, 0.5)]
+        (r,) = progs[0].plan.reductions
+        assert (r.dtype, r.result) == ("float64", dt)  # float64 moments for float32 too
+        # the correction is a runtime value: one source for every correction
+        assert progs[0].kernel == progs[1].kernel == progs[2].kernel
+        bits = [int(np.float64(c).view(np.int64)) for c in (0, 1, 0.5)]
+        for p, b in zip(progs, bits):
+            assert b in p.gvals
+        assert "XpMom<double>* __restrict__ part0" in progs[0].kernel
+        assert f"xp_smem[{fp.THREADS * 24}]" in progs[0].kernel
+        if r.S > 1:
+            assert r.scratch[0] == (r.P * r.S * 3, "uint64")
+    # the column case of (8192, 8192) splits its ranges; the row case needs no split
+    col = _program(kred.moments_graph("var", dt, shape, (0,), 1, False, dt), fake(shape, isz))
+    row = _program(kred.moments_graph("var", dt, shape, (1,), 1, False, dt), fake(shape, isz))
+    assert col.plan.reductions[0].S > 1 and not col.plan.reductions[0].row_like
+    assert row.plan.reductions[0].row_like and row.plan.reductions[0].vec == 16 // isz
+    # batches: 2 vectors on the vector path, 4 elements on the scalar loop
+    assert f"double xb[{2 * (16 // isz)}]" in row.kernel and "const double xq[4]" in col.kernel
+    std = _program(kred.moments_graph("std", dt, shape, (1,), 0, True, dt), fake(shape, isz))
+    assert "sqrt(XpMoments<double>::var(" in std.kernel
+    if dt == "float32":  # std's root is taken in float64, then rounded once
+        assert "xp_cvt<float>(sqrt(" in std.kernel
+
+
+def _nodes(out):
+    seen, order = set(), []
+
+    def walk(n):
+        if n is None or id(n) in seen:
+            return
+        seen.add(id(n))
+        for a in n.args:
+            walk(a)
+        order.append(n)
+    walk(out)
+    return order
+
+
+@pytest.mark.parametrize("dt,rd", [("float32", "float32"), ("float64", "float64"),
+                                   ("complex64", "float32"), ("complex128", "float64"),
+                                   ("int16", "float64")])
+def test_norm_graph(dt, rd):
+    shape = (5, 7)
+    for ord_ in ORDS:
+        g, out = kred.norm_graph(dt, shape, ord_, (1,), False, rd)
+        a = out.attr
+        names = [n.attr.name for n in _nodes(out) if n.op is Op.ELEMENTWISE]
+        assert out.dtype.name == rd and out.shape == (5,) and len(g.inputs) == 1
+        if ord_ in (math.inf, -math.inf):  # exact: no float64 needed
+            assert (a.kind, a.acc, a.epilogue) == ("max" if ord_ > 0 else "min", rd, None)
+            assert names == ["abs"]
+            continue
+        assert a.kind == "sum" and a.acc == "float64"
+        if ord_ == 0:
+            assert names == ["not_equal"] and a.epilogue is None
+        elif ord_ == 1:
+            assert names == ["abs"] and a.epilogue is None
+        elif ord_ == 2:
+            assert a.epilogue.name == "sqrt"
+            assert names == (["real", "square", "imag", "square", "add"] if dt[0] == "c"
+                             else ["square"])
+        else:
+            assert names == ["abs", "pow"] and a.epilogue.name == "pow"
+            assert a.epilogue.operand == 1.0 / ord_
+        if dt.startswith("int"):  # abs of an integer is taken in floating (no wrap-around)
+            for n in _nodes(out):
+                if n.op is Op.ELEMENTWISE and n.attr.name == "abs":
+                    assert n.attr.compute_dtype == rd
+
+
+def test_norm_program_is_one_kernel_reading_x_once():
+    shape = (4096, 4096)
+    p = _program(kred.norm_graph("float32", shape, 2, (1,), False, "float32"), fake(shape, 4))
+    (r,) = p.plan.reductions
+    assert r.flat and r.vec == 4 and r.flat_inputs == (0,) and len(p.plan.groups) == 0
+    assert "XpF_sqrt_float64_float64::f(" in p.kernel and "xp_cvt<float>(" in p.kernel
+    # one input, one output, no intermediate array: abs/square happen in registers
+    assert p.kernel.count("__restrict__ in") == 1 and "out1" not in p.kernel
+    assert p.kernel.count("(in0)[") == 3  # vector loads: two in flight, one in the tail
+
+
+class _FakeCp:
+    def __init__(self):
+        self.calls = []
+        self.cuda = types.SimpleNamespace(runtime=types.SimpleNamespace(getDevice=lambda: 0))
+
+    def empty(self, shape, dtype):
+        self.calls.append(("empty", shape, dtype))
+        return np.empty(shape, dtype=dtype)
+
+    def full(self, shape, value, dtype):
+        self.calls.append(("full", shape, value, dtype))
+        return np.full(shape, value, dtype=dtype)
+
+
+def test_empty_cases_need_no_kernel():
+    cp = _FakeCp()
+    out = kred.arg_reduce(cp, "argmax", np.zeros((0, 5), np.float32), 1, True)
+    assert out.shape == (0, 1) and out.dtype == np.int64
+    with pytest.raises(ValueError):
+        kred.arg_reduce(cp, "argmin", np.zeros((3, 0), np.float32), 1, False)
+    out = kred.moments(cp, "var", np.zeros((3, 0)), (1,), 0, False, "float64")
+    assert out.shape == (3,) and np.isnan(out).all()
+    out = kred.moments(cp, "std", np.zeros((0, 4), np.float32), (1,), 1, True, "float32")
+    assert out.shape == (0, 1) and out.dtype == np.float32
+    for ord_, value in ((2, 0.0), (math.inf, 0.0), (-1, math.inf), (-math.inf, math.inf)):
+        out = kred.norm_reduce(cp, np.zeros((3, 0), np.complex64), ord_, (1,), False, "float32")
+        assert out.dtype == np.float32 and (out == value).all()
+    assert all(c[0] in ("empty", "full") for c in cp.calls)
+
+
+def test_new_kinds_share_the_bounded_cache(monkeypatch):
+    built = []
+
+    def launch(cp, g, out, x):
+        built.append(out.attr.kind)
+        return lambda ins, values: [(out.attr.kind, out.shape)]
+    monkeypatch.setattr(kred, "_launch", launch)
+    monkeypatch.setattr(kred, "_cache", type(kred._cache)())
+    cp = _FakeCp()
+    x = np.zeros((4, 6), np.float32)
+    assert kred.arg_reduce(cp, "argmax", x, 1, False) == ("argmax", (4,))
+    assert kred.arg_reduce(cp, "argmax", x, 1, False) == ("argmax", (4,))  # a hit
+    assert kred.arg_reduce(cp, "argmin", x, None, True) == ("argmin", (1, 1))
+    assert kred.moments(cp, "var", x, (0,), 1, False, "float32") == ("var", (6,))
+    assert kred.moments(cp, "var", x, (0,), 0, False, "float32") == ("var", (6,))
+    assert kred.norm_reduce(cp, x, 2, (0, 1), False, "float32") == ("sum", ())
+    assert kred.norm_reduce(cp, x, math.inf, (0, 1), False, "float32") == ("max", ())
+    assert built == ["argmax", "argmin", "var", "var", "sum", "max"]
+    for n in range(kred.CACHE_SIZE + 3):
+        kred.moments(cp, "std", np.zeros(n + 1, np.float32), (0,), 0, False, "float32")
+    assert len(kred._cache) == kred.CACHE_SIZE
+
+
+# ---- NVRTC: every program of the new kinds compiles -----------------------------------------
+def _nvrtc_reason():
+    try:
+        from cupy_backends.cuda.libs import nvrtc
+        nvrtc.getVersion()
+    except Exception as e:
+        return repr(e)
+    return None
+
+
+def _cases():
+    """(name, (graph, out), layout) over dtypes and layouts: row-like, column-like, all axes,
+    strided (transposed, negative, every other row), split (S > 1) and 0-d / 1-D."""
+    cases = []
+    for dt in ("float32", "float64", "int8", "uint64", "bool"):
+        isz = np.dtype(dt).itemsize
+        for shape, axes in (((129, 67), (0, 1, None)), ((3, 5, 7), (1, None)),
+                            ((1000003,), (0,)), ((), (None,))):
+            for x in (_layouts(shape, isz) if shape else [fake((), isz)]):
+                for axis in axes:
+                    for kind in ("argmax", "argmin"):
+                        cases.append((kind, kred.arg_graph(kind, dt, shape, axis, False), x))
+    for dt in ("float32", "float64"):
+        isz = np.dtype(dt).itemsize
+        for shape, axl in (((129, 67), ((0,), (1,), (0, 1), ())), ((3, 5, 7, 9), ((0, 2),
+                                                                                 (1, 3))),
+                           ((8192, 8192), ((0,), (1,))), ((7,), ((0,),))):
+            for x in _layouts(shape, isz):
+                for axes in axl:
+                    for kind in ("var", "std"):
+                        cases.append((kind, kred.moments_graph(kind, dt, shape, axes, 1, False,
+                                                               dt), x))
+    for dt, rd in (("float32", "float32"), ("float64", "float64"), ("complex64", "float32"),
+                   ("complex128", "float64"), ("int32", "float64")):
+        isz = np.dtype(dt).itemsize
+        for ord_ in ORDS:  # each prologue and epilogue on a row and a column
+            for axes in ((0,), (1,)):
+                cases.append((f"norm{ord_}", kred.norm_graph(dt, (129, 67), ord_, axes, False,
+                                                             rd), fake((129, 67), isz)))
+        for shape, axl in (((129, 67), ((0,), (1,), (0, 1))), ((3, 5, 7), ((0, 2),))):
+            for x in _layouts(shape, isz):  # every layout for two orders
+                for axes in axl:
+                    for ord_ in (2, 3):
+                        cases.append((f"norm{ord_}", kred.norm_graph(dt, shape, ord_, axes,
+                                                                     False, rd), x))
+    return cases
+
+
+@pytest.mark.skipif(_nvrtc_reason() is not None, reason="NVRTC not available")
+def test_every_new_reduction_program_compiles_with_nvrtc():
+    from xp_cuda._kernels import nvrtc_compile
+    progs, seen, kinds = [], set(), set()
+    for n, (kind, gout, x) in enumerate(_cases()):
+        p = _program(gout, x, name=f"r{n}")
+        text = p.kernel.replace(f" r{n}(", " R(")
+        if text not in seen:  # many layouts print the same kernel
+            seen.add(text)
+            progs.append(p)
+            kinds.add("norm" if kind.startswith("norm") else kind)
+    assert kinds == {"argmax", "argmin", "var", "std", "norm"} and len(progs) > 60
+    for s in range(0, len(progs), 24):
+        chunk = progs[s:s + 24]
+        ptx = nvrtc_compile(kfusion.translation_unit(chunk), name=f"red_{s}.cu",
+                            options=kfusion.OPTIONS)
+        for p_ in chunk:
+            assert f".entry {p_.name}(" in ptx
+
+
+# ---- on a GPU, against NumPy ----------------------------------------------------------------
+needs_gpu = [pytest.mark.cuda,
+             pytest.mark.skipif(cuda_device_count() == 0, reason="no usable CUDA GPU here")]
+
+
+def _views(a):
+    """The array, transposed, reversed along its last axis, and every other row."""
+    out = [("c", a)]
+    if a.ndim > 1:
+        out += [("T", a.T), ("step", a[::2, ::-3])]
+    if a.ndim:
+        out.append(("neg", a[..., ::-1]))
+    return out
+
+
+def _random(rng, shape, dt, special=True, nan=False):
+    if dt == "bool":
+        return rng.random(shape) > 0.7
+    if dt.startswith(("int", "uint")):
+        info = np.iinfo(dt)
+        return rng.integers(max(info.min, -40), min(info.max, 40), shape).astype(dt)
+    a = rng.standard_normal(shape).astype(dt)
+    if special and a.size > 16:  # ties, NaN, -0.0 / +0.0, inf
+        flat = a.reshape(-1)
+        idx = rng.integers(0, a.size, 6)
+        flat[idx[:3]] = flat[idx[3]]
+        flat[rng.integers(0, a.size)] = -0.0
+        flat[rng.integers(0, a.size)] = 0.0
+        if nan:
+            flat[rng.integers(0, a.size, 3)] = np.nan
+    return a
+
+
+ARG_SHAPES = [((1,), (0, None)), ((7,), (0, None)), ((1000003,), (0, None)),
+              ((129, 67), (0, 1, None)), ((67, 129), (0, 1, None)),
+              ((3, 5, 7, 9), (0, 1, 2, 3, None))]
+
+
+@pytest.mark.parametrize("dt", ["float32", "float64", "int8", "uint16", "int32", "uint64",
+                                "bool"])
+@pytest.mark.parametrize("kind", ["argmax", "argmin"])
+def test_arg_reduce_matches_numpy(rng, kind, dt):
+    """Exact indices on every layout: ties (many, for integers and bools), +-0.0, and NaN in
+    the 2-D and 4-D arrays (NumPy's rule: the first NaN wins)."""
+    import cupy as cp
+    for shape, axes in ARG_SHAPES:
+        a = _random(rng, shape, dt, nan=len(shape) > 1)
+        for vn, v in _views(a):
+            dv = cp.asarray(v)
+            for axis in axes:
+                for keep in (False, True):
+                    got = cp.asnumpy(kred.arg_reduce(cp, kind, dv, axis, keep))
+                    want = np.asarray(getattr(np, kind)(v, axis=axis, keepdims=keep))
+                    assert got.dtype == np.int64 and got.shape == want.shape, (vn, axis, keep)
+                    np.testing.assert_array_equal(
+                        got, want, err_msg=f"{kind} {dt} {shape} {vn} axis={axis} keep={keep}")
+    # 0-d, with axis None
+    z = _random(rng, (), dt)
+    assert int(kred.arg_reduce(cp, kind, cp.asarray(z), None, False)) == 0
+
+
+for _m in needs_gpu:
+    test_arg_reduce_matches_numpy = _m(test_arg_reduce_matches_numpy)
+
+
+@pytest.mark.parametrize("dt", ["float32", "float64"])
+def test_arg_reduce_special_values_and_split_ranges(rng, dt):
+    """NaN is the max and the min and the first NaN wins; ties and +-inf keep the first
+    occurrence; long rows and columns cross the split path (S > 1)."""
+    import cupy as cp
+    a = np.array([1.0, np.nan, 3.0, np.nan, 5.0], dt)
+    for kind in ("argmax", "argmin"):
+        assert int(kred.arg_reduce(cp, kind, cp.asarray(a), None, False)) == 1
+    for fill in (-np.inf, np.inf, 2.5, -0.0):
+        b = np.full(100003, fill, dt)
+        for kind in ("argmax", "argmin"):
+            assert int(kred.arg_reduce(cp, kind, cp.asarray(b), 0, False)) == 0, (kind, fill)
+    b = np.zeros(100003, dt)
+    b[[70001, 70002, 99999]] = -0.0  # -0.0 == 0.0: still the first
+    assert int(kred.arg_reduce(cp, "argmax", cp.asarray(b), 0, False)) == 0
+    for shape in ((8192, 8192), (4, 3000001), (3000001, 4)):
+        x = rng.standard_normal(shape).astype(dt)
+        x[1, 2] = x[2, 3] = x.max() + 1  # a tie across rows/columns
+        x[-1, -1] = np.nan
+        dx = cp.asarray(x)
+        for kind in ("argmax", "argmin"):
+            for axis in (0, 1, None):
+                got = cp.asnumpy(kred.arg_reduce(cp, kind, dx, axis, False))
+                np.testing.assert_array_equal(got, getattr(np, kind)(x, axis=axis),
+                                              err_msg=f"{kind} {shape} axis={axis}")
+
+
+for _m in needs_gpu:
+    test_arg_reduce_special_values_and_split_ranges = _m(
+        test_arg_reduce_special_values_and_split_ranges)
+
+# var/std: relative tolerance against the float64 reference. float32: the moments are float64,
+# so only the final rounding to float32 (6e-8) and the input's own values count; float64:
+# Welford/Chan in float64 against NumPy's two-pass float64 differ by a few ulps times log N.
+MOMENT_RTOL = {"float32": 2e-7, "float64": 1e-11}
+MOMENT_SHAPES = [((1,), ((0,), ())), ((7,), ((0,),)), ((1000003,), ((0,),)),
+                 ((129, 67), ((0,), (1,), (0, 1), ())), ((67, 129), ((0,), (1,), (0, 1))),
+                 ((3, 5, 7, 9), ((0, 2), (1, 3), (0, 1, 2, 3))),
+                 ((8192, 8192), ((0,), (1,))), ((3, 1000001), ((1,),)),
+                 ((1000001, 3), ((0,),))]
+
+
+@pytest.mark.parametrize("dt", ["float32", "float64"])
+@pytest.mark.parametrize("kind", ["var", "std"])
+def test_moments_match_numpy(rng, kind, dt):
+    import cupy as cp
+    for shape, axl in MOMENT_SHAPES:
+        # a mean far from zero against the spread: shift-free one-pass methods keep it
+        a = (rng.standard_normal(shape) * 3 + 1000).astype(dt)
+        for vn, v in (_views(a) if a.size < 10**7 else [("c", a), ("T", a.T)]):
+            dv = cp.asarray(v)
+            ref = v.astype(np.float64)
+            for axes in axl:
+                n = math.prod(v.shape[i] for i in axes)
+                for corr in (0, 1, 0.5):
+                    for keep in (False, True):
+                        got = cp.asnumpy(kred.moments(cp, kind, dv, axes, corr, keep, dt))
+                        want = getattr(np, kind)(ref, axis=axes, ddof=corr, keepdims=keep)
+                        if n - corr <= 0:
+                            want = np.full_like(want, np.nan)
+                        want = np.asarray(want).astype(dt)
+                        assert got.dtype == want.dtype and got.shape == want.shape
+                        np.testing.assert_allclose(
+                            got, want, rtol=MOMENT_RTOL[dt], atol=0,
+                            err_msg=f"{kind} {dt} {shape} {vn} axes={axes} correction={corr}")
+
+
+for _m in needs_gpu:
+    test_moments_match_numpy = _m(test_moments_match_numpy)
+
+
+@pytest.mark.parametrize("dt", ["float32", "float64"])
+def test_moments_special_values(dt):
+    import cupy as cp
+    x = np.array([[1.0, np.nan, 3.0], [1.0, 2.0, np.inf], [2.0, 2.0, 2.0]], dt)
+    for kind in ("var", "std"):
+        got = cp.asnumpy(kred.moments(cp, kind, cp.asarray(x), (1,), 0, False, dt))
+        assert np.isnan(got[0]) and np.isnan(got[1]) and got[2] == 0, (kind, got)
+        # N - correction <= 0: NaN
+        got = cp.asnumpy(kred.moments(cp, kind, cp.asarray(x), (1,), 3, False, dt))
+        assert np.isnan(got).all()
+    # deterministic: the same bits on every call (a fixed combination order)
+    y = cp.asarray(np.random.default_rng(3).standard_normal((2048, 4099)).astype(dt))
+    first = kred.moments(cp, "var", y, (0,), 1, False, dt)
+    for _ in range(3):
+        assert bool((kred.moments(cp, "var", y, (0,), 1, False, dt) == first).all())
+
+
+for _m in needs_gpu:
+    test_moments_special_values = _m(test_moments_special_values)
+
+# norms: float64 sums for every input, so float32 results are within a few roundings of the
+# float64 reference (the float32 elementwise pow of NumPy's own algorithm included).
+NORM_RTOL = {"float32": 2e-6, "float64": 1e-12}
+
+
+@pytest.mark.parametrize("dt", ["float32", "float64", "complex64", "complex128", "int16"])
+def test_norm_reduce_matches_numpy(rng, dt):
+    import cupy as cp
+    rd = {"float32": "float32", "complex64": "float32"}.get(dt, "float64")
+    for shape, axl in (((1,), ((0,),)), ((1000003,), ((0,),)),
+                       ((129, 67), ((0,), (1,), (0, 1))), ((3, 5, 7, 9), ((0, 2), (1, 3))),
+                       ((2048, 2048), ((0,), (1,)))):
+        a = _random(rng, shape, dt, special=False)
+        if dt.startswith("complex"):
+            a = (a + 1j * rng.standard_normal(shape)).astype(dt)
+        ref = a.astype(np.complex128 if dt.startswith("complex") else np.float64)
+        for vn, v in _views(a)[:2] + [("neg", a[..., ::-1])]:
+            dv = cp.asarray(v)
+            rv = np.ascontiguousarray(ref.T if vn == "T" else ref[..., ::-1] if vn == "neg"
+                                      else ref)
+            for axes in axl:
+                for ord_ in ORDS:
+                    got = cp.asnumpy(kred.norm_reduce(cp, dv, ord_, axes, False, rd))
+                    want = np.asarray(np.linalg.vector_norm(rv, ord=ord_, axis=axes))
+                    assert got.dtype == np.dtype(rd) and got.shape == want.shape
+                    np.testing.assert_allclose(
+                        got, want.astype(rd), rtol=NORM_RTOL[rd],
+                        err_msg=f"norm {dt} {shape} {vn} axes={axes} ord={ord_}")
+
+
+for _m in needs_gpu:
+    test_norm_reduce_matches_numpy = _m(test_norm_reduce_matches_numpy)
+
+
+def test_norm_reduce_special_values():
+    import cupy as cp
+    x = np.array([[3.0, -4.0, 0.0], [np.nan, 1.0, 0.0], [np.inf, 1.0, 0.0]], np.float32)
+    dx = cp.asarray(x)
+    for ord_ in ORDS:
+        got = cp.asnumpy(kred.norm_reduce(cp, dx, ord_, (1,), False, "float32"))
+        want = np.linalg.vector_norm(x.astype(np.float64), ord=ord_, axis=1).astype(np.float32)
+        np.testing.assert_allclose(got, want, rtol=2e-6, err_msg=f"ord={ord_}")
+
+
+for _m in needs_gpu:
+    test_norm_reduce_special_values = _m(test_norm_reduce_special_values)
+
+
+# ---- the accumulators' algebra, compiled for the host ---------------------------------------
+_HOST_MAIN = r"""
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <limits>
+#include <vector>
+#define XP_HD inline
+inline double xp_inf() { return std::numeric_limits<double>::infinity(); }
+inline double xp_nan() { return std::numeric_limits<double>::quiet_NaN(); }
+@ACCUMULATORS@
+// Combine the lifted elements [lo, hi) in an order chosen by `seed`: a random split, each half
+// recursively, so every grouping a kernel could take (lanes, blocks, splits) is exercised.
+template <typename Op, typename A>
+A tree(const std::vector<A>& xs, int lo, int hi, unsigned& seed) {
+  if (hi - lo == 1) return xs[lo];
+  seed = seed * 1103515245u + 12345u;
+  const int mid = lo + 1 + (int)((seed >> 8) % (unsigned)(hi - lo - 1));
+  return Op::comb(tree<Op>(xs, lo, mid, seed), tree<Op>(xs, mid, hi, seed));
+}
+
+template <bool MAX>
+void arg(const std::vector<double>& v) {
+  typedef XpArgOp<double, MAX> Op;
+  std::vector<XpArg<double>> xs;
+  for (size_t i = 0; i < v.size(); ++i) xs.push_back(Op::lift(v[i], (long long)i));
+  XpArg<double> seq = Op::lift(MAX ? -xp_inf() : xp_inf(), 9223372036854775807LL);
+  for (size_t i = 0; i < xs.size(); ++i) seq = Op::comb(seq, xs[i]);
+  printf("%lld", seq.i);
+  for (unsigned s = 1; s <= 5; ++s) {
+    unsigned seed = s;
+    printf(" %lld", tree<Op>(xs, 0, (int)xs.size(), seed).i);
+  }
+  printf("\n");
+}
+
+int main() {
+  int n;
+  if (scanf("%d", &n) != 1) return 1;
+  std::vector<double> v(n);
+  for (int i = 0; i < n; ++i) {
+    char buf[64];
+    if (scanf("%63s", buf) != 1) return 1;
+    v[i] = strtod(buf, 0);
+  }
+  arg<true>(v);
+  arg<false>(v);
+  // moments: lanes of batches of 8 (the vector path's shape) and single elements, merged in
+  // random trees
+  typedef XpMoments<double> M;
+  std::vector<XpMom<double>> parts;
+  int i = 0;
+  for (; i + 8 <= n; i += 8) {
+    double b[8];
+    for (int q = 0; q < 8; ++q) b[q] = v[i + q];
+    parts.push_back(M::batch(b));
+  }
+  for (; i < n; ++i) parts.push_back(M::lift(v[i]));
+  parts.push_back(M::zero());  // an idle lane
+  for (unsigned s = 1; s <= 3; ++s) {
+    unsigned seed = s;
+    XpMom<double> m = tree<M>(parts, 0, (int)parts.size(), seed);
+    printf("%.17g %.17g %.17g\n", M::var(m, 0.0), M::var(m, 1.0), M::var(m, (double)n));
+  }
+  return 0;
+}
+"""
+
+
+def _cxx():
+    import shutil
+    return shutil.which("g++") or shutil.which("clang++")
+
+
+@pytest.mark.skipif(_cxx() is None, reason="no host C++ compiler (g++ or clang++)")
+def test_struct_accumulators_algebra_on_host(tmp_path):
+    """argmax/argmin's (value, index) combination gives NumPy's index (first occurrence, first
+    NaN) in every grouping; Welford batches merged by Chan's formula give NumPy's variance in
+    every grouping; N - correction <= 0 gives NaN. The accumulators' text is taken from
+    fusion.cuh as the kernels include it (they are XP_HD: host code too) and compiled by the
+    host's C++ compiler."""
+    import subprocess
+    from xp_cuda._kernels._runtime import source
+    cuh = source("fusion.cuh")
+    start = cuh.index("// ---- reductions whose accumulator is a small struct")
+    end = cuh.index("template <typename T>\n__device__ __forceinline__ XpArg<T> xp_ldcg")
+    src = tmp_path / "acc.cpp"
+    src.write_text(_HOST_MAIN.replace("@ACCUMULATORS@", cuh[start:end]))
+    exe = tmp_path / "acc"
+    r = subprocess.run([_cxx(), "-std=c++17", "-O1", str(src), "-o", str(exe)],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    rng = np.random.default_rng(7)
+    cases = [rng.standard_normal(1000) * 3 + 1000,
+             np.round(rng.standard_normal(333)),  # many ties
+             np.array([1.0, np.nan, 3.0, np.nan, 5.0]),
+             np.array([-np.inf] * 17),
+             np.array([0.0, -0.0, 0.0]),
+             np.array([2.5])]
+    for x in cases:
+        text = f"{x.size}\n" + " ".join(repr(float(t)) for t in x) + "\n"
+        out = subprocess.run([str(exe)], input=text, capture_output=True, text=True,
+                             timeout=60).stdout.split("\n")
+        amax, amin = ([int(t) for t in line.split()] for line in out[:2])
+        assert set(amax) == {int(np.argmax(x))} and set(amin) == {int(np.argmin(x))}, (x, out)
+        for line in out[2:5]:
+            v0, v1, vn = (float(t) for t in line.split())
+            with np.errstate(all="ignore"):
+                w0, w1 = np.var(x), (np.var(x, ddof=1) if x.size > 1 else np.nan)
+            np.testing.assert_allclose([v0, v1], [w0, w1], rtol=1e-12, equal_nan=True)
+            assert math.isnan(vn)  # N - correction == 0
