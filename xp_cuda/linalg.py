@@ -432,11 +432,7 @@ def trace(x, /, *, offset=0, dtype=None):
     check_int(offset, fname, "offset")
     rdt = accumulation_dtype(x, dtype, fname)
     d = diagonal(x, offset=offset)
-    b = x._b
-    with b.ctx(), np.errstate(all="ignore"):
-        out = b.xp.sum(d._data.astype(rdt._np, copy=False), axis=-1, dtype=rdt._np)
-        out = b.xp.asarray(out).astype(rdt._np, copy=False)
-    return _wrap(out, x.device)
+    return _wrap(x._b.reduce("sum", d._data, (d.ndim - 1,), False, rdt), x.device)
 
 
 def _check_ord(ord, fname):
@@ -485,15 +481,14 @@ def matrix_norm(x, /, *, keepdims=False, ord="fro"):
             xp = b.xp
             out = (xp.sum(s, axis=-1) if ord == "nuc" else s[..., 0] if ord == 2
                    else s[..., -1])
+    elif ord == "fro":  # the 2-norm of the matrix's elements: one reduction
+        return _wrap(b.vector_norm(x._data, axes, keepdims, 2, rdt), x.device)
     else:
         with b.ctx(), np.errstate(all="ignore"):
             xp = b.xp
             a = xp.abs(x._data).astype(rdt._np, copy=False)
-            if ord == "fro":
-                out = xp.sqrt(xp.sum(a * a, axis=(-2, -1)))
-            else:
-                sums = xp.sum(a, axis=-2 if ord in (1, -1) else -1)
-                out = xp.max(sums, axis=-1) if ord > 0 else xp.min(sums, axis=-1)
+            sums = xp.sum(a, axis=-2 if ord in (1, -1) else -1)
+            out = xp.max(sums, axis=-1) if ord > 0 else xp.min(sums, axis=-1)
     with b.ctx():
         out = b.xp.asarray(out).astype(rdt._np, copy=False)
         out = _keep(out, keepdims, x.shape, axes)

@@ -15,6 +15,7 @@ from .._kernels import creation as _creation
 from .._kernels import eager as _eager
 from .._kernels.elementwise import Plan as _Plan
 from .._kernels.fusion import Launch as _Launch
+from .._kernels import reduction as _reduction
 from .._kernels.reduction import reduce_eager as _reduce_eager
 from .._kernels.vecdot import vecdot_cuda as _vecdot
 from ._base import _NO_SWITCH, FAST, Backend
@@ -130,6 +131,24 @@ class CudaBackend(Backend):
         with self._dev:
             return _reduce_eager(self.xp, kind, data, axes, keepdims, data.dtype.name,
                                  dtype.name, self.device.index)
+
+    def argreduce(self, kind, data, axis, keepdims):
+        with self.ctx():
+            return _reduction.arg_reduce(self.xp, kind, data, axis, keepdims, self.device.index)
+
+    def var(self, fname, data, axes, dof, keepdims, dtype):
+        # one pass (Welford per lane, Chan's merge); the generator takes the correction
+        n = 1
+        for a in axes:
+            n *= data.shape[a]
+        with self.ctx():
+            return _reduction.moments(self.xp, fname, data, tuple(axes), n - dof, keepdims,
+                                      dtype.name, self.device.index)
+
+    def vector_norm(self, data, axes, keepdims, ord, dtype):
+        with self.ctx():
+            return _reduction.norm_reduce(self.xp, data, ord, tuple(axes), keepdims, dtype.name,
+                                          self.device.index)
 
     def fused_launch(self, trace, outs, natives):
         with self._dev:
