@@ -28,9 +28,17 @@ struct __align__(16) c128 { double re, im; };
 __device__ __forceinline__ c64 operator+(c64 a, c64 b) { return {a.re + b.re, a.im + b.im}; }
 __device__ __forceinline__ c128 operator+(c128 a, c128 b) { return {a.re + b.re, a.im + b.im}; }
 
+// zero(): the identity of the sum. For floats that is -0.0, not +0.0 (x + -0.0 == x for
+// every x, -0.0 included), so padding and empty prefixes keep NumPy's sign of zero exactly.
 template <typename T> __device__ __forceinline__ T zero() { return T(0); }
-template <> __device__ __forceinline__ c64 zero<c64>() { return {0.f, 0.f}; }
-template <> __device__ __forceinline__ c128 zero<c128>() { return {0.0, 0.0}; }
+template <> __device__ __forceinline__ f32 zero<f32>() { return -0.0f; }
+template <> __device__ __forceinline__ f64 zero<f64>() { return -0.0; }
+template <> __device__ __forceinline__ c64 zero<c64>() { return {-0.0f, -0.0f}; }
+template <> __device__ __forceinline__ c128 zero<c128>() { return {-0.0, -0.0}; }
+// the leading 0 of include_initial: +0, as NumPy writes it
+template <typename T> __device__ __forceinline__ T initial() { return T(0); }
+template <> __device__ __forceinline__ c64 initial<c64>() { return {0.f, 0.f}; }
+template <> __device__ __forceinline__ c128 initial<c128>() { return {0.0, 0.0}; }
 
 // Working type: u8/u16 sums run in u32 (shuffles and atomics are 32-bit anyway).
 template <typename A> struct Work { typedef A type; };
@@ -139,7 +147,6 @@ __device__ __forceinline__ void lookback_scan(
     constexpr int TILE = THREADS * CH * V;
     __shared__ long long s_tile;
     __shared__ W s_warp[WARPS];
-    __shared__ W s_prefix;
 
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     if (threadIdx.x == 0) s_tile = (long long)atomicAdd(counter, 1u);
@@ -238,7 +245,7 @@ __device__ __forceinline__ void lookback_scan(
     }
     __syncthreads();
     const W add = s_warp[warp];
-    if (shift && k == 0 && threadIdx.x == 0) orow[-1] = A(zero<W>());
+    if (shift && k == 0 && threadIdx.x == 0) orow[-1] = initial<A>();
 
     if (full && vec_out) {
 #pragma unroll
@@ -281,7 +288,7 @@ __device__ __forceinline__ void group_scan(const I* __restrict__ x, A* __restric
         const bool live = r < rows;
         const I* xr = x + (live ? r : 0) * n;
         A* orow = out + (live ? r : 0) * out_row + shift;
-        if (live && shift && gl == 0) orow[-1] = A(zero<W>());
+        if (live && shift && gl == 0) orow[-1] = initial<A>();
         W carry = zero<W>();
         for (long long b = 0; b < n; b += step) {
             W v[RV];
@@ -333,7 +340,7 @@ __device__ __forceinline__ void column_scan(
             sums[s * cols + col] = acc;
         } else {
             A* oc = out + o * out_len * inner + i;
-            if (shift && s == 0) oc[0] = A(zero<W>());
+            if (shift && s == 0) oc[0] = initial<A>();
             oc += (long long)shift * inner;
 #pragma unroll 4
             for (long long a = start; a < end; ++a) {
@@ -447,7 +454,10 @@ __device__ __forceinline__ void count_tiles(const P* __restrict__ x, long long n
     if (threadIdx.x == 0) counts[tile] = total;
 }
 
-// One block: counts[0..m) -> exclusive offsets in place, counts[m] = the total.
+// One block: counts[0..m) -> exclusive offsets in place, counts[m] = the total. Each thread
+// takes OFS_IT consecutive counts per round (8192 a round: two rounds for 64M elements), so the
+// one-block pass stays a few microseconds.
+#define OFS_IT 8
 extern "C" __global__ void __launch_bounds__(1024) xp_tile_offsets(long long* counts,
                                                                    long long m) {
     __shared__ long long s_w[32];
@@ -455,10 +465,16 @@ extern "C" __global__ void __launch_bounds__(1024) xp_tile_offsets(long long* co
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     if (threadIdx.x == 0) s_carry = 0;
     __syncthreads();
-    for (long long b = 0; b < m; b += 1024) {
-        const long long i = b + threadIdx.x;
-        const long long c = i < m ? counts[i] : 0;
-        long long incl = c;
+    for (long long b = 0; b < m; b += 1024 * OFS_IT) {
+        const long long i0 = b + (long long)threadIdx.x * OFS_IT;
+        long long c[OFS_IT];
+        long long sum = 0;
+#pragma unroll
+        for (int q = 0; q < OFS_IT; ++q) {
+            c[q] = i0 + q < m ? counts[i0 + q] : 0;
+            sum += c[q];
+        }
+        long long incl = sum;
 #pragma unroll
         for (int d = 1; d < 32; d <<= 1) {
             const long long o = __shfl_up_sync(FULL, incl, d);
@@ -468,10 +484,14 @@ extern "C" __global__ void __launch_bounds__(1024) xp_tile_offsets(long long* co
         __syncthreads();
         long long wb = 0, tot = 0;
         for (int w = 0; w < 32; ++w) { wb += w < warp ? s_w[w] : 0; tot += s_w[w]; }
-        const long long carry = s_carry;
-        if (i < m) counts[i] = carry + wb + incl - c;
+        long long run = s_carry + wb + incl - sum;
+#pragma unroll
+        for (int q = 0; q < OFS_IT; ++q) {
+            if (i0 + q < m) counts[i0 + q] = run;
+            run += c[q];
+        }
         __syncthreads();
-        if (threadIdx.x == 0) s_carry = carry + tot;
+        if (threadIdx.x == 0) s_carry += tot;
         __syncthreads();
     }
     if (threadIdx.x == 0) counts[m] = s_carry;

@@ -183,13 +183,16 @@ def scan_depth(plan: ScanPlan) -> int:
         return scan_depth(plan.inner_plan)
     if plan.kind == "lookback":
         v = plan.tile // (THREADS * CHUNKS)
-        # in-vector run, 5 warp levels per chunk plus the chunk carries, 3 block levels, one
-        # add per preceding tile of the row (look-back), the final add
-        return v + CHUNKS * 6 + 4 + plan.tiles_per_row + 1
+        # inside the tile: the in-vector run, per chunk 5 warp levels and the carry adds, 3
+        # block levels, the final adds; the look-back: a hop over s tiles adds a butterfly of
+        # depth log2(s) (zeros add exactly) and two adds, at most 2 per tile of the row
+        return v + 7 * CHUNKS + 8 + 2 * plan.tiles_per_row
     if plan.kind == "rows":
         return ROW_V + 6 * (-(-plan.n // (plan.group * ROW_V))) + 1
     if plan.kind == "columns":
-        return plan.chunk + plan.chunks
+        # the chunk's own run, and for later chunks the carry: a chunk total (chunk adds)
+        # scanned over the chunks
+        return plan.chunk if plan.chunks == 1 else 2 * plan.chunk + plan.chunks + 1
     return 0
 
 
@@ -244,24 +247,27 @@ def _rows(cp, plan, x, out, kernel):
 def _columns(cp, plan, x, out, kernel, w_name):
     cols = plan.outer * plan.inner
     sm = device_info(cp).sm_count
-    bx = max(1, min(-(-cols // THREADS), sm * 16))
+    # no more threads per block than columns (rounded to warps): with few columns the axis
+    # chunks (grid.y) supply the parallelism, and idle threads would only hold slots
+    threads = min(THREADS, -(-cols // 32) * 32)
+    bx = max(1, min(-(-cols // threads), sm * 16))
     name = f"xp_scan_cols_{kernel}"
     geom = (np.int64(plan.outer), np.int64(plan.n), np.int64(plan.inner),
             np.int64(plan.out_len), np.int32(plan.shift), np.int64(plan.chunk))
     null = np.uint64(0)
     if plan.chunks == 1:
-        _kernel(name)((bx, 1), (THREADS,), (x, out) + geom + (null, null, np.int32(0)))
+        _kernel(name)((bx, 1), (threads,), (x, out) + geom + (null, null, np.int32(0)))
         return
     w = np.dtype(w_name)
     sums = cp.empty((plan.chunks, cols), dtype=w)
-    _kernel(name)((bx, plan.chunks), (THREADS,), (x, out) + geom + (sums, null, np.int32(1)))
+    _kernel(name)((bx, plan.chunks), (threads,), (x, out) + geom + (sums, null, np.int32(1)))
     # the chunk totals, scanned in place along the chunks (a plain column scan of them)
     wk = _SHORT[w_name] + "_" + _SHORT[w_name]
     _kernel(f"xp_scan_cols_{wk}")(
-        (bx, 1), (THREADS,),
+        (bx, 1), (threads,),
         (sums, sums, np.int64(1), np.int64(plan.chunks), np.int64(cols),
          np.int64(plan.chunks), np.int32(0), np.int64(plan.chunks), null, null, np.int32(0)))
-    _kernel(name)((bx, plan.chunks), (THREADS,), (x, out) + geom + (null, sums, np.int32(0)))
+    _kernel(name)((bx, plan.chunks), (threads,), (x, out) + geom + (null, sums, np.int32(0)))
 
 
 def _work_name(out_name: str) -> str:
