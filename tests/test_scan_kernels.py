@@ -197,7 +197,7 @@ def test_module_imports_without_cupy():
     assert r.returncode == 0, r.stderr
 
 
-# ==== CUDA: the launchers against NumPy ============================================================
+# ==== CUDA: the launchers against NumPy =========================================================
 
 def _cp():
     import cupy
@@ -219,10 +219,10 @@ def _random(rng, shape, name):
     return np.asarray(x)
 
 
-def _check_cumsum(got, x, axis, out_name, include_initial):
+def _check_cumsum(got, x, axis, out_name, include_initial, cp=None):
     """got (cupy) against NumPy: exact for ints (cast first, wrapping); floats within
     scan_depth * u * cumsum(|x|) of the float64 (complex128) sum of the cast values."""
-    cp = _cp()
+    cp = cp or _cp()
     out = np.dtype(out_name)
     shape = list(x.shape)
     shape[axis] += int(include_initial)
@@ -561,3 +561,349 @@ def test_repeat_indices():
     c = rng.integers(0, 5, 2000).astype(np.int64)
     got = S.repeat_indices(cp, cp.asarray(c)[::-2], int(c[::-2].sum()))
     np.testing.assert_array_equal(cp.asnumpy(got), np.repeat(np.arange(1000), c[::-2]))
+
+
+# ==== CPU emulation: scan.cu's kernels run as C++ threads (no GPU) ===============================
+# Each CUDA thread is a std::thread, __syncthreads and every warp exchange a std::barrier; the
+# launchers run unchanged against a NumPy stand-in for CuPy. Blocks of one launch run one at a
+# time, except in the look-back test, where up to 40 blocks run at once (each in its own copy
+# of the library, so each has its own shared memory) with flags published late (tile 0's by
+# 200 ms): look-backs then meet aggregate-only flags and walk past a window of 32
+# predecessors. x86's memory order is stronger than the GPU's: the fences are checked by
+# reading, not here. The kernels are called through one 16-integer signature, valid for their
+# integer and pointer parameters under the x86-64 System V ABI only: elsewhere these skip.
+
+_SHIM = r'''
+#pragma once
+#include <atomic>
+#include <barrier>
+#include <chrono>
+#include <cstring>
+#include <random>
+#include <thread>
+#include <vector>
+#define __global__
+#define __device__
+#define __forceinline__ inline
+#define __launch_bounds__(x)
+#define __shared__ static
+#define __align__(n) __attribute__((aligned(n)))
+struct dim3e { unsigned x = 0, y = 0, z = 0; };
+extern thread_local dim3e threadIdx, blockIdx;
+extern dim3e blockDim, gridDim;
+struct uint2 { unsigned x, y; };
+struct __attribute__((aligned(16))) uint4 { unsigned x, y, z, w; };
+struct WarpX { std::barrier<> bar{32}; alignas(16) unsigned char slot[32][16]; };
+extern std::barrier<>* g_block_bar;
+extern WarpX* g_warps;
+extern int g_delay;
+extern unsigned long long g_windows, g_aflags;
+inline void __syncthreads() { g_block_bar->arrive_and_wait(); }
+inline void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
+template <class T> inline T xchg(T v, int src) {
+    WarpX& w = g_warps[threadIdx.x >> 5];
+    std::memcpy(w.slot[threadIdx.x & 31], &v, sizeof(T));
+    w.bar.arrive_and_wait();
+    T r;
+    std::memcpy(&r, w.slot[src], sizeof(T));
+    w.bar.arrive_and_wait();
+    return r;
+}
+template <class T> inline T __shfl_up_sync(unsigned, T v, int d, int width = 32) {
+    const int lane = threadIdx.x & 31, seg = lane & ~(width - 1);
+    return xchg(v, lane - d < seg ? lane : lane - d);
+}
+template <class T> inline T __shfl_sync(unsigned, T v, int s, int width = 32) {
+    return xchg(v, ((threadIdx.x & 31) & ~(width - 1)) + (s & (width - 1)));
+}
+inline unsigned __ballot_sync(unsigned, int pred) {
+    WarpX& w = g_warps[threadIdx.x >> 5];
+    w.slot[threadIdx.x & 31][0] = pred ? 1 : 0;
+    w.bar.arrive_and_wait();
+    unsigned m = 0;
+    for (int i = 0; i < 32; ++i) m |= (unsigned)w.slot[i][0] << i;
+    w.bar.arrive_and_wait();
+    return m;
+}
+inline unsigned atomicAdd(unsigned* p, unsigned v) {
+    return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST);
+}
+inline unsigned atomicExch(unsigned* p, unsigned v) {
+    if (g_delay) {
+        // the first inclusive prefix a copy publishes (tile 0's, in the copy that runs it) comes
+        // 200 ms late, so the tiles running beside it all look back to it through aggregates
+        static std::atomic<int> first{1};
+        thread_local std::mt19937 rng(std::random_device{}());
+        const bool hold = v == 2 && first.exchange(0);
+        std::this_thread::sleep_for(std::chrono::microseconds(
+            hold ? 200000 : rng() % (v == 2 ? 3000 : 500)));
+    }
+    return __atomic_exchange_n(p, v, __ATOMIC_SEQ_CST);
+}
+template <class T> inline T __ldcg(const T* p) { return *(const volatile T*)p; }
+inline uint4 __ldcg(const uint4* p) { return *p; }
+template <class T> inline void __stcg(T* p, T v) { *p = v; }
+template <class T> inline T __ldg(const T* p) { return *p; }
+inline int __popc(unsigned x) { return __builtin_popcount(x); }
+inline int __ffs(unsigned x) { return __builtin_ffs((int)x); }
+'''
+
+_HARNESS = r'''
+#include "shim.h"
+thread_local dim3e threadIdx, blockIdx;
+dim3e blockDim, gridDim;
+std::barrier<>* g_block_bar;
+WarpX* g_warps;
+int g_delay = 0;
+unsigned long long g_windows = 0, g_aflags = 0;
+#include "scan_emu.cu"
+typedef unsigned long long U;
+typedef void (*F16)(U, U, U, U, U, U, U, U, U, U, U, U, U, U, U, U);
+extern "C" void emu_set_delay(int d) { g_delay = d; }
+extern "C" U emu_windows() { return g_windows; }
+extern "C" U emu_aflags() { return g_aflags; }
+extern "C" void emu_block(void* fn, int gx, int gy, int bx, int x, int y, const U* a) {
+    gridDim = {(unsigned)gx, (unsigned)gy, 1};
+    blockDim = {(unsigned)bx, 1, 1};
+    std::barrier<> bar(bx);
+    std::vector<WarpX> warps(bx / 32);
+    g_block_bar = &bar;
+    g_warps = warps.data();
+    std::vector<std::thread> ts;
+    for (int t = 0; t < bx; ++t)
+        ts.emplace_back([=] {
+            threadIdx = {(unsigned)t, 0, 0};
+            blockIdx = {(unsigned)x, (unsigned)y, 0};
+            ((F16)fn)(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11],
+                      a[12], a[13], a[14], a[15]);
+        });
+    for (auto& th : ts) th.join();
+}
+'''
+
+
+def _emulator_missing():
+    import platform
+    import shutil
+    if platform.system() != "Linux" or platform.machine() not in ("x86_64", "AMD64"):
+        return "the emulator's calling trick needs x86-64 Linux"
+    if shutil.which("g++") is None:
+        return "no g++"
+    return None
+
+
+def _build_emulator(folder, threads, copies):
+    """Compile scan.cu (block size `threads`) with the shim; `copies` loaded copies of it."""
+    import ctypes
+    import subprocess
+    from xp_cuda._kernels import SOURCE_DIR
+    src = (SOURCE_DIR / "scan.cu").read_text()
+    if threads != S.THREADS:
+        src = src.replace(f"#define THREADS {S.THREADS}", f"#define THREADS {threads}")
+    # instrument the look-back (windows walked, aggregate flags read) and let a spinning lane
+    # yield its core to the predecessor it waits for
+    src = src.replace("do { f = *fp; } while (f == 0u);",
+                      "do { f = *fp; std::this_thread::yield(); } while (f == 0u);")
+    src = src.replace("                j0 -= 32;",
+                      "                j0 -= 32; if (lane == 0) __atomic_fetch_add("
+                      "&g_windows, 1, __ATOMIC_RELAXED);")
+    src = src.replace("                const unsigned pm = __ballot_sync",
+                      "                if (f == FLAG_A) __atomic_fetch_add(&g_aflags, 1, "
+                      "__ATOMIC_RELAXED);\n                const unsigned pm = __ballot_sync")
+    assert src.count("g_windows") == 1 and src.count("g_aflags") == 1 and "yield" in src
+    (folder / "shim.h").write_text(_SHIM)
+    (folder / "scan_emu.cu").write_text(src)
+    (folder / "harness.cpp").write_text(_HARNESS)
+    lib = folder / "libscanemu.so"
+    # -fno-gnu-unique: template statics (the blocks' shared memory) stay private to each copy
+    r = subprocess.run(["g++", "-std=c++20", "-O1", "-pthread", "-fPIC", "-shared", "-w",
+                        "-fno-gnu-unique", str(folder / "harness.cpp"), "-o", str(lib)],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-3000:]
+    libs = []
+    for i in range(copies):
+        path = folder / f"libscanemu_{i}.so"
+        path.write_bytes(lib.read_bytes())
+        h = ctypes.CDLL(str(path))
+        h.emu_block.argtypes = [ctypes.c_void_p] + [ctypes.c_int] * 5 + [
+            ctypes.POINTER(ctypes.c_ulonglong)]
+        h.emu_windows.restype = h.emu_aflags.restype = ctypes.c_ulonglong
+        libs.append(h)
+    return libs
+
+
+def _fake_cupy(libs, concurrent_prefix=None):
+    """A NumPy stand-in for the CuPy calls scan.py makes; kernels run in the emulator (blocks
+    of kernels named concurrent_prefix* run up to len(libs) at once)."""
+    import ctypes
+    import queue
+    import types
+    from concurrent.futures import ThreadPoolExecutor
+
+    class DArr(np.ndarray):
+        @property
+        def data(self):
+            return types.SimpleNamespace(ptr=self.ctypes.data)
+
+        def get(self):
+            return np.array(self).view(np.ndarray)
+
+        def __getitem__(self, key):
+            r = np.ndarray.__getitem__(self, key)
+            return r if isinstance(r, np.ndarray) else np.asarray(r).view(DArr)
+
+    d = lambda a: np.asarray(a).view(DArr)  # noqa: E731
+    free = queue.Queue()
+    for h in libs:
+        free.put(h)
+
+    def kernel(name):
+        def call(grid, block, args):
+            vals = [a.ctypes.data if isinstance(a, np.ndarray) else int(a) & (2**64 - 1)
+                    for a in args]
+            arr = (ctypes.c_ulonglong * 16)(*(vals + [0] * (16 - len(vals))))
+            gx, gy = grid[0], (grid[1] if len(grid) > 1 else 1)
+            assert block[0] % 32 == 0
+
+            def one(xy):
+                h = free.get()
+                try:
+                    fn = ctypes.cast(getattr(h, name), ctypes.c_void_p).value
+                    h.emu_block(fn, gx, gy, block[0], xy[0], xy[1], arr)
+                finally:
+                    free.put(h)
+            blocks = [(x, y) for y in range(gy) for x in range(gx)]
+            if concurrent_prefix and name.startswith(concurrent_prefix):
+                with ThreadPoolExecutor(len(libs)) as pool:
+                    list(pool.map(one, blocks))
+            else:
+                for b in blocks:
+                    one(b)
+        return call
+
+    cp = types.SimpleNamespace(
+        empty=lambda shape, dtype=np.float64: d(np.empty(shape, dtype)),
+        zeros=lambda shape, dtype=np.float64: d(np.zeros(shape, dtype)),
+        ascontiguousarray=lambda a: d(np.ascontiguousarray(a)),
+        moveaxis=lambda a, s, t: d(np.moveaxis(a, s, t)),
+        asarray=lambda a: a if isinstance(a, DArr) else d(np.array(a, copy=True)),
+        asnumpy=lambda a: np.array(a).view(np.ndarray),
+        broadcast_to=lambda a, shape: d(np.broadcast_to(a, shape)),
+        unravel_index=lambda i, shape: tuple(d(v) for v in np.unravel_index(np.asarray(i),
+                                                                             shape)),
+        cuda=types.SimpleNamespace(
+            get_current_stream=lambda: types.SimpleNamespace(ptr=0),
+            runtime=types.SimpleNamespace(
+                memsetAsync=lambda p, v, n, s: ctypes.memset(p, v, n),
+                getDevice=lambda: 0)))
+    return cp, kernel
+
+
+@pytest.fixture(scope="module")
+def emulated(tmp_path_factory):
+    """scan.py's launchers with the emulator as the device: 2 SMs, grid-stride grids of at
+    most 3 blocks (so the loops wrap), blocks one at a time."""
+    why = _emulator_missing()
+    if why:
+        pytest.skip(why)
+    import types
+    libs = _build_emulator(tmp_path_factory.mktemp("scanemu"), S.THREADS, 1)
+    cp, kernel = _fake_cupy(libs)
+    mp = pytest.MonkeyPatch()
+    mp.setattr(S, "_kernel", kernel)
+    mp.setattr(S, "device_info", lambda cp: types.SimpleNamespace(sm_count=2))
+    mp.setattr(S, "grid", lambda cp, work, threads, per_sm: max(1, min(-(-work // threads), 3)))
+    yield cp
+    mp.undo()
+
+
+def test_emulated_cumsum(emulated):
+    cp = emulated
+    rng = np.random.default_rng(1)
+    cases = [("float32", "float32", (9001,), 0), ("float64", "float64", (4097,), 0),
+             ("complex64", "complex64", (3000,), 0), ("complex128", "complex128", (1500,), 0),
+             ("int8", "int64", (5000,), 0), ("int64", "int64", (2100,), 0),
+             ("uint8", "uint8", (20000,), 0), ("int16", "int16", (8193,), 0),
+             ("bool", "int64", (3000,), 0), ("float32", "float64", (2049,), 0),
+             ("int32", "float32", (3000,), 0), ("uint64", "int32", (33,), 0),
+             ("float32", "float32", (40, 33), 1), ("int32", "int64", (300, 5), 1),
+             ("float32", "float32", (100, 3), 0), ("float32", "float32", (3, 600, 40), 1),
+             ("int64", "int64", (2, 1500, 64), 1), ("complex64", "complex64", (700, 32), 0),
+             ("float64", "float64", (6, 2500), 1)]
+    for src, out, shape, axis in cases:
+        x = _random(rng, shape, src)
+        for ii in (False, True):
+            got = S.cumsum(cp, cp.asarray(x), axis, np.dtype(out), ii)
+            _check_cumsum(got, x, axis, out, ii, cp)
+    # strided, negative and broadcast views; the axis of length 0
+    base = _random(rng, (60, 90), "float32")
+    for v in (base[::2, ::3], base[::-1, ::-2], base.T, np.broadcast_to(base[0], (4, 90))):
+        for axis in (0, 1):
+            _check_cumsum(S.cumsum(cp, cp.asarray(np.array(v)), axis, np.dtype("float32"),
+                                   True), np.array(v), axis, "float32", True, cp)
+    z = S.cumsum(cp, cp.asarray(np.ones((3, 0))), 1, np.dtype("float64"), True)
+    assert z.shape == (3, 1) and not np.asarray(z).any()
+
+
+def test_emulated_compaction(emulated):
+    cp = emulated
+    rng = np.random.default_rng(2)
+    for name, shape in (("bool", (5000,)), ("int16", (33, 31)), ("float32", (4097,)),
+                        ("float64", (3, 4, 5)), ("complex64", (7,)), ("uint8", (2, 2, 3, 7)),
+                        ("complex128", (2, 3, 2, 2, 3, 2, 2, 1, 3))):
+        for density in (0.0, 0.3, 1.0):
+            if True:
+                x = _with_zeros(rng, shape, name, density)
+                for g, r in zip(S.nonzero(cp, cp.asarray(x)), np.nonzero(x)):
+                    np.testing.assert_array_equal(np.asarray(g), r, err_msg=f"{name} {shape}")
+    for (mshape, xshape), name in zip(
+            (((), ()), ((), (5,)), ((5000,), (5000,)), ((33,), (33, 31)), ((6,), (6, 2, 30)),
+             ((3, 4), (3, 4, 5, 2)), ((30,), (30, 0)), ((4100,), (4100,)), ((900,), (900,))),
+            ("int8", "float32", "complex128", "int16", "float64", "complex64", "int8", "int64",
+             "complex128")):
+        if True:
+            x = _random(rng, xshape, name)
+            m = np.asarray(rng.random(mshape) < 0.5)
+            np.testing.assert_array_equal(np.asarray(S.mask_select(cp, cp.asarray(x),
+                                                                   cp.asarray(m))), x[m])
+            g = cp.asarray(x)
+            v = _random(rng, (), name)[()]
+            S.mask_assign(cp, g, cp.asarray(m), v)
+            ref = x.copy()
+            ref[m] = v
+            np.testing.assert_array_equal(np.asarray(g), ref)
+            vals = _random(rng, (int(m.sum()),) + xshape[len(mshape):], name)
+            g = cp.asarray(x)
+            S.mask_assign(cp, g, cp.asarray(m), cp.asarray(vals))
+            ref = x.copy()
+            ref[m] = vals
+            np.testing.assert_array_equal(np.asarray(g), ref)
+    c = rng.integers(0, 4, 3000).astype(np.int64)
+    np.testing.assert_array_equal(np.asarray(S.repeat_indices(cp, cp.asarray(c), int(c.sum()))),
+                                  np.repeat(np.arange(c.size), c))
+
+
+def test_emulated_lookback_under_concurrency(tmp_path_factory, monkeypatch):
+    """40 blocks of 64 threads at once, flags published late at random: the look-back meets
+    aggregate flags and walks past 32 unfinished predecessors, and every prefix is right."""
+    why = _emulator_missing()
+    if why:
+        pytest.skip(why)
+    import types
+    libs = _build_emulator(tmp_path_factory.mktemp("scanemu40"), 64, 40)
+    for h in libs:
+        h.emu_set_delay(1)
+    cp, kernel = _fake_cupy(libs, concurrent_prefix="xp_scan_lb_")
+    monkeypatch.setattr(S, "THREADS", 64)
+    monkeypatch.setattr(S, "_kernel", kernel)
+    monkeypatch.setattr(S, "device_info", lambda cp: types.SimpleNamespace(sm_count=2))
+    rng = np.random.default_rng(3)
+    for src, out, shape in (("float32", "float32", (1, 1024 * 60 + 5)),
+                            ("complex128", "complex128", (1, 256 * 14 + 3)),
+                            ("int32", "int64", (5, 512 * 4 + 1))):
+        x = _random(rng, shape, src)
+        plan = S.plan_scan(shape, 1, np.dtype(out).itemsize, True, 2)
+        assert plan.kind == "lookback" and plan.tiles_per_row >= 5
+        _check_cumsum(S.cumsum(cp, cp.asarray(x), 1, np.dtype(out), True), x, 1, out, True, cp)
+    assert sum(h.emu_aflags() for h in libs) > 0, "no look-back met an aggregate-only flag"
+    assert sum(h.emu_windows() for h in libs) > 0, "no look-back walked a second window"

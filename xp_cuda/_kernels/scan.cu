@@ -106,16 +106,18 @@ __device__ __forceinline__ void vstore(T* p, const T (&v)[V]) {
 }
 
 // L2-coherent loads/stores of look-back values (never a stale L1 line), as raw words.
+template <int B> struct Raw;  // the word type a B-byte look-back value travels as
+template <> struct Raw<4> { typedef unsigned t; };
+template <> struct Raw<8> { typedef unsigned long long t; };
+template <> struct Raw<16> { typedef uint4 t; };
 template <typename W> __device__ __forceinline__ void st_cg(W* p, W v) {
-    if constexpr (sizeof(W) == 4) __stcg(reinterpret_cast<unsigned*>(p), *reinterpret_cast<unsigned*>(&v));
-    else if constexpr (sizeof(W) == 8) __stcg(reinterpret_cast<unsigned long long*>(p), *reinterpret_cast<unsigned long long*>(&v));
-    else __stcg(reinterpret_cast<uint4*>(p), *reinterpret_cast<uint4*>(&v));
+    typedef typename Raw<sizeof(W)>::t R;
+    __stcg(reinterpret_cast<R*>(p), *reinterpret_cast<R*>(&v));
 }
 template <typename W> __device__ __forceinline__ W ld_cg(const W* p) {
+    typedef typename Raw<sizeof(W)>::t R;
     W v;
-    if constexpr (sizeof(W) == 4) *reinterpret_cast<unsigned*>(&v) = __ldcg(reinterpret_cast<const unsigned*>(p));
-    else if constexpr (sizeof(W) == 8) *reinterpret_cast<unsigned long long*>(&v) = __ldcg(reinterpret_cast<const unsigned long long*>(p));
-    else *reinterpret_cast<uint4*>(&v) = __ldcg(reinterpret_cast<const uint4*>(p));
+    *reinterpret_cast<R*>(&v) = __ldcg(reinterpret_cast<const R*>(p));
     return v;
 }
 
