@@ -5,7 +5,6 @@ tile layouts, and an NVRTC compile of scan.cu holding every kernel a launcher ca
 CUDA half (@pytest.mark.cuda): the launchers on cupy arrays against NumPy, ints exact, floats
 within the bound scan.py's docstring states (scan_depth * u * sum|x|).
 """
-import math
 import re
 
 import numpy as np
@@ -852,40 +851,41 @@ def test_emulated_compaction(emulated):
                         ("float64", (3, 4, 5)), ("complex64", (7,)), ("uint8", (2, 2, 3, 7)),
                         ("complex128", (2, 3, 2, 2, 3, 2, 2, 1, 3))):
         for density in (0.0, 0.3, 1.0):
-            if True:
-                x = _with_zeros(rng, shape, name, density)
-                for g, r in zip(S.nonzero(cp, cp.asarray(x)), np.nonzero(x)):
-                    np.testing.assert_array_equal(np.asarray(g), r, err_msg=f"{name} {shape}")
+            x = _with_zeros(rng, shape, name, density)
+            for g, r in zip(S.nonzero(cp, cp.asarray(x)), np.nonzero(x)):
+                np.testing.assert_array_equal(np.asarray(g), r, err_msg=f"{name} {shape}")
     for (mshape, xshape), name in zip(
             (((), ()), ((), (5,)), ((5000,), (5000,)), ((33,), (33, 31)), ((6,), (6, 2, 30)),
              ((3, 4), (3, 4, 5, 2)), ((30,), (30, 0)), ((4100,), (4100,)), ((900,), (900,))),
             ("int8", "float32", "complex128", "int16", "float64", "complex64", "int8", "int64",
              "complex128")):
-        if True:
-            x = _random(rng, xshape, name)
-            m = np.asarray(rng.random(mshape) < 0.5)
-            np.testing.assert_array_equal(np.asarray(S.mask_select(cp, cp.asarray(x),
-                                                                   cp.asarray(m))), x[m])
-            g = cp.asarray(x)
-            v = _random(rng, (), name)[()]
-            S.mask_assign(cp, g, cp.asarray(m), v)
-            ref = x.copy()
-            ref[m] = v
-            np.testing.assert_array_equal(np.asarray(g), ref)
-            vals = _random(rng, (int(m.sum()),) + xshape[len(mshape):], name)
-            g = cp.asarray(x)
-            S.mask_assign(cp, g, cp.asarray(m), cp.asarray(vals))
-            ref = x.copy()
-            ref[m] = vals
-            np.testing.assert_array_equal(np.asarray(g), ref)
+        x = _random(rng, xshape, name)
+        m = np.asarray(rng.random(mshape) < 0.5)
+        np.testing.assert_array_equal(np.asarray(S.mask_select(cp, cp.asarray(x),
+                                                               cp.asarray(m))), x[m])
+        g = cp.asarray(x)
+        v = _random(rng, (), name)[()]
+        S.mask_assign(cp, g, cp.asarray(m), v)
+        ref = x.copy()
+        ref[m] = v
+        np.testing.assert_array_equal(np.asarray(g), ref)
+        g = cp.asarray(x)
+        S.mask_assign(cp, g, cp.asarray(m), cp.asarray(np.asarray(v)))  # 0-d on the device
+        np.testing.assert_array_equal(np.asarray(g), ref)
+        vals = _random(rng, (int(m.sum()),) + xshape[len(mshape):], name)
+        g = cp.asarray(x)
+        S.mask_assign(cp, g, cp.asarray(m), cp.asarray(vals))
+        ref = x.copy()
+        ref[m] = vals
+        np.testing.assert_array_equal(np.asarray(g), ref)
     c = rng.integers(0, 4, 3000).astype(np.int64)
     np.testing.assert_array_equal(np.asarray(S.repeat_indices(cp, cp.asarray(c), int(c.sum()))),
                                   np.repeat(np.arange(c.size), c))
 
 
 def test_emulated_lookback_under_concurrency(tmp_path_factory, monkeypatch):
-    """40 blocks of 64 threads at once, flags published late at random: the look-back meets
-    aggregate flags and walks past 32 unfinished predecessors, and every prefix is right."""
+    """40 blocks of 64 threads at once, flags published late (tile 0's by 200 ms): look-backs
+    meet aggregate flags and walk past 32 unfinished predecessors, and every prefix is right."""
     why = _emulator_missing()
     if why:
         pytest.skip(why)
