@@ -283,7 +283,14 @@ def cumsum(cp, x, axis: int, out_dtype, include_initial: bool):
     """Inclusive prefix sum of x along axis (0 <= axis < x.ndim), accumulated in out_dtype (a
     NumPy dtype of CUMSUM_PAIRS with x's), each element converted to out_dtype before it is
     added. C-contiguous result of x.shape, or with the axis one longer and a leading 0 when
-    include_initial."""
+    include_initial.
+
+    Layouts: a non-C-contiguous x is first copied C-contiguous (one extra pass; the kernels
+    read rows and columns of a dense (outer, n, inner) view). An axis that is not last runs on
+    the column kernel when 32 or more elements follow it in memory (inner >= 32), else the
+    axis is made last by a copy and moved back by another (see ScanPlan). With
+    include_initial the rows start one element late, so 1-D results store element by element
+    rather than in 16-byte vectors."""
     out_dtype = np.dtype(out_dtype)
     route = cumsum_route(x.dtype.name, out_dtype.name)
     shape = list(x.shape)
