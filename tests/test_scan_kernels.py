@@ -1,0 +1,909 @@
+"""scan.cu / scan.py: prefix sums and stream compaction against NumPy.
+
+CPU half (any machine): the dtype table and its routes (emulated in NumPy), the planner, the
+tile layouts, and an NVRTC compile of scan.cu holding every kernel a launcher can request.
+CUDA half (@pytest.mark.cuda): the launchers on cupy arrays against NumPy, ints exact, floats
+within the bound scan.py's docstring states (scan_depth * u * sum|x|).
+"""
+import re
+
+import numpy as np
+import pytest
+
+from xp_cuda._devices import cuda_device_count
+from xp_cuda._kernels import scan as S
+
+needs_gpu = pytest.mark.skipif(cuda_device_count() == 0, reason="needs a usable CUDA GPU")
+gpu = [pytest.mark.cuda, needs_gpu]
+
+ALL = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+       "float32", "float64", "complex64", "complex128")
+INTS = ALL[1:9]
+
+
+def _nvrtc_missing():
+    try:
+        from cupy_backends.cuda.libs import nvrtc
+        nvrtc.getVersion()
+    except Exception as e:
+        return f"NVRTC unavailable ({e!r})"
+    return None
+
+
+# ---- NVRTC: every kernel name a launcher can request ------------------------------------------
+
+@pytest.mark.skipif(_nvrtc_missing() is not None, reason=str(_nvrtc_missing()))
+def test_every_launcher_kernel_compiles():
+    from xp_cuda._kernels import kernel_sources, nvrtc_compile
+    ptx = nvrtc_compile(kernel_sources()["scan.cu"], name="scan.cu")
+    entries = set(re.findall(r"\.entry (\w+)\(", ptx))
+    missing = sorted(set(S.kernel_names()) - entries)
+    assert not missing, f"kernels the launchers request but scan.cu lacks: {missing}"
+
+
+# ---- the dtype table ---------------------------------------------------------------------------
+
+def test_pairs_table_is_the_namespace_set():
+    kinds = {"bool": "b", **{d: "i" for d in INTS}, "float32": "f", "float64": "f",
+             "complex64": "c", "complex128": "c"}
+    wider = {"b": "iufc", "i": "iufc", "f": "fc", "c": "c"}
+    k2 = lambda d: "u" if d.startswith("uint") else kinds[d]  # noqa: E731
+    want = {(i, o) for i in ALL for o in ALL if o != "bool" and k2(o) in wider[kinds[i]]}
+    assert set(S.CUMSUM_PAIRS) == want and len(S.CUMSUM_PAIRS) == len(want) == 120
+    # every default of cumulative_sum (2023.12) is in the table
+    for d in ALL:
+        default = ("int64" if d == "bool" or d.startswith("int") else
+                   "uint64" if d.startswith("uint") else d)
+        assert (d, default) in S.CUMSUM_PAIRS
+
+
+def test_every_route_names_a_kernel_and_defaults_fuse():
+    names = set(S.kernel_names())
+    for i, o in S.CUMSUM_PAIRS:
+        r = S.cumsum_route(i, o)
+        for k in ("lb", "rows", "cols"):
+            assert f"xp_scan_{k}_{r.kernel}" in names, (i, o, r)
+        if r.precast is not None:
+            assert r.precast == o
+    # the defaults never pay an astype pass
+    for d in ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32"):
+        out = "uint64" if d.startswith("uint") else "int64"
+        assert S.cumsum_route(d, out).precast is None, d
+    for d in ("uint64", "float32", "float64", "complex64", "complex128"):
+        assert S.cumsum_route(d, d).precast is None, d
+    assert S.cumsum_route("float32", "float64") == S.Route(None, "f32_f64")
+
+
+_NP_OF = {"b": np.bool_, "i8": np.int8, "i16": np.int16, "i32": np.int32, "u8": np.uint8,
+          "u16": np.uint16, "u32": np.uint32, "u64": np.uint64, "f32": np.float32,
+          "f64": np.float64, "c64": np.complex64, "c128": np.complex128}
+
+
+def _emulate_route(x, out_name):
+    """What the kernels compute for a route, in NumPy: astype (precast), the input's bits read
+    as the kernel's input type, C conversion to the accumulator, a wrapping sum, the bits
+    stored as the out dtype."""
+    r = S.cumsum_route(x.dtype.name, out_name)
+    if r.precast is not None:
+        x = x.astype(r.precast)
+    kin, kacc = r.kernel.split("_")
+    xin = x.view(_NP_OF[kin]) if np.dtype(_NP_OF[kin]).itemsize == x.itemsize else None
+    assert xin is not None, (x.dtype, r)
+    acc = xin.astype(_NP_OF[kacc])
+    with np.errstate(over="ignore"):
+        res = np.cumsum(acc, dtype=_NP_OF[kacc])
+    return res.view(np.dtype(out_name)) if res.dtype.itemsize == np.dtype(out_name).itemsize \
+        else res.astype(out_name)
+
+
+@pytest.mark.parametrize("pair", [p for p in S.CUMSUM_PAIRS
+                                  if p[1] not in ("float32", "float64", "complex64",
+                                                  "complex128")],
+                         ids=lambda p: f"{p[0]}-{p[1]}")
+def test_integer_routes_match_numpy_bit_for_bit(pair):
+    """Signed ints through their unsigned twin, sign-extending widenings, bool as 0/1: the
+    integer kernels' arithmetic, emulated, equals np.cumsum(x.astype(out)) exactly, wrap
+    included."""
+    i, o = pair
+    rng = np.random.default_rng(7)
+    if i == "bool":
+        x = rng.integers(0, 2, 2000).astype(bool)
+    else:
+        info = np.iinfo(i)
+        x = rng.integers(info.min, info.max, 2000, endpoint=True, dtype=i)
+    with np.errstate(over="ignore"):
+        ref = np.cumsum(x.astype(o), dtype=o)
+    np.testing.assert_array_equal(_emulate_route(x, o), ref, err_msg=f"{i} -> {o}")
+
+
+# ---- planning ----------------------------------------------------------------------------------
+
+def test_plan_kinds():
+    P = S.plan_scan
+    assert P((0,), 0, 4, False).kind == "empty"
+    assert P((0,), 0, 4, True).kind == "zeros"
+    assert P((3, 0), 1, 4, True).kind == "zeros"
+    assert P((0, 5), 1, 4, True).kind == "empty"
+    assert P((1 << 26,), 0, 4, False).kind == "lookback"
+    lb = P((1 << 26,), 0, 4, False)
+    assert lb.tile == 4096 and lb.tiles_per_row == (1 << 26) // 4096
+    assert P((100, 5000), 1, 8, False).kind == "lookback"
+    assert P((100000, 7), 1, 4, False).kind == "rows"
+    assert P((100000, 7), 0, 4, False).kind == "transpose"
+    assert P((7, 100000), 0, 4, False).kind == "columns"
+    assert P((100000, 64), 0, 4, False).kind == "columns"
+    assert P((3, 1000, 64), 1, 16, True).kind == "columns"
+    assert P((3, 1000, 64), 1, 16, True).out_len == 1001
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 8, 9, 31, 32, 33, 127, 128, 129, 1000])
+def test_rows_group_covers_a_row(n):
+    p = S.plan_scan((50, n), 1, 4, False)
+    if p.kind == "rows":
+        g = p.group
+        assert g & (g - 1) == 0 and 1 <= g <= 32
+        assert g == 32 or g * S.ROW_V >= n          # one step covers the row ...
+        assert g == 1 or (g // 2) * S.ROW_V < n     # ... with no smaller group doing so
+
+
+@pytest.mark.parametrize("shape,axis", [((10, 100000, 40), 1), ((1 << 20, 32), 0),
+                                        ((300, 64), 0), ((5, 70000, 33), 1),
+                                        ((2, 257, 1000), 1)])
+def test_column_chunks_cover_the_axis(shape, axis):
+    p = S.plan_scan(shape, axis, 4, False)
+    assert p.kind == "columns"
+    assert p.chunks * p.chunk >= p.n > (p.chunks - 1) * p.chunk
+    assert p.chunks <= 65535  # grid.y
+
+
+def test_lookback_tile_layout_is_a_permutation():
+    """Warp w, chunk c, lane l, element j of a tile sit at ((w*CH + c)*32 + l)*V + j: every
+    position once, and a warp's chunk is 32*V contiguous elements (coalesced vectors)."""
+    for item in (1, 2, 4, 8, 16):
+        v = max(1, 16 // item)
+        pos = [((w * S.CHUNKS + c) * 32 + l) * v + j for w in range(S.THREADS // 32)
+               for c in range(S.CHUNKS) for l in range(32) for j in range(v)]
+        assert sorted(pos) == list(range(S.THREADS * S.CHUNKS * v))
+        assert S.plan_scan((1 << 24,), 0, item, False).tile == S.THREADS * S.CHUNKS * v
+
+
+def test_scan_depth_never_worse_than_sequential():
+    for shape, axis in (((1 << 26,), 0), ((10, 9000), 1), ((1000, 20), 1), ((50, 3), 0),
+                        ((10, 100000, 40), 1), ((4096, 64), 0)):
+        for item in (4, 8, 16):
+            p = S.plan_scan(shape, axis, item, False)
+            assert 0 < S.scan_depth(p) <= max(p.n + 3, 64), (shape, axis, item, p)
+    assert S.scan_depth(S.plan_scan((1 << 26,), 0, 4, False)) < 40000
+
+
+def test_row_unit_and_mask_tile():
+    assert S.row_unit(48, 0, 256) == 16
+    assert S.row_unit(48, 8, 256) == 8
+    assert S.row_unit(12, 0, 0) == 4
+    assert S.row_unit(6, 0, 2) == 2
+    assert S.row_unit(7, 0, 0) == 1
+    assert S.mask_tile(16) == (S.THREADS * S.COUNT_ITEMS // 2, "xp_count_u8_half")
+    for item in (1, 2, 4, 8):
+        assert S.mask_tile(item) == (S.THREADS * S.COUNT_ITEMS, "xp_count_u8")
+
+
+def test_module_imports_without_cupy():
+    import subprocess
+    import sys
+    code = ("import sys; sys.modules['cupy'] = None; "
+            "import xp_cuda._kernels.scan as s; print(len(s.kernel_names()))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+
+
+# ==== CUDA: the launchers against NumPy =========================================================
+
+def _cp():
+    import cupy
+    return cupy
+
+
+def _random(rng, shape, name):
+    """Random, nonzero-heavy data of a dtype; ints spanning the type (wrap-around happens).
+    Always an ndarray (NumPy's generators return scalars for shape ())."""
+    if name == "bool":
+        x = rng.integers(0, 2, size=shape).astype(bool)
+    elif name in INTS:
+        info = np.iinfo(name)
+        x = rng.integers(info.min, info.max, size=shape, endpoint=True, dtype=name)
+    elif name.startswith("float"):
+        x = (rng.standard_normal(shape) * 10).astype(name)
+    else:
+        x = (rng.standard_normal(shape) * 10 + 1j * rng.standard_normal(shape) * 10).astype(name)
+    return np.asarray(x)
+
+
+def _check_cumsum(got, x, axis, out_name, include_initial, cp=None):
+    """got (cupy) against NumPy: exact for ints (cast first, wrapping); floats within
+    scan_depth * u * cumsum(|x|) of the float64 (complex128) sum of the cast values."""
+    cp = cp or _cp()
+    out = np.dtype(out_name)
+    shape = list(x.shape)
+    shape[axis] += int(include_initial)
+    assert got.shape == tuple(shape), (got.shape, shape)
+    assert got.dtype == out and got.flags.c_contiguous
+    g = cp.asnumpy(got)
+    xc = x.astype(out)
+    if include_initial:
+        zshape = list(x.shape)
+        zshape[axis] = 1
+        xc = np.concatenate([np.zeros(zshape, out), xc], axis=axis)
+    if out.kind in "iu":
+        with np.errstate(over="ignore"):
+            ref = np.cumsum(xc, axis=axis, dtype=out)
+        np.testing.assert_array_equal(g, ref, err_msg=f"{x.dtype}->{out}, axis {axis}")
+        return
+    plan = S.plan_scan(x.shape, axis, out.itemsize, include_initial,
+                       S.device_info(cp).sm_count)
+    depth = S.scan_depth(plan) + 2
+    u = np.finfo(out).eps / 2
+    wide = np.complex128 if out.kind == "c" else np.float64
+    ref = np.cumsum(xc.astype(wide), axis=axis)
+    parts = ((np.real, np.real), (np.imag, np.imag)) if out.kind == "c" else ((lambda a: a,) * 2,)
+    for part, _ in parts:
+        mag = np.cumsum(np.abs(part(xc.astype(wide))), axis=axis)
+        err = np.abs(part(g).astype(np.float64) - part(ref))
+        bound = depth * u * mag * 1.01 + np.finfo(out).tiny
+        bad = err > bound
+        assert not bad.any(), (
+            f"{x.dtype}->{out} axis {axis} shape {x.shape}: {bad.sum()} outputs beyond the "
+            f"bound, first at {np.argwhere(bad)[0]}: got {g[bad][0]}, want {ref[bad][0]}, "
+            f"bound {bound[bad][0]} (depth {depth})")
+
+
+SIZES = [1, 31, 32, 33, 1000, 4095, 4097, 1000003]
+
+
+@pytest.mark.parametrize("pair", [("float32", "float32"), ("float64", "float64"),
+                                  ("complex64", "complex64"), ("complex128", "complex128"),
+                                  ("int64", "int64"), ("uint64", "uint64"), ("int32", "int64"),
+                                  ("int8", "int64"), ("int16", "int64"), ("uint8", "uint64"),
+                                  ("uint16", "uint64"), ("uint32", "uint64"), ("bool", "int64"),
+                                  ("float32", "float64")], ids=lambda p: f"{p[0]}-{p[1]}")
+@pytest.mark.parametrize("n", SIZES)
+@pytest.mark.parametrize("include_initial", [False, True])
+@pytest.mark.cuda
+@needs_gpu
+def test_cumsum_1d_default_pairs(pair, n, include_initial):
+    cp = _cp()
+    x = _random(np.random.default_rng(n), (n,), pair[0])
+    got = S.cumsum(cp, cp.asarray(x), 0, np.dtype(pair[1]), include_initial)
+    _check_cumsum(got, x, 0, pair[1], include_initial)
+
+
+@pytest.mark.parametrize("pair", S.CUMSUM_PAIRS, ids=lambda p: f"{p[0]}-{p[1]}")
+@pytest.mark.cuda
+@needs_gpu
+def test_cumsum_every_pair(pair):
+    """All 120 pairs on a length that makes several look-back tiles, and on short rows."""
+    cp = _cp()
+    rng = np.random.default_rng(3)
+    for shape, axis in (((50001,), 0), ((37, 45), 1)):
+        x = _random(rng, shape, pair[0])
+        got = S.cumsum(cp, cp.asarray(x), axis, np.dtype(pair[1]), False)
+        _check_cumsum(got, x, axis, pair[1], False)
+
+
+@pytest.mark.parametrize("name", ["float32", "int32", "complex128", "uint8", "float64"])
+@pytest.mark.parametrize("shape", [(3, 5), (700, 33), (33, 700), (5, 20000), (4096, 70),
+                                   (2, 3, 4), (6, 1, 9000), (1, 1), (64, 1), (3, 40, 50)])
+@pytest.mark.parametrize("include_initial", [False, True])
+@pytest.mark.cuda
+@needs_gpu
+def test_cumsum_every_axis(name, shape, include_initial):
+    cp = _cp()
+    out = {"int32": "int64", "uint8": "uint64"}.get(name, name)
+    x = _random(np.random.default_rng(len(shape)), shape, name)
+    for axis in range(len(shape)):
+        got = S.cumsum(cp, cp.asarray(x), axis, np.dtype(out), include_initial)
+        _check_cumsum(got, x, axis, out, include_initial)
+
+
+@pytest.mark.parametrize("shape,axis", [((3, 300000, 40), 1), ((200000, 64), 0),
+                                        ((100000, 3), 0), ((7, 5, 50000), 1)])
+@pytest.mark.cuda
+@needs_gpu
+def test_cumsum_columns_chunked_and_transposed(shape, axis):
+    cp = _cp()
+    rng = np.random.default_rng(11)
+    for name, out in (("float32", "float32"), ("int64", "int64"), ("uint16", "uint64")):
+        x = _random(rng, shape, name)
+        for ii in (False, True):
+            _check_cumsum(S.cumsum(cp, cp.asarray(x), axis, np.dtype(out), ii), x, axis, out,
+                          ii)
+
+
+@pytest.mark.cuda
+@needs_gpu
+def test_cumsum_strided_negative_broadcast_and_offset():
+    cp = _cp()
+    rng = np.random.default_rng(5)
+    base = _random(rng, (600, 900), "float32")
+    d = cp.asarray(base)
+    views = [(d[::2, ::3], base[::2, ::3]), (d[::-1, ::-2], base[::-1, ::-2]),
+             (d.T, base.T), (d[1:, 3:], base[1:, 3:]), (d[5], base[5]), (d[:, 7], base[:, 7])]
+    row = _random(rng, (1, 5000), "int32")
+    views.append((cp.broadcast_to(cp.asarray(row), (40, 5000)), np.broadcast_to(row, (40, 5000))))
+    for dv, hv in views:
+        out = "int64" if hv.dtype == np.int32 else "float32"
+        for axis in range(hv.ndim):
+            for ii in (False, True):
+                _check_cumsum(S.cumsum(cp, dv, axis, np.dtype(out), ii), np.array(hv), axis,
+                              out, ii)
+
+
+@pytest.mark.cuda
+@needs_gpu
+def test_cumsum_empty_and_zero_length_axis():
+    cp = _cp()
+    for shape, axis in (((0,), 0), ((3, 0), 1), ((0, 4), 1), ((0, 4), 0), ((2, 0, 3), 1)):
+        for ii in (False, True):
+            x = np.ones(shape, np.float32)
+            got = S.cumsum(cp, cp.asarray(x), axis, np.dtype(np.float64), ii)
+            ref = np.cumsum(x, axis=axis, dtype=np.float64)
+            if ii:
+                zshape = list(shape)
+                zshape[axis] = 1
+                ref = np.concatenate([np.zeros(zshape), ref], axis=axis)
+            assert got.shape == ref.shape and got.dtype == np.float64
+            np.testing.assert_array_equal(cp.asnumpy(got), ref)
+
+
+@pytest.mark.cuda
+@needs_gpu
+def test_cumsum_special_values():
+    cp = _cp()
+    x = np.array([1.0, -0.0, np.inf, 2.0, -np.inf, 3.0, np.nan, 4.0] * 700, np.float32)
+    got = cp.asnumpy(S.cumsum(cp, cp.asarray(x), 0, np.dtype(np.float32), False))
+    assert got[0] == 1.0 and got[1] == 1.0 and np.isposinf(got[2]) and np.isposinf(got[3])
+    assert np.isnan(got[4:]).all()
+    # the sum's identity is -0.0: sums of -0.0 stay -0.0 as in NumPy; the initial 0 is +0.0
+    for name in ("float32", "float64", "complex64", "complex128"):
+        for n in (3, 100, 5000, 100000):
+            z = np.full(n, -0.0, name) if name.startswith("float") else \
+                np.full(n, complex(-0.0, -0.0), name)
+            gz = cp.asnumpy(S.cumsum(cp, cp.asarray(z), 0, np.dtype(name), True))
+            parts = (gz,) if name.startswith("float") else (gz.real, gz.imag)
+            for part in parts:
+                assert (part == 0).all() and not np.signbit(part[0]), (name, n)
+                assert np.signbit(part[1:]).all(), (name, n)
+
+
+@pytest.mark.cuda
+@needs_gpu
+def test_cumsum_64m_float32_and_wrapping_int32():
+    cp = _cp()
+    n = 64 * 1024 * 1024 + 7
+    x = cp.random.standard_normal(n, dtype=cp.float32)
+    got = S.cumsum(cp, x, 0, np.dtype(np.float32), False)
+    _check_cumsum(got, cp.asnumpy(x), 0, "float32", False)
+    xi = cp.random.randint(-2**31, 2**31 - 1, size=n // 4, dtype=cp.int32)
+    gi = S.cumsum(cp, xi, 0, np.dtype(np.int32), False)   # explicit dtype: wraps mod 2**32
+    hi = cp.asnumpy(xi)
+    with np.errstate(over="ignore"):
+        np.testing.assert_array_equal(cp.asnumpy(gi), np.cumsum(hi, dtype=np.int32))
+
+
+# ---- nonzero / mask_select / mask_assign -------------------------------------------------------
+
+DENSITIES = (0.0, 0.001, 0.5, 1.0)
+SHAPES = [(), (1,), (7,), (4097,), (33, 31), (0, 5), (5, 0), (3, 4, 5), (2, 3, 40, 7),
+          (1000003,)]
+
+
+def _with_zeros(rng, shape, name, density):
+    """Random nonzero data of a dtype with zeros where rng says (1 - density of nonzeros)."""
+    x = _random(rng, shape, name)
+    if name == "bool":
+        x = np.ones(shape, bool)
+    elif name in INTS:
+        x = np.where(x == 0, 1, x).astype(name)
+    keep = rng.random(shape) < density
+    return np.where(keep, x, np.zeros((), name)).astype(name)
+
+
+@pytest.mark.parametrize("name", ALL)
+@pytest.mark.parametrize("density", DENSITIES)
+@pytest.mark.cuda
+@needs_gpu
+def test_nonzero_every_dtype(name, density):
+    cp = _cp()
+    rng = np.random.default_rng(int(density * 1000) + len(name))
+    for shape in SHAPES:
+        if len(shape) == 0:
+            continue  # nonzero of a 0-d array is refused by the caller (NumPy raises too)
+        x = _with_zeros(rng, shape, name, density)
+        got = S.nonzero(cp, cp.asarray(x))
+        ref = np.nonzero(x)
+        assert len(got) == len(ref) == x.ndim
+        for d, (g, r) in enumerate(zip(got, ref)):
+            assert g.dtype == np.int64 and g.flags.c_contiguous
+            np.testing.assert_array_equal(cp.asnumpy(g), r,
+                                          err_msg=f"{name} {shape} density {density} dim {d}")
+
+
+@pytest.mark.cuda
+@needs_gpu
+def test_nonzero_special_values_strides_and_many_dims():
+    cp = _cp()
+    f = np.array([0.0, -0.0, np.nan, 1e-45, -np.inf, 0.0] * 1000, np.float32)
+    c = np.array([0, 1j * 0.0, complex(-0.0, 0.0), 1j, complex(np.nan, 0), 2], np.complex128)
+    for x in (f, f.astype(np.float64), c, np.tile(c, 900).astype(np.complex64)):
+        np.testing.assert_array_equal(cp.asnumpy(S.nonzero(cp, cp.asarray(x))[0]),
+                                      np.nonzero(x)[0], err_msg=str(x.dtype))
+    rng = np.random.default_rng(2)
+    base = _with_zeros(rng, (300, 401), "int16", 0.5)
+    d = cp.asarray(base)
+    for dv, hv in ((d[::-3, ::2], base[::-3, ::2]), (d.T, base.T), (d[7:, 1:], base[7:, 1:]),
+                   (cp.broadcast_to(d[0], (5, 401)), np.broadcast_to(base[0], (5, 401)))):
+        for g, r in zip(S.nonzero(cp, dv), np.nonzero(hv)):
+            np.testing.assert_array_equal(cp.asnumpy(g), r)
+    many = _with_zeros(rng, (2, 3, 2, 2, 3, 2, 2, 1, 3), "float32", 0.5)  # 9 dims: unravel path
+    for g, r in zip(S.nonzero(cp, cp.asarray(many)), np.nonzero(many)):
+        np.testing.assert_array_equal(cp.asnumpy(g), r)
+
+
+_MASK_CASES = [((), ()), ((), (5,)), ((7,), (7,)), ((0,), (0, 3)), ((4097,), (4097,)),
+               ((33, 31), (33, 31)), ((33,), (33, 31)), ((6,), (6, 2, 300)),
+               ((3, 4), (3, 4, 5, 2)), ((2, 3, 40, 7), (2, 3, 40, 7)), ((1000003,), (1000003,)),
+               ((5000,), (5000, 1)), ((300,), (300, 0))]
+
+
+@pytest.mark.parametrize("name", ["bool", "int8", "int16", "float32", "float64", "complex64",
+                                  "complex128", "uint64"])
+@pytest.mark.parametrize("density", DENSITIES)
+@pytest.mark.cuda
+@needs_gpu
+def test_mask_select(name, density):
+    cp = _cp()
+    rng = np.random.default_rng(17 + int(density * 10))
+    for mshape, xshape in _MASK_CASES:
+        x = _random(rng, xshape, name)
+        m = np.asarray(rng.random(mshape) < density)
+        got = S.mask_select(cp, cp.asarray(x), cp.asarray(m))
+        ref = x[m]
+        assert got.shape == ref.shape and got.dtype == ref.dtype and got.flags.c_contiguous, \
+            (mshape, xshape, got.shape, ref.shape)
+        np.testing.assert_array_equal(cp.asnumpy(got), ref,
+                                      err_msg=f"{name} mask {mshape} x {xshape} d {density}")
+
+
+@pytest.mark.cuda
+@needs_gpu
+def test_mask_select_strided_and_broadcast():
+    cp = _cp()
+    rng = np.random.default_rng(23)
+    x = _random(rng, (200, 300), "float32")
+    m = rng.random((400, 300)) < 0.4
+    dx, dm = cp.asarray(x), cp.asarray(m)
+    cases = [(dx[::-1], dm[::2], x[::-1], m[::2]), (dx.T, dm[:300, :200], x.T, m[:300, :200]),
+             (dx[:, 1:], dm[1:201, 1:], x[:, 1:], m[1:201, 1:]),
+             (dx[:, ::2], dm[0, :200][::-1, None] & dm[:200, :150], x[:, ::2],
+              m[0, :200][::-1, None] & m[:200, :150]),
+             (dx, cp.broadcast_to(dm[0], (200, 300)), x, np.broadcast_to(m[0], (200, 300))),
+             (dx[3:], dm[:197, 0], x[3:], m[:197, 0])]
+    for gx, gm, hx, hm in cases:
+        np.testing.assert_array_equal(cp.asnumpy(S.mask_select(cp, gx, gm)), hx[hm])
+
+
+@pytest.mark.parametrize("name", ["bool", "int16", "float32", "complex64", "complex128"])
+@pytest.mark.cuda
+@needs_gpu
+def test_mask_assign(name):
+    cp = _cp()
+    rng = np.random.default_rng(31)
+    for mshape, xshape in _MASK_CASES:
+        for density in (0.0, 0.3, 1.0):
+            x = _random(rng, xshape, name)
+            m = np.asarray(rng.random(mshape) < density)
+            v = _random(rng, (), name)[()]
+            # a NumPy scalar
+            g = cp.asarray(x)
+            S.mask_assign(cp, g, cp.asarray(m), v)
+            ref = x.copy()
+            ref[m] = v
+            np.testing.assert_array_equal(cp.asnumpy(g), ref, err_msg=f"scalar {mshape} {xshape}")
+            # a 0-d device array
+            g = cp.asarray(x)
+            S.mask_assign(cp, g, cp.asarray(m), cp.asarray(v))
+            np.testing.assert_array_equal(cp.asnumpy(g), ref, err_msg=f"0-d {mshape} {xshape}")
+            # one row per selected position
+            vals = _random(rng, (int(m.sum()),) + xshape[len(mshape):], name)
+            g = cp.asarray(x)
+            S.mask_assign(cp, g, cp.asarray(m), cp.asarray(vals))
+            ref = x.copy()
+            ref[m] = vals
+            np.testing.assert_array_equal(cp.asnumpy(g), ref, err_msg=f"rows {mshape} {xshape}")
+    # a non-contiguous x is written in place too
+    x = _random(rng, (50, 60), name)
+    g = cp.asarray(x)
+    m = rng.random((50, 30)) < 0.5
+    v = _random(rng, (), name)[()]
+    S.mask_assign(cp, g[:, ::2], cp.asarray(m), v)
+    x[:, ::2][m] = v
+    np.testing.assert_array_equal(cp.asnumpy(g), x)
+
+
+@pytest.mark.cuda
+@needs_gpu
+def test_mask_select_64m():
+    cp = _cp()
+    x = cp.random.standard_normal(64 * 1024 * 1024 + 3, dtype=cp.float32)
+    got = S.mask_select(cp, x, x > 0)
+    h = cp.asnumpy(x)
+    np.testing.assert_array_equal(cp.asnumpy(got), h[h > 0])
+
+
+# ---- repeat ----------------------------------------------------------------------------------
+
+@pytest.mark.cuda
+@needs_gpu
+def test_repeat_indices():
+    cp = _cp()
+    rng = np.random.default_rng(41)
+    cases = [np.array([3], np.int64), np.array([0, 0, 2, 0], np.int64),
+             rng.integers(0, 4, 1000), rng.integers(0, 100, 33), np.zeros(5, np.int64),
+             (rng.random(200000) < 0.01) * rng.integers(0, 1000, 200000),
+             rng.integers(0, 3, 3000001)]
+    for c in cases:
+        c = c.astype(np.int64)
+        total = int(c.sum())
+        got = S.repeat_indices(cp, cp.asarray(c), total)
+        assert got.dtype == np.int64 and got.shape == (total,)
+        np.testing.assert_array_equal(cp.asnumpy(got), np.repeat(np.arange(c.size), c))
+    # strided counts
+    c = rng.integers(0, 5, 2000).astype(np.int64)
+    got = S.repeat_indices(cp, cp.asarray(c)[::-2], int(c[::-2].sum()))
+    np.testing.assert_array_equal(cp.asnumpy(got), np.repeat(np.arange(1000), c[::-2]))
+
+
+# ==== CPU emulation: scan.cu's kernels run as C++ threads (no GPU) ===============================
+# Each CUDA thread is a std::thread, __syncthreads and every warp exchange a std::barrier; the
+# launchers run unchanged against a NumPy stand-in for CuPy. Blocks of one launch run one at a
+# time, except in the look-back test, where up to 40 blocks run at once (each in its own copy
+# of the library, so each has its own shared memory) with flags published late (tile 0's by
+# 200 ms): look-backs then meet aggregate-only flags and walk past a window of 32
+# predecessors. x86's memory order is stronger than the GPU's: the fences are checked by
+# reading, not here. The kernels are called through one 16-integer signature, valid for their
+# integer and pointer parameters under the x86-64 System V ABI only: elsewhere these skip.
+
+_SHIM = r'''
+#pragma once
+#include <atomic>
+#include <barrier>
+#include <chrono>
+#include <cstring>
+#include <random>
+#include <thread>
+#include <vector>
+#define __global__
+#define __device__
+#define __forceinline__ inline
+#define __launch_bounds__(x)
+#define __shared__ static
+#define __align__(n) __attribute__((aligned(n)))
+struct dim3e { unsigned x = 0, y = 0, z = 0; };
+extern thread_local dim3e threadIdx, blockIdx;
+extern dim3e blockDim, gridDim;
+struct uint2 { unsigned x, y; };
+struct __attribute__((aligned(16))) uint4 { unsigned x, y, z, w; };
+struct WarpX { std::barrier<> bar{32}; alignas(16) unsigned char slot[32][16]; };
+extern std::barrier<>* g_block_bar;
+extern WarpX* g_warps;
+extern int g_delay;
+extern unsigned long long g_windows, g_aflags;
+inline void __syncthreads() { g_block_bar->arrive_and_wait(); }
+inline void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
+template <class T> inline T xchg(T v, int src) {
+    WarpX& w = g_warps[threadIdx.x >> 5];
+    std::memcpy(w.slot[threadIdx.x & 31], &v, sizeof(T));
+    w.bar.arrive_and_wait();
+    T r;
+    std::memcpy(&r, w.slot[src], sizeof(T));
+    w.bar.arrive_and_wait();
+    return r;
+}
+template <class T> inline T __shfl_up_sync(unsigned, T v, int d, int width = 32) {
+    const int lane = threadIdx.x & 31, seg = lane & ~(width - 1);
+    return xchg(v, lane - d < seg ? lane : lane - d);
+}
+template <class T> inline T __shfl_sync(unsigned, T v, int s, int width = 32) {
+    return xchg(v, ((threadIdx.x & 31) & ~(width - 1)) + (s & (width - 1)));
+}
+inline unsigned __ballot_sync(unsigned, int pred) {
+    WarpX& w = g_warps[threadIdx.x >> 5];
+    w.slot[threadIdx.x & 31][0] = pred ? 1 : 0;
+    w.bar.arrive_and_wait();
+    unsigned m = 0;
+    for (int i = 0; i < 32; ++i) m |= (unsigned)w.slot[i][0] << i;
+    w.bar.arrive_and_wait();
+    return m;
+}
+inline unsigned atomicAdd(unsigned* p, unsigned v) {
+    return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST);
+}
+inline unsigned atomicExch(unsigned* p, unsigned v) {
+    if (g_delay) {
+        // the first inclusive prefix a copy publishes (tile 0's, in the copy that runs it) comes
+        // 200 ms late, so the tiles running beside it all look back to it through aggregates
+        static std::atomic<int> first{1};
+        thread_local std::mt19937 rng(std::random_device{}());
+        const bool hold = v == 2 && first.exchange(0);
+        std::this_thread::sleep_for(std::chrono::microseconds(
+            hold ? 200000 : rng() % (v == 2 ? 3000 : 500)));
+    }
+    return __atomic_exchange_n(p, v, __ATOMIC_SEQ_CST);
+}
+template <class T> inline T __ldcg(const T* p) { return *(const volatile T*)p; }
+inline uint4 __ldcg(const uint4* p) { return *p; }
+template <class T> inline void __stcg(T* p, T v) { *p = v; }
+template <class T> inline T __ldg(const T* p) { return *p; }
+inline int __popc(unsigned x) { return __builtin_popcount(x); }
+inline int __ffs(unsigned x) { return __builtin_ffs((int)x); }
+'''
+
+_HARNESS = r'''
+#include "shim.h"
+thread_local dim3e threadIdx, blockIdx;
+dim3e blockDim, gridDim;
+std::barrier<>* g_block_bar;
+WarpX* g_warps;
+int g_delay = 0;
+unsigned long long g_windows = 0, g_aflags = 0;
+#include "scan_emu.cu"
+typedef unsigned long long U;
+typedef void (*F16)(U, U, U, U, U, U, U, U, U, U, U, U, U, U, U, U);
+extern "C" void emu_set_delay(int d) { g_delay = d; }
+extern "C" U emu_windows() { return g_windows; }
+extern "C" U emu_aflags() { return g_aflags; }
+extern "C" void emu_block(void* fn, int gx, int gy, int bx, int x, int y, const U* a) {
+    gridDim = {(unsigned)gx, (unsigned)gy, 1};
+    blockDim = {(unsigned)bx, 1, 1};
+    std::barrier<> bar(bx);
+    std::vector<WarpX> warps(bx / 32);
+    g_block_bar = &bar;
+    g_warps = warps.data();
+    std::vector<std::thread> ts;
+    for (int t = 0; t < bx; ++t)
+        ts.emplace_back([=] {
+            threadIdx = {(unsigned)t, 0, 0};
+            blockIdx = {(unsigned)x, (unsigned)y, 0};
+            ((F16)fn)(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11],
+                      a[12], a[13], a[14], a[15]);
+        });
+    for (auto& th : ts) th.join();
+}
+'''
+
+
+def _emulator_missing():
+    import platform
+    import shutil
+    if platform.system() != "Linux" or platform.machine() not in ("x86_64", "AMD64"):
+        return "the emulator's calling trick needs x86-64 Linux"
+    if shutil.which("g++") is None:
+        return "no g++"
+    return None
+
+
+def _build_emulator(folder, threads, copies):
+    """Compile scan.cu (block size `threads`) with the shim; `copies` loaded copies of it."""
+    import ctypes
+    import subprocess
+    from xp_cuda._kernels import SOURCE_DIR
+    src = (SOURCE_DIR / "scan.cu").read_text()
+    if threads != S.THREADS:
+        src = src.replace(f"#define THREADS {S.THREADS}", f"#define THREADS {threads}")
+    # instrument the look-back (windows walked, aggregate flags read) and let a spinning lane
+    # yield its core to the predecessor it waits for
+    src = src.replace("do { f = *fp; } while (f == 0u);",
+                      "do { f = *fp; std::this_thread::yield(); } while (f == 0u);")
+    src = src.replace("                j0 -= 32;",
+                      "                j0 -= 32; if (lane == 0) __atomic_fetch_add("
+                      "&g_windows, 1, __ATOMIC_RELAXED);")
+    src = src.replace("                const unsigned pm = __ballot_sync",
+                      "                if (f == FLAG_A) __atomic_fetch_add(&g_aflags, 1, "
+                      "__ATOMIC_RELAXED);\n                const unsigned pm = __ballot_sync")
+    assert src.count("g_windows") == 1 and src.count("g_aflags") == 1 and "yield" in src
+    (folder / "shim.h").write_text(_SHIM)
+    (folder / "scan_emu.cu").write_text(src)
+    (folder / "harness.cpp").write_text(_HARNESS)
+    lib = folder / "libscanemu.so"
+    # -fno-gnu-unique: template statics (the blocks' shared memory) stay private to each copy
+    r = subprocess.run(["g++", "-std=c++20", "-O1", "-pthread", "-fPIC", "-shared", "-w",
+                        "-fno-gnu-unique", str(folder / "harness.cpp"), "-o", str(lib)],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-3000:]
+    libs = []
+    for i in range(copies):
+        path = folder / f"libscanemu_{i}.so"
+        path.write_bytes(lib.read_bytes())
+        h = ctypes.CDLL(str(path))
+        h.emu_block.argtypes = [ctypes.c_void_p] + [ctypes.c_int] * 5 + [
+            ctypes.POINTER(ctypes.c_ulonglong)]
+        h.emu_windows.restype = h.emu_aflags.restype = ctypes.c_ulonglong
+        libs.append(h)
+    return libs
+
+
+def _fake_cupy(libs, concurrent_prefix=None):
+    """A NumPy stand-in for the CuPy calls scan.py makes; kernels run in the emulator (blocks
+    of kernels named concurrent_prefix* run up to len(libs) at once)."""
+    import ctypes
+    import queue
+    import types
+    from concurrent.futures import ThreadPoolExecutor
+
+    class DArr(np.ndarray):
+        @property
+        def data(self):
+            return types.SimpleNamespace(ptr=self.ctypes.data)
+
+        def get(self):
+            return np.array(self).view(np.ndarray)
+
+        def __getitem__(self, key):
+            r = np.ndarray.__getitem__(self, key)
+            return r if isinstance(r, np.ndarray) else np.asarray(r).view(DArr)
+
+    d = lambda a: np.asarray(a).view(DArr)  # noqa: E731
+    free = queue.Queue()
+    for h in libs:
+        free.put(h)
+
+    def kernel(name):
+        def call(grid, block, args):
+            vals = [a.ctypes.data if isinstance(a, np.ndarray) else int(a) & (2**64 - 1)
+                    for a in args]
+            arr = (ctypes.c_ulonglong * 16)(*(vals + [0] * (16 - len(vals))))
+            gx, gy = grid[0], (grid[1] if len(grid) > 1 else 1)
+            assert block[0] % 32 == 0
+
+            def one(xy):
+                h = free.get()
+                try:
+                    fn = ctypes.cast(getattr(h, name), ctypes.c_void_p).value
+                    h.emu_block(fn, gx, gy, block[0], xy[0], xy[1], arr)
+                finally:
+                    free.put(h)
+            blocks = [(x, y) for y in range(gy) for x in range(gx)]
+            if concurrent_prefix and name.startswith(concurrent_prefix):
+                with ThreadPoolExecutor(len(libs)) as pool:
+                    list(pool.map(one, blocks))
+            else:
+                for b in blocks:
+                    one(b)
+        return call
+
+    cp = types.SimpleNamespace(
+        empty=lambda shape, dtype=np.float64: d(np.empty(shape, dtype)),
+        zeros=lambda shape, dtype=np.float64: d(np.zeros(shape, dtype)),
+        ascontiguousarray=lambda a: d(np.ascontiguousarray(a)),
+        moveaxis=lambda a, s, t: d(np.moveaxis(a, s, t)),
+        asarray=lambda a: a if isinstance(a, DArr) else d(np.array(a, copy=True)),
+        asnumpy=lambda a: np.array(a).view(np.ndarray),
+        broadcast_to=lambda a, shape: d(np.broadcast_to(a, shape)),
+        unravel_index=lambda i, shape: tuple(d(v) for v in np.unravel_index(np.asarray(i),
+                                                                             shape)),
+        cuda=types.SimpleNamespace(
+            get_current_stream=lambda: types.SimpleNamespace(ptr=0),
+            runtime=types.SimpleNamespace(
+                memsetAsync=lambda p, v, n, s: ctypes.memset(p, v, n),
+                getDevice=lambda: 0)))
+    return cp, kernel
+
+
+@pytest.fixture(scope="module")
+def emulated(tmp_path_factory):
+    """scan.py's launchers with the emulator as the device: 2 SMs, grid-stride grids of at
+    most 3 blocks (so the loops wrap), blocks one at a time."""
+    why = _emulator_missing()
+    if why:
+        pytest.skip(why)
+    import types
+    libs = _build_emulator(tmp_path_factory.mktemp("scanemu"), S.THREADS, 1)
+    cp, kernel = _fake_cupy(libs)
+    mp = pytest.MonkeyPatch()
+    mp.setattr(S, "_kernel", kernel)
+    mp.setattr(S, "device_info", lambda cp: types.SimpleNamespace(sm_count=2))
+    mp.setattr(S, "grid", lambda cp, work, threads, per_sm: max(1, min(-(-work // threads), 3)))
+    yield cp
+    mp.undo()
+
+
+def test_emulated_cumsum(emulated):
+    cp = emulated
+    rng = np.random.default_rng(1)
+    cases = [("float32", "float32", (9001,), 0), ("float64", "float64", (4097,), 0),
+             ("complex64", "complex64", (3000,), 0), ("complex128", "complex128", (1500,), 0),
+             ("int8", "int64", (5000,), 0), ("int64", "int64", (2100,), 0),
+             ("uint8", "uint8", (20000,), 0), ("int16", "int16", (8193,), 0),
+             ("bool", "int64", (3000,), 0), ("float32", "float64", (2049,), 0),
+             ("int32", "float32", (3000,), 0), ("uint64", "int32", (33,), 0),
+             ("float32", "float32", (40, 33), 1), ("int32", "int64", (300, 5), 1),
+             ("float32", "float32", (100, 3), 0), ("float32", "float32", (3, 600, 40), 1),
+             ("int64", "int64", (2, 1500, 64), 1), ("complex64", "complex64", (700, 32), 0),
+             ("float64", "float64", (6, 2500), 1)]
+    for src, out, shape, axis in cases:
+        x = _random(rng, shape, src)
+        for ii in (False, True):
+            got = S.cumsum(cp, cp.asarray(x), axis, np.dtype(out), ii)
+            _check_cumsum(got, x, axis, out, ii, cp)
+    # strided, negative and broadcast views; the axis of length 0
+    base = _random(rng, (60, 90), "float32")
+    for v in (base[::2, ::3], base[::-1, ::-2], base.T, np.broadcast_to(base[0], (4, 90))):
+        for axis in (0, 1):
+            _check_cumsum(S.cumsum(cp, cp.asarray(np.array(v)), axis, np.dtype("float32"),
+                                   True), np.array(v), axis, "float32", True, cp)
+    z = S.cumsum(cp, cp.asarray(np.ones((3, 0))), 1, np.dtype("float64"), True)
+    assert z.shape == (3, 1) and not np.asarray(z).any()
+
+
+def test_emulated_compaction(emulated):
+    cp = emulated
+    rng = np.random.default_rng(2)
+    for name, shape in (("bool", (5000,)), ("int16", (33, 31)), ("float32", (4097,)),
+                        ("float64", (3, 4, 5)), ("complex64", (7,)), ("uint8", (2, 2, 3, 7)),
+                        ("complex128", (2, 3, 2, 2, 3, 2, 2, 1, 3))):
+        for density in (0.0, 0.3, 1.0):
+            x = _with_zeros(rng, shape, name, density)
+            for g, r in zip(S.nonzero(cp, cp.asarray(x)), np.nonzero(x)):
+                np.testing.assert_array_equal(np.asarray(g), r, err_msg=f"{name} {shape}")
+    for (mshape, xshape), name in zip(
+            (((), ()), ((), (5,)), ((5000,), (5000,)), ((33,), (33, 31)), ((6,), (6, 2, 30)),
+             ((3, 4), (3, 4, 5, 2)), ((30,), (30, 0)), ((4100,), (4100,)), ((900,), (900,))),
+            ("int8", "float32", "complex128", "int16", "float64", "complex64", "int8", "int64",
+             "complex128")):
+        x = _random(rng, xshape, name)
+        m = np.asarray(rng.random(mshape) < 0.5)
+        np.testing.assert_array_equal(np.asarray(S.mask_select(cp, cp.asarray(x),
+                                                               cp.asarray(m))), x[m])
+        g = cp.asarray(x)
+        v = _random(rng, (), name)[()]
+        S.mask_assign(cp, g, cp.asarray(m), v)
+        ref = x.copy()
+        ref[m] = v
+        np.testing.assert_array_equal(np.asarray(g), ref)
+        g = cp.asarray(x)
+        S.mask_assign(cp, g, cp.asarray(m), cp.asarray(np.asarray(v)))  # 0-d on the device
+        np.testing.assert_array_equal(np.asarray(g), ref)
+        vals = _random(rng, (int(m.sum()),) + xshape[len(mshape):], name)
+        g = cp.asarray(x)
+        S.mask_assign(cp, g, cp.asarray(m), cp.asarray(vals))
+        ref = x.copy()
+        ref[m] = vals
+        np.testing.assert_array_equal(np.asarray(g), ref)
+    c = rng.integers(0, 4, 3000).astype(np.int64)
+    np.testing.assert_array_equal(np.asarray(S.repeat_indices(cp, cp.asarray(c), int(c.sum()))),
+                                  np.repeat(np.arange(c.size), c))
+
+
+def test_emulated_lookback_under_concurrency(tmp_path_factory, monkeypatch):
+    """40 blocks of 64 threads at once, flags published late (tile 0's by 200 ms): look-backs
+    meet aggregate flags and walk past 32 unfinished predecessors, and every prefix is right."""
+    why = _emulator_missing()
+    if why:
+        pytest.skip(why)
+    import types
+    libs = _build_emulator(tmp_path_factory.mktemp("scanemu40"), 64, 40)
+    for h in libs:
+        h.emu_set_delay(1)
+    cp, kernel = _fake_cupy(libs, concurrent_prefix="xp_scan_lb_")
+    monkeypatch.setattr(S, "THREADS", 64)
+    monkeypatch.setattr(S, "_kernel", kernel)
+    monkeypatch.setattr(S, "device_info", lambda cp: types.SimpleNamespace(sm_count=2))
+    rng = np.random.default_rng(3)
+    for src, out, shape in (("float32", "float32", (1, 1024 * 60 + 5)),
+                            ("complex128", "complex128", (1, 256 * 14 + 3)),
+                            ("int32", "int64", (5, 512 * 4 + 1))):
+        x = _random(rng, shape, src)
+        plan = S.plan_scan(shape, 1, np.dtype(out).itemsize, True, 2)
+        assert plan.kind == "lookback" and plan.tiles_per_row >= 5
+        _check_cumsum(S.cumsum(cp, cp.asarray(x), 1, np.dtype(out), True), x, 1, out, True, cp)
+    assert sum(h.emu_aflags() for h in libs) > 0, "no look-back met an aggregate-only flag"
+    assert sum(h.emu_windows() for h in libs) > 0, "no look-back walked a second window"

@@ -1,0 +1,650 @@
+// Prefix sums and stream compaction: cumulative_sum, nonzero, x[mask], x[mask] = v, repeat.
+// CPU reference: NumPy (np.cumsum after astype, np.nonzero, x[mask], np.repeat).
+// Launchers and the dtype table: scan.py. Every kernel is an extern "C" instance of a
+// template (pre-instantiated names), so one NVRTC compile proves every name a launcher asks for.
+//
+// Types: A is the stored accumulator (out dtype), I the input, W the working type. Integer
+// sums wrap modulo 2**bits, so signed and unsigned of one width share the unsigned kernels
+// (the launcher views int data as uint), and u8/u16 accumulate in u32 and truncate on store
+// (truncation commutes with addition mod 2**bits). Complex is a plain pair: a scan only adds.
+
+typedef signed char i8;
+typedef short i16;
+typedef int i32;
+typedef long long i64;
+typedef unsigned char u8;
+typedef unsigned short u16;
+typedef unsigned int u32;
+typedef unsigned long long u64;
+typedef float f32;
+typedef double f64;
+struct __align__(8) c64 { float re, im; };
+struct __align__(16) c128 { double re, im; };
+
+#define FULL 0xffffffffu
+#define THREADS 256
+#define WARPS (THREADS / 32)
+
+__device__ __forceinline__ c64 operator+(c64 a, c64 b) { return {a.re + b.re, a.im + b.im}; }
+__device__ __forceinline__ c128 operator+(c128 a, c128 b) { return {a.re + b.re, a.im + b.im}; }
+
+// zero(): the identity of the sum. For floats that is -0.0, not +0.0 (x + -0.0 == x for
+// every x, -0.0 included), so padding and empty prefixes keep NumPy's sign of zero exactly.
+template <typename T> __device__ __forceinline__ T zero() { return T(0); }
+template <> __device__ __forceinline__ f32 zero<f32>() { return -0.0f; }
+template <> __device__ __forceinline__ f64 zero<f64>() { return -0.0; }
+template <> __device__ __forceinline__ c64 zero<c64>() { return {-0.0f, -0.0f}; }
+template <> __device__ __forceinline__ c128 zero<c128>() { return {-0.0, -0.0}; }
+// the leading 0 of include_initial: +0, as NumPy writes it
+template <typename T> __device__ __forceinline__ T initial() { return T(0); }
+template <> __device__ __forceinline__ c64 initial<c64>() { return {0.f, 0.f}; }
+template <> __device__ __forceinline__ c128 initial<c128>() { return {0.0, 0.0}; }
+
+// Working type: u8/u16 sums run in u32 (shuffles and atomics are 32-bit anyway).
+template <typename A> struct Work { typedef A type; };
+template <> struct Work<u8> { typedef u32 type; };
+template <> struct Work<u16> { typedef u32 type; };
+
+// Input element -> working type: C conversion (sign-extends signed ints into u64, bool -> 0/1,
+// f32 -> f64 exactly). Cast-first semantics: each element converts before it is added.
+template <typename W, typename I> __device__ __forceinline__ W cvt(I v) { return (W)v; }
+
+// ---- shuffles of every working type ----------------------------------------------------------
+__device__ __forceinline__ u32 shup(u32 v, int d, int w) { return __shfl_up_sync(FULL, v, d, w); }
+__device__ __forceinline__ u64 shup(u64 v, int d, int w) { return __shfl_up_sync(FULL, v, d, w); }
+__device__ __forceinline__ f32 shup(f32 v, int d, int w) { return __shfl_up_sync(FULL, v, d, w); }
+__device__ __forceinline__ f64 shup(f64 v, int d, int w) { return __shfl_up_sync(FULL, v, d, w); }
+__device__ __forceinline__ c64 shup(c64 v, int d, int w) {
+    return {__shfl_up_sync(FULL, v.re, d, w), __shfl_up_sync(FULL, v.im, d, w)}; }
+__device__ __forceinline__ c128 shup(c128 v, int d, int w) {
+    return {__shfl_up_sync(FULL, v.re, d, w), __shfl_up_sync(FULL, v.im, d, w)}; }
+__device__ __forceinline__ u32 shix(u32 v, int s, int w) { return __shfl_sync(FULL, v, s, w); }
+__device__ __forceinline__ u64 shix(u64 v, int s, int w) { return __shfl_sync(FULL, v, s, w); }
+__device__ __forceinline__ f32 shix(f32 v, int s, int w) { return __shfl_sync(FULL, v, s, w); }
+__device__ __forceinline__ f64 shix(f64 v, int s, int w) { return __shfl_sync(FULL, v, s, w); }
+__device__ __forceinline__ c64 shix(c64 v, int s, int w) {
+    return {__shfl_sync(FULL, v.re, s, w), __shfl_sync(FULL, v.im, s, w)}; }
+__device__ __forceinline__ c128 shix(c128 v, int s, int w) {
+    return {__shfl_sync(FULL, v.re, s, w), __shfl_sync(FULL, v.im, s, w)}; }
+
+// Inclusive scan across groups of `width` lanes (a power of two <= 32).
+template <typename W>
+__device__ __forceinline__ W group_incl(W v, int lane_in_group, int width) {
+#pragma unroll
+    for (int d = 1; d < 32; d <<= 1) {
+        if (d >= width) break;
+        W o = shup(v, d, width);
+        if (lane_in_group >= d) v = v + o;
+    }
+    return v;
+}
+
+// ---- raw vector memory: V elements of T as one 1/2/4/8/16-byte access -----------------------
+template <int B> struct Word;
+template <> struct Word<1> { typedef u8 t; };
+template <> struct Word<2> { typedef u16 t; };
+template <> struct Word<4> { typedef u32 t; };
+template <> struct Word<8> { typedef uint2 t; };
+template <> struct Word<16> { typedef uint4 t; };
+
+template <typename T, int V>
+__device__ __forceinline__ void vload(const T* p, T (&v)[V]) {
+    typedef typename Word<sizeof(T) * V>::t Wd;
+    union { Wd w; T t[V]; } u;
+    u.w = *reinterpret_cast<const Wd*>(p);
+#pragma unroll
+    for (int j = 0; j < V; ++j) v[j] = u.t[j];
+}
+
+template <typename T, int V>
+__device__ __forceinline__ void vstore(T* p, const T (&v)[V]) {
+    typedef typename Word<sizeof(T) * V>::t Wd;
+    union { Wd w; T t[V]; } u;
+#pragma unroll
+    for (int j = 0; j < V; ++j) u.t[j] = v[j];
+    *reinterpret_cast<Wd*>(p) = u.w;
+}
+
+// L2-coherent loads/stores of look-back values (never a stale L1 line), as raw words.
+template <int B> struct Raw;  // the word type a B-byte look-back value travels as
+template <> struct Raw<4> { typedef unsigned t; };
+template <> struct Raw<8> { typedef unsigned long long t; };
+template <> struct Raw<16> { typedef uint4 t; };
+template <typename W> __device__ __forceinline__ void st_cg(W* p, W v) {
+    typedef typename Raw<sizeof(W)>::t R;
+    __stcg(reinterpret_cast<R*>(p), *reinterpret_cast<R*>(&v));
+}
+template <typename W> __device__ __forceinline__ W ld_cg(const W* p) {
+    typedef typename Raw<sizeof(W)>::t R;
+    W v;
+    *reinterpret_cast<R*>(&v) = __ldcg(reinterpret_cast<const R*>(p));
+    return v;
+}
+
+// ================================================================================================
+// 1. Single-pass decoupled look-back scan of rows of length n (rows * tiles_per_row tiles).
+//
+// Why: one read and one write of the data (CUB's scheme, what torch runs): a tile publishes its
+// aggregate, then looks back over its predecessors' published (flag, value) pairs until it meets
+// an inclusive prefix. Tile ids come from an atomic counter in launch order, so every tile a
+// block waits on has already started: progress is guaranteed whatever the scheduler does.
+// Values of any size (up to complex128's 16 bytes) are published safely as value, fence, flag;
+// a reader sees the flag, fences, then reads the value from L2.
+//
+// Layout inside a tile: warp w owns CH chunks of 32*V contiguous elements; lane l of chunk c
+// holds elements ((w*CH + c)*32 + l)*V .. +V-1, so each access is a 16-byte vector and a warp's
+// access is 512 contiguous bytes (coalesced), with no shared-memory transpose.
+// ================================================================================================
+#define CH 4
+#define FLAG_A 1u
+#define FLAG_P 2u
+
+template <typename I, typename A>
+__device__ __forceinline__ void lookback_scan(
+        const I* __restrict__ x, A* __restrict__ out, long long n, long long tiles_per_row,
+        long long out_row, int shift, unsigned* counter, unsigned* flags,
+        typename Work<A>::type* aggs, typename Work<A>::type* incls, int vec_in, int vec_out) {
+    typedef typename Work<A>::type W;
+    constexpr int V = sizeof(A) >= 16 ? 1 : 16 / (int)sizeof(A);
+    constexpr int TILE = THREADS * CH * V;
+    __shared__ long long s_tile;
+    __shared__ W s_warp[WARPS];
+
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    if (threadIdx.x == 0) s_tile = (long long)atomicAdd(counter, 1u);
+    __syncthreads();
+    const long long t = s_tile;
+    const long long row = t / tiles_per_row, k = t - row * tiles_per_row;
+    const I* xr = x + row * n;
+    A* orow = out + row * out_row + shift;
+    const long long tile0 = k * TILE;
+    const bool full = tile0 + TILE <= n;
+
+    W v[CH][V];
+    if (full && vec_in) {
+#pragma unroll
+        for (int c = 0; c < CH; ++c) {
+            I tmp[V];
+            vload<I, V>(xr + tile0 + ((long long)(warp * CH + c) * 32 + lane) * V, tmp);
+#pragma unroll
+            for (int j = 0; j < V; ++j) v[c][j] = cvt<W, I>(tmp[j]);
+        }
+    } else {
+#pragma unroll
+        for (int c = 0; c < CH; ++c)
+#pragma unroll
+            for (int j = 0; j < V; ++j) {
+                const long long e = tile0 + ((long long)(warp * CH + c) * 32 + lane) * V + j;
+                v[c][j] = e < n ? cvt<W, I>(xr[e]) : zero<W>();
+            }
+    }
+
+    // chunk by chunk: thread-local scan, warp scan, running warp carry
+    W carry = zero<W>();
+#pragma unroll
+    for (int c = 0; c < CH; ++c) {
+#pragma unroll
+        for (int j = 1; j < V; ++j) v[c][j] = v[c][j - 1] + v[c][j];
+        const W incl = group_incl<W>(v[c][V - 1], lane, 32);
+        W excl = shup(incl, 1, 32);
+        if (lane == 0) excl = zero<W>();
+        excl = carry + excl;
+#pragma unroll
+        for (int j = 0; j < V; ++j) v[c][j] = excl + v[c][j];
+        carry = carry + shix(incl, 31, 32);
+    }
+    if (lane == 0) s_warp[warp] = carry;
+    __syncthreads();
+
+    if (warp == 0) {
+        W wv = lane < WARPS ? s_warp[lane] : zero<W>();
+        const W wincl = group_incl<W>(wv, lane, 32);
+        const W agg = shix(wincl, WARPS - 1, 32);
+        W wexcl = shup(wincl, 1, 32);
+        if (lane == 0) wexcl = zero<W>();
+        // publish, then look back
+        W prefix = zero<W>();
+        if (k == 0) {
+            if (lane == 0) {
+                st_cg(incls + t, agg);
+                __threadfence();
+                atomicExch(flags + t, FLAG_P);
+            }
+        } else {
+            if (lane == 0) {
+                st_cg(aggs + t, agg);
+                __threadfence();
+                atomicExch(flags + t, FLAG_A);
+            }
+            const long long row_first = t - k;
+            long long j0 = t - 1;
+            while (true) {
+                const long long j = j0 - lane;
+                unsigned f = FLAG_P;
+                W val = zero<W>();
+                if (j >= row_first) {
+                    const volatile unsigned* fp = flags + j;
+                    do { f = *fp; } while (f == 0u);
+                    __threadfence();
+                    val = f == FLAG_P ? ld_cg(incls + j) : ld_cg(aggs + j);
+                }
+                const unsigned pm = __ballot_sync(FULL, f == FLAG_P);
+                const int lim = pm ? __ffs(pm) - 1 : 31;
+                W contrib = lane <= lim ? val : zero<W>();
+#pragma unroll
+                for (int d = 16; d >= 1; d >>= 1) contrib = contrib + shix(contrib, lane ^ d, 32);
+                prefix = prefix + contrib;
+                if (pm) break;
+                j0 -= 32;
+            }
+            if (lane == 0) {
+                st_cg(incls + t, prefix + agg);
+                __threadfence();
+                atomicExch(flags + t, FLAG_P);
+            }
+        }
+        if (lane < WARPS) s_warp[lane] = prefix + wexcl;
+    }
+    __syncthreads();
+    const W add = s_warp[warp];
+    if (shift && k == 0 && threadIdx.x == 0) orow[-1] = initial<A>();
+
+    if (full && vec_out) {
+#pragma unroll
+        for (int c = 0; c < CH; ++c) {
+            A tmp[V];
+#pragma unroll
+            for (int j = 0; j < V; ++j) tmp[j] = (A)(add + v[c][j]);
+            vstore<A, V>(orow + tile0 + ((long long)(warp * CH + c) * 32 + lane) * V, tmp);
+        }
+    } else {
+#pragma unroll
+        for (int c = 0; c < CH; ++c)
+#pragma unroll
+            for (int j = 0; j < V; ++j) {
+                const long long e = tile0 + ((long long)(warp * CH + c) * 32 + lane) * V + j;
+                if (e < n) orow[e] = (A)(add + v[c][j]);
+            }
+    }
+}
+
+// ================================================================================================
+// 2. Short rows: a group of G lanes (a power of two) per row, V elements per lane per step, with
+//    a carry between steps. Why: a look-back tile would be mostly empty; a group sized to the
+//    row keeps lanes busy down to rows of a few elements (G = 1: a thread per row).
+// ================================================================================================
+#define RV 4
+
+template <typename I, typename A>
+__device__ __forceinline__ void group_scan(const I* __restrict__ x, A* __restrict__ out,
+                                           long long rows, long long n, long long out_row,
+                                           int shift, int G) {
+    typedef typename Work<A>::type W;
+    const int gl = threadIdx.x & (G - 1);
+    const long long gid = ((long long)blockIdx.x * blockDim.x + threadIdx.x) / G;
+    const long long ngroups = (long long)gridDim.x * blockDim.x / G;
+    const long long step = (long long)G * RV;
+    // whole warps iterate together (the shuffles need every lane): rows past the end idle
+    const long long rows_w = (rows + ngroups - 1) / ngroups * ngroups;
+    for (long long r = gid; r < rows_w; r += ngroups) {
+        const bool live = r < rows;
+        const I* xr = x + (live ? r : 0) * n;
+        A* orow = out + (live ? r : 0) * out_row + shift;
+        if (live && shift && gl == 0) orow[-1] = initial<A>();
+        W carry = zero<W>();
+        for (long long b = 0; b < n; b += step) {
+            W v[RV];
+#pragma unroll
+            for (int j = 0; j < RV; ++j) {
+                const long long e = b + (long long)gl * RV + j;
+                v[j] = live && e < n ? cvt<W, I>(xr[e]) : zero<W>();
+            }
+#pragma unroll
+            for (int j = 1; j < RV; ++j) v[j] = v[j - 1] + v[j];
+            const W incl = group_incl<W>(v[RV - 1], gl, G);
+            W excl = shup(incl, 1, G);
+            if (gl == 0) excl = zero<W>();
+            excl = carry + excl;
+#pragma unroll
+            for (int j = 0; j < RV; ++j) {
+                const long long e = b + (long long)gl * RV + j;
+                if (live && e < n) orow[e] = (A)(excl + v[j]);
+            }
+            carry = carry + shix(incl, G - 1, G);
+        }
+    }
+}
+
+// ================================================================================================
+// 3. Axis not last: x viewed as (outer, n, inner) C-contiguous; a thread per column (adjacent
+//    threads adjacent in memory: coalesced), sequential along the axis. blockIdx.y splits the
+//    axis into chunks when columns are too few to fill the GPU: pass `sums` (mode 1) writes each
+//    chunk's total, the chunk totals are scanned in place (mode 0 on them), then mode 0 with
+//    `carry` (the scanned totals) adds chunk s-1's inclusive total to chunk s.
+// ================================================================================================
+template <typename I, typename A>
+__device__ __forceinline__ void column_scan(
+        const I* __restrict__ x, A* __restrict__ out, long long outer, long long n,
+        long long inner, long long out_len, int shift, long long chunk,
+        typename Work<A>::type* sums, const typename Work<A>::type* carry, int mode) {
+    typedef typename Work<A>::type W;
+    const long long cols = outer * inner;
+    const long long s = blockIdx.y;
+    const long long start = s * chunk;
+    const long long end = start + chunk < n ? start + chunk : n;
+    for (long long col = (long long)blockIdx.x * blockDim.x + threadIdx.x; col < cols;
+         col += (long long)gridDim.x * blockDim.x) {
+        const long long o = col / inner, i = col - o * inner;
+        const I* xc = x + o * n * inner + i;
+        W acc = (carry != nullptr && s > 0) ? carry[(s - 1) * cols + col] : zero<W>();
+        if (mode == 1) {
+            for (long long a = start; a < end; ++a) acc = acc + cvt<W, I>(xc[a * inner]);
+            sums[s * cols + col] = acc;
+        } else {
+            A* oc = out + o * out_len * inner + i;
+            if (shift && s == 0) oc[0] = initial<A>();
+            oc += (long long)shift * inner;
+#pragma unroll 4
+            for (long long a = start; a < end; ++a) {
+                acc = acc + cvt<W, I>(xc[a * inner]);
+                oc[a * inner] = (A)acc;
+            }
+        }
+    }
+}
+
+#define SCAN_INSTANCES(NAME, I, A)                                                               \
+extern "C" __global__ void __launch_bounds__(THREADS) xp_scan_lb_##NAME(                         \
+        const I* x, A* out, long long n, long long tpr, long long out_row, int shift,           \
+        unsigned* counter, unsigned* flags, Work<A>::type* aggs, Work<A>::type* incls,          \
+        int vec_in, int vec_out) {                                                               \
+    lookback_scan<I, A>(x, out, n, tpr, out_row, shift, counter, flags, aggs, incls, vec_in,    \
+                        vec_out); }                                                              \
+extern "C" __global__ void xp_scan_rows_##NAME(const I* x, A* out, long long rows, long long n, \
+        long long out_row, int shift, int G) {                                                   \
+    group_scan<I, A>(x, out, rows, n, out_row, shift, G); }                                     \
+extern "C" __global__ void xp_scan_cols_##NAME(const I* x, A* out, long long outer, long long n,\
+        long long inner, long long out_len, int shift, long long chunk, Work<A>::type* sums,    \
+        const Work<A>::type* carry, int mode) {                                                  \
+    column_scan<I, A>(x, out, outer, n, inner, out_len, shift, chunk, sums, carry, mode); }
+
+// same dtype in and out (ints as their unsigned twin)
+SCAN_INSTANCES(u8_u8, u8, u8)
+SCAN_INSTANCES(u16_u16, u16, u16)
+SCAN_INSTANCES(u32_u32, u32, u32)
+SCAN_INSTANCES(u64_u64, u64, u64)
+SCAN_INSTANCES(f32_f32, f32, f32)
+SCAN_INSTANCES(f64_f64, f64, f64)
+SCAN_INSTANCES(c64_c64, c64, c64)
+SCAN_INSTANCES(c128_c128, c128, c128)
+// the default widenings of cumulative_sum (bool and narrow ints to the default integer) and
+// float32 with dtype=float64: the conversion fused into the load
+SCAN_INSTANCES(b_u64, bool, u64)
+SCAN_INSTANCES(i8_u64, i8, u64)
+SCAN_INSTANCES(i16_u64, i16, u64)
+SCAN_INSTANCES(i32_u64, i32, u64)
+SCAN_INSTANCES(u8_u64, u8, u64)
+SCAN_INSTANCES(u16_u64, u16, u64)
+SCAN_INSTANCES(u32_u64, u32, u64)
+SCAN_INSTANCES(f32_f64, f32, f64)
+
+// ================================================================================================
+// 4. Stream compaction. Tiles of THREADS * IT elements, thread t owning IT consecutive ones.
+//    Pass 1 (count) gives each tile's count; one block turns them into exclusive offsets and the
+//    total (the only number the host reads); pass 2 re-reads the tile, ranks its selected
+//    elements with a block scan, stages them in shared memory in output order and writes them
+//    out coalesced (selected elements are contiguous in the output).
+// ================================================================================================
+template <typename P> __device__ __forceinline__ bool nz(P v) { return v != P(0); }
+template <> __device__ __forceinline__ bool nz<c64>(c64 v) { return v.re != 0.f || v.im != 0.f; }
+template <> __device__ __forceinline__ bool nz<c128>(c128 v) { return v.re != 0.0 || v.im != 0.0; }
+
+// flags of thread's IT elements as a bit mask (vector loads when aligned)
+template <typename P, int IT>
+__device__ __forceinline__ unsigned load_flags(const P* __restrict__ x, long long n,
+                                               long long base, int vec) {
+    unsigned bits = 0;
+    if (vec && base + IT <= n) {
+        constexpr int VV = (16 / (int)sizeof(P)) < IT ? (16 / (int)sizeof(P)) : IT;
+#pragma unroll
+        for (int q = 0; q < IT / VV; ++q) {
+            P tmp[VV];
+            vload<P, VV>(x + base + q * VV, tmp);
+#pragma unroll
+            for (int j = 0; j < VV; ++j) bits |= (unsigned)nz<P>(tmp[j]) << (q * VV + j);
+        }
+    } else {
+#pragma unroll
+        for (int j = 0; j < IT; ++j)
+            if (base + j < n) bits |= (unsigned)nz<P>(x[base + j]) << j;
+    }
+    return bits;
+}
+
+// exclusive block scan of one count per thread; returns the thread's offset, *total the sum
+__device__ __forceinline__ int block_exscan_int(int c, int* s_warp, int* total) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    int incl = c;
+#pragma unroll
+    for (int d = 1; d < 32; d <<= 1) {
+        const int o = __shfl_up_sync(FULL, incl, d);
+        if (lane >= d) incl += o;
+    }
+    if (lane == 31) s_warp[warp] = incl;
+    __syncthreads();
+    int base = 0, tot = 0;
+#pragma unroll
+    for (int w = 0; w < WARPS; ++w) {
+        const int sw = s_warp[w];
+        base += w < warp ? sw : 0;
+        tot += sw;
+    }
+    *total = tot;
+    return base + incl - c;
+}
+
+template <typename P, int IT>
+__device__ __forceinline__ void count_tiles(const P* __restrict__ x, long long n,
+                                            long long* __restrict__ counts, int vec) {
+    const long long tile = blockIdx.x;
+    const long long base = (tile * THREADS + threadIdx.x) * IT;
+    const unsigned bits = load_flags<P, IT>(x, n, base, vec);
+    const int c = __popc(bits);
+    __shared__ int s_warp[WARPS];
+    int total;
+    block_exscan_int(c, s_warp, &total);
+    if (threadIdx.x == 0) counts[tile] = total;
+}
+
+// One block: counts[0..m) -> exclusive offsets in place, counts[m] = the total. Each thread
+// takes OFS_IT consecutive counts per round (8192 a round: two rounds for 64M elements), so the
+// one-block pass stays a few microseconds.
+#define OFS_IT 8
+extern "C" __global__ void __launch_bounds__(1024) xp_tile_offsets(long long* counts,
+                                                                   long long m) {
+    __shared__ long long s_w[32];
+    __shared__ long long s_carry;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    if (threadIdx.x == 0) s_carry = 0;
+    __syncthreads();
+    for (long long b = 0; b < m; b += 1024 * OFS_IT) {
+        const long long i0 = b + (long long)threadIdx.x * OFS_IT;
+        long long c[OFS_IT];
+        long long sum = 0;
+#pragma unroll
+        for (int q = 0; q < OFS_IT; ++q) {
+            c[q] = i0 + q < m ? counts[i0 + q] : 0;
+            sum += c[q];
+        }
+        long long incl = sum;
+#pragma unroll
+        for (int d = 1; d < 32; d <<= 1) {
+            const long long o = __shfl_up_sync(FULL, incl, d);
+            if (lane >= d) incl += o;
+        }
+        if (lane == 31) s_w[warp] = incl;
+        __syncthreads();
+        long long wb = 0, tot = 0;
+        for (int w = 0; w < 32; ++w) { wb += w < warp ? s_w[w] : 0; tot += s_w[w]; }
+        long long run = s_carry + wb + incl - sum;
+#pragma unroll
+        for (int q = 0; q < OFS_IT; ++q) {
+            if (i0 + q < m) counts[i0 + q] = run;
+            run += c[q];
+        }
+        __syncthreads();
+        if (threadIdx.x == 0) s_carry += tot;
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) counts[m] = s_carry;
+}
+
+// nonzero: coordinates (ndim <= 8 rows of out, each `total` long) of the selected elements of
+// a C-contiguous array with dims d0..d7 (ndim == 1 gives linear indices).
+template <typename P, int IT>
+__device__ __forceinline__ void nz_index(const P* __restrict__ x, long long n,
+                                         const long long* __restrict__ offsets,
+                                         long long* __restrict__ out, long long total, int ndim,
+                                         const long long* dims, int vec) {
+    __shared__ long long s_idx[THREADS * IT];
+    __shared__ int s_warp[WARPS];
+    const long long tile = blockIdx.x;
+    const long long base = (tile * THREADS + threadIdx.x) * IT;
+    const unsigned bits = load_flags<P, IT>(x, n, base, vec);
+    int cnt;
+    int pos = block_exscan_int(__popc(bits), s_warp, &cnt);
+#pragma unroll
+    for (int j = 0; j < IT; ++j)
+        if (bits >> j & 1u) s_idx[pos++] = base + j;
+    __syncthreads();
+    const long long off = offsets[tile];
+    for (int q = threadIdx.x; q < cnt; q += THREADS) {
+        long long lin = s_idx[q];
+        for (int d = ndim - 1; d > 0; --d) {
+            const long long dd = dims[d];
+            const long long qd = lin / dd;
+            out[(long long)d * total + off + q] = lin - qd * dd;
+            lin = qd;
+        }
+        out[off + q] = lin;
+    }
+}
+
+// x[mask]: elements of S bytes (one machine word, aligned to S) where mask is set
+template <typename SW, int IT>
+__device__ __forceinline__ void compact(const u8* __restrict__ mask, const SW* __restrict__ x,
+                                        long long n, const long long* __restrict__ offsets,
+                                        SW* __restrict__ out, int vec) {
+    __shared__ SW s_val[THREADS * IT];
+    __shared__ int s_warp[WARPS];
+    const long long tile = blockIdx.x;
+    const long long base = (tile * THREADS + threadIdx.x) * IT;
+    const unsigned bits = load_flags<u8, IT>(mask, n, base, vec);
+    int cnt;
+    int pos = block_exscan_int(__popc(bits), s_warp, &cnt);
+#pragma unroll
+    for (int j = 0; j < IT; ++j)
+        if (bits >> j & 1u) s_val[pos++] = x[base + j];
+    __syncthreads();
+    SW* o = out + offsets[tile];
+    for (int q = threadIdx.x; q < cnt; q += THREADS) o[q] = s_val[q];
+}
+
+#define IT_COUNT 16
+#define DIMS_ARGS long long d0, long long d1, long long d2, long long d3, long long d4, \
+                  long long d5, long long d6, long long d7
+#define NZ_INSTANCES(NAME, P)                                                                    \
+extern "C" __global__ void __launch_bounds__(THREADS) xp_count_##NAME(                          \
+        const P* x, long long n, long long* counts, int vec) {                                  \
+    count_tiles<P, IT_COUNT>(x, n, counts, vec); }                                               \
+extern "C" __global__ void __launch_bounds__(THREADS) xp_nzidx_##NAME(                          \
+        const P* x, long long n, const long long* offsets, long long* out, long long total,     \
+        int ndim, int vec, DIMS_ARGS) {                                                          \
+    const long long dims[8] = {d0, d1, d2, d3, d4, d5, d6, d7};                                  \
+    nz_index<P, IT_COUNT>(x, n, offsets, out, total, ndim, dims, vec); }
+
+NZ_INSTANCES(u8, u8)
+NZ_INSTANCES(u16, u16)
+NZ_INSTANCES(u32, u32)
+NZ_INSTANCES(u64, u64)
+NZ_INSTANCES(f32, f32)
+NZ_INSTANCES(f64, f64)
+NZ_INSTANCES(c64, c64)
+NZ_INSTANCES(c128, c128)
+
+// 16-byte elements stage half as many per tile (shared memory), so their mask tiles are halved
+extern "C" __global__ void __launch_bounds__(THREADS) xp_count_u8_half(
+        const u8* x, long long n, long long* counts, int vec) {
+    count_tiles<u8, IT_COUNT / 2>(x, n, counts, vec); }
+
+#define COMPACT_INSTANCE(S, SW, IT)                                                              \
+extern "C" __global__ void __launch_bounds__(THREADS) xp_compact_##S(                           \
+        const u8* mask, const SW* x, long long n, const long long* offsets, SW* out, int vec) { \
+    compact<SW, IT>(mask, x, n, offsets, out, vec); }
+COMPACT_INSTANCE(1, u8, IT_COUNT)
+COMPACT_INSTANCE(2, u16, IT_COUNT)
+COMPACT_INSTANCE(4, u32, IT_COUNT)
+COMPACT_INSTANCE(8, u64, IT_COUNT)
+COMPACT_INSTANCE(16, uint4, IT_COUNT / 2)
+
+// ================================================================================================
+// 5. Whole rows: out row k <- src row idx[k] (gather) or dst row idx[k] <- src row k (scatter),
+//    rows of `units` words of U bytes; a thread per word, grid-stride: coalesced in both.
+// ================================================================================================
+template <typename U>
+__device__ __forceinline__ void rows_move(const U* __restrict__ src, U* __restrict__ dst,
+                                          const long long* __restrict__ idx, long long count,
+                                          long long units, int scatter) {
+    const long long total = count * units;
+    for (long long q = (long long)blockIdx.x * blockDim.x + threadIdx.x; q < total;
+         q += (long long)gridDim.x * blockDim.x) {
+        const long long k = q / units, j = q - k * units;
+        const long long r = idx[k] * units + j;
+        if (scatter) dst[r] = src[q];
+        else dst[q] = src[r];
+    }
+}
+
+// x[mask] = scalar: every selected row of `inner` words; no scan needed
+template <typename U>
+__device__ __forceinline__ void mask_fill(const u8* __restrict__ mask, U* __restrict__ x,
+                                          long long total, long long inner,
+                                          const U* __restrict__ vp, u64 lo, u64 hi) {
+    // the value: on the device (a 0-d array: no host read) or its bytes as two words
+    union { u64 w[2]; U u; } bitsv;
+    bitsv.w[0] = lo; bitsv.w[1] = hi;
+    const U value = vp != nullptr ? *vp : bitsv.u;
+    for (long long q = (long long)blockIdx.x * blockDim.x + threadIdx.x; q < total;
+         q += (long long)gridDim.x * blockDim.x)
+        if (mask[q / inner]) x[q] = value;
+}
+
+#define MOVE_INSTANCES(S, U)                                                                     \
+extern "C" __global__ void xp_rows_##S(const U* src, U* dst, const long long* idx,              \
+                                       long long count, long long units, int scatter) {          \
+    rows_move<U>(src, dst, idx, count, units, scatter); }                                        \
+extern "C" __global__ void xp_maskfill_##S(const u8* mask, U* x, long long total,               \
+                                           long long inner, const U* vp, u64 lo, u64 hi) {       \
+    mask_fill<U>(mask, x, total, inner, vp, lo, hi); }
+MOVE_INSTANCES(1, u8)
+MOVE_INSTANCES(2, u16)
+MOVE_INSTANCES(4, u32)
+MOVE_INSTANCES(8, u64)
+MOVE_INSTANCES(16, uint4)
+
+// ================================================================================================
+// 6. repeat with counts: out[j] = the i with cum[i-1] <= j < cum[i] (cum the inclusive sums);
+//    a binary search per output, the upper levels of which stay in L1/L2 for a whole block.
+// ================================================================================================
+extern "C" __global__ void xp_repeat_idx(const long long* __restrict__ cum, long long m,
+                                         long long* __restrict__ out, long long total) {
+    for (long long j = (long long)blockIdx.x * blockDim.x + threadIdx.x; j < total;
+         j += (long long)gridDim.x * blockDim.x) {
+        long long lo = 0, hi = m - 1;  // first i with cum[i] > j; exists since cum[m-1] == total
+        while (lo < hi) {
+            const long long mid = (lo + hi) >> 1;
+            if (__ldg(cum + mid) > j) hi = mid; else lo = mid + 1;
+        }
+        out[j] = lo;
+    }
+}
