@@ -16,6 +16,7 @@ from .._kernels import eager as _eager
 from .._kernels.elementwise import Plan as _Plan
 from .._kernels.fusion import Launch as _Launch
 from .._kernels import reduction as _reduction
+from .._kernels import scan as _scan
 from .._kernels.reduction import reduce_eager as _reduce_eager
 from .._kernels.vecdot import vecdot_cuda as _vecdot
 from ._base import _NO_SWITCH, FAST, Backend
@@ -118,10 +119,39 @@ class CudaBackend(Backend):
         with self._dev:
             return _eager.astype(self.xp, data, dtype.name, self.device.index)
 
+    # ---- indexing: boolean masks by stream compaction (scan.cu) ---------------------------
+    def getitem(self, data, key, user_key):
+        if type(key) is type(data):  # a boolean mask over the leading dimensions
+            with self.ctx():
+                return _scan.mask_select(self.xp, data, key)
+        return super().getitem(data, key, user_key)
+
     def setitem(self, data, key, value, value_shape):
+        if type(key) is type(data) and (isinstance(value, np.generic) or (
+                type(value) is type(data) and value.ndim == 0 and value.dtype == data.dtype)):
+            with self.ctx():  # a scalar (or 0-d array) into the masked elements
+                _scan.mask_assign(self.xp, data, key, value)
+            return
         if isinstance(value, np.generic):  # a device scalar: CuPy's fill() loses -0.0
             value = self.move_in(np.asarray(value), None)
         super().setitem(data, key, value, value_shape)
+
+    def nonzero(self, data):
+        with self.ctx():
+            return _scan.nonzero(self.xp, data)
+
+    def cumsum(self, data, axis, dtype, include_initial):
+        with self.ctx():
+            return _scan.cumsum(self.xp, data, axis, dtype._np, include_initial)
+
+    def repeat(self, data, repeats, axis):
+        if isinstance(repeats, int):
+            return super().repeat(data, repeats, axis)
+        with self.ctx():
+            total = int(_reduce_eager(self.xp, "sum", repeats, (0,), False, "int64", "int64",
+                                      self.device.index).get())
+            src = _scan.repeat_indices(self.xp, repeats, total)
+            return self.xp.take(data, src, axis=axis)
 
     # ---- reductions: the generator fused reductions use ------------------------------------
     def reduce(self, kind, data, axes, keepdims, dtype):
