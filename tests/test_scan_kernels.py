@@ -907,3 +907,19 @@ def test_emulated_lookback_under_concurrency(tmp_path_factory, monkeypatch):
         _check_cumsum(S.cumsum(cp, cp.asarray(x), 1, np.dtype(out), True), x, 1, out, True, cp)
     assert sum(h.emu_aflags() for h in libs) > 0, "no look-back met an aggregate-only flag"
     assert sum(h.emu_windows() for h in libs) > 0, "no look-back walked a second window"
+
+
+@pytest.mark.skipif(_nvrtc_missing() is not None, reason=str(_nvrtc_missing()))
+def test_each_kernel_compiles_alone():
+    """The runtime compiles one instantiation line per kernel (a first x[mask] compiled the
+    whole file, 82 kernels, for 6 s); each unit holds its kernels."""
+    import re
+    from xp_cuda._kernels import nvrtc_compile
+    units = S.units()
+    assert set(units) == set(S.kernel_names())
+    by_unit = {}
+    for name, unit in units.items():
+        by_unit.setdefault(unit, []).append(name)
+    for unit, names in list(by_unit.items())[::7]:  # a sample: CI compiles the whole file too
+        entries = set(re.findall(r"\.entry (\w+)\(", nvrtc_compile(unit, name="scan_unit.cu")))
+        assert set(names) <= entries and len(entries) <= len(names) + 3, (names, entries)

@@ -122,8 +122,33 @@ def vecdot_units():
         yield rt.source("vecdot.cu"), V.compile_options(d, d, d), "xp_vecdot"
 
 
+def scan_units():
+    from xp_cuda._kernels import scan as S
+    for name, unit in S.units().items():
+        yield unit, (), name
+
+
+def moment_units():
+    """var/std, argmax/argmin and vector norms: float32/float64, the reduction layouts."""
+    from xp_cuda._kernels import reduction as R
+    for d in ("float32", "float64"):
+        for shape, axes in LAYOUTS:
+            x = _standin(d, shape)
+            for kind in ("var", "std"):
+                g, out = R.moments_graph(kind, d, shape, axes, 0.0, False, d)
+                yield from _programs(g, [out], [x])
+            g, out = R.norm_graph(d, shape, 2, axes, False, d)
+            yield from _programs(g, [out], [x])
+    for d in ("float32", "float64", "int64"):
+        for shape, axis in (((1000,), None), ((64, 48), 0), ((64, 48), 1), ((64, 48), None)):
+            for kind in ("argmax", "argmin"):
+                g, out = R.arg_graph(kind, d, shape, axis, False)
+                yield from _programs(g, [out], [_standin(d, shape)])
+
+
 FAMILIES = {"elementwise": elementwise_units, "reduction": reduction_units,
-            "eager": eager_units, "creation": creation_units, "vecdot": vecdot_units}
+            "moments": moment_units, "eager": eager_units, "creation": creation_units,
+            "vecdot": vecdot_units, "scan": scan_units}
 
 
 def units():

@@ -44,7 +44,7 @@ from typing import NamedTuple
 import numpy as np
 
 __all__ = ["SOURCE_DIR", "BASE_OPTIONS", "CACHE_ENV", "KernelCompileError", "CTYPES", "NP_TYPES",
-           "source", "source_hash", "kernel_sources", "include_dirs", "nvrtc_compile",
+           "source", "source_hash", "instance_units", "kernel_sources", "include_dirs", "nvrtc_compile",
            "cache_dir", "resolve_cache_dir", "pack_entry", "unpack_entry", "read_entry",
            "write_entry", "load_kernel", "load_kernels", "DeviceInfo", "device_info", "grid",
            "ThreadParams", "driver_launch", "empty_allocator", "PREBUILT_DIR", "shipped_key",
@@ -96,6 +96,26 @@ def source_hash(name: str) -> str:
     if h is None:
         h = _source_hashes[name] = hashlib.sha256(source(name).encode()).hexdigest()
     return h
+
+
+def instance_units(text: str, macros: dict) -> dict:
+    """kernel name -> the source to compile for it, for a pre-instantiated family: ``text``
+    without its instantiation lines ``MACRO(N, ...)`` (each macro of ``macros``, which maps it
+    to the name templates one line makes from its first argument N), plus the one line that
+    makes the kernel. Kernels written out in the text (no macro) are in every unit, under
+    their own names when listed in macros[None]. A first call then compiles one instance, not
+    the whole family (seconds for a dozen dtypes); CI compiles the whole file, which proves
+    every line."""
+    import re
+    pattern = re.compile(r"^(%s)\((\w+)(?:,[^\n]*)?\)[ \t]*$"
+                         % "|".join(re.escape(m) for m in macros if m), re.M)
+    body = pattern.sub("", text)
+    out = {name: body for name in macros.get(None, ())}
+    for m in pattern.finditer(text):
+        unit = body + "\n" + m.group(0) + "\n"
+        for template in macros[m.group(1)]:
+            out[template.format(m.group(2))] = unit
+    return out
 
 
 def kernel_sources() -> dict[str, str]:

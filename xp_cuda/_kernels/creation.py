@@ -7,11 +7,10 @@ from __future__ import annotations
 
 import functools
 import math
-import re
 from decimal import Decimal, localcontext
 import numpy as np
 
-from ._runtime import grid, load_kernel, source
+from ._runtime import grid, instance_units, load_kernel, source
 
 _THREADS = 256
 
@@ -30,27 +29,18 @@ def kernel_names() -> list[str]:
                for d in SPACE_DTYPES])
 
 
-# The instantiation macros of creation.cu and the kernel names each line `MACRO(N, T)` makes.
-_MACRO_NAMES = {"XP_BY_SIZE": ("xp_eye_diag_{}", "xp_tri_{}"),
+# The instantiation macros of creation.cu and the kernel names each line `MACRO(N, T)` makes
+# (None: the kernels written out, in every unit).
+_MACRO_NAMES = {None: ("xp_fill",), "XP_BY_SIZE": ("xp_eye_diag_{}", "xp_tri_{}"),
                 "XP_ARANGE_INT": ("xp_arange_{}",), "XP_ARANGE_FLOAT": ("xp_arange_{}",),
                 "XP_SPACE": ("xp_linspace_{}", "xp_logspace_{}", "xp_logspace_exp2_{}")}
-_INSTANCE = re.compile(r"^(XP_[A-Z_]+)\((\w+), \w+\)$", re.M)
 
 
 @functools.lru_cache(maxsize=None)
 def units() -> dict:
-    """kernel name -> the source the runtime compiles for it: creation.cu without its
-    instantiation lines, plus the one line that makes the kernel. Compiling the whole file
-    takes seconds (logspace's arithmetic for twelve dtypes); a first arange waits only for its
-    own kernel. CI compiles the whole file, which proves every line."""
-    text = source("creation.cu")
-    body = _INSTANCE.sub("", text)
-    out = {"xp_fill": body}
-    for m in _INSTANCE.finditer(text):
-        unit = body + "\n" + m.group(0) + "\n"
-        for pattern in _MACRO_NAMES[m.group(1)]:
-            out[pattern.format(m.group(2))] = unit
-    return out
+    """kernel name -> the source the runtime compiles for it (one instantiation line of
+    creation.cu: a first arange waits for its own kernel, not logspace's twelve dtypes)."""
+    return instance_units(source("creation.cu"), _MACRO_NAMES)
 
 
 def _kernel(name):

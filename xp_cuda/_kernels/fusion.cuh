@@ -137,10 +137,12 @@ struct XpMoments {
     r.m2 = a.m2 + b.m2 + d * d * (a.n * wb);
     return r;
   }
-  // N - correction <= 0 degrees of freedom: NaN (the spec's rule).
+  // N - correction <= 0 degrees of freedom: NaN (the spec's rule). An infinite element makes
+  // the mean infinite (or NaN) and the two-pass reference's deviation inf - inf NaN, while the
+  // merged m2 here would read inf: a non-finite mean gives NaN, as NumPy does.
   static XP_HD F var(const A& a, F correction) {
     const F dof = a.n - correction;
-    return dof > (F)0 ? a.m2 / dof : (F)xp_nan();
+    return (dof > (F)0 && a.mean - a.mean == (F)0) ? a.m2 / dof : (F)xp_nan();
   }
 };
 

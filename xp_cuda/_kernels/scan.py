@@ -16,12 +16,13 @@ smaller. Integer sums are exact modulo 2**bits, as NumPy's.
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
 import numpy as np
 
-from ._runtime import device_info, grid, load_kernel, source
+from ._runtime import device_info, grid, instance_units, load_kernel, source
 
 __all__ = ["THREADS", "CHUNKS", "ROW_V", "COUNT_ITEMS", "CUMSUM_PAIRS", "Route", "cumsum_route",
            "kernel_names", "ScanPlan", "plan_scan", "scan_depth", "row_unit", "mask_tile",
@@ -107,8 +108,24 @@ def kernel_names() -> list[str]:
             + [f"xp_maskfill_{s}" for s in ITEM_SIZES])
 
 
+# The instantiation macros of scan.cu and the kernel names each line makes from its first
+# argument (None: the kernels written out, in every unit).
+_MACRO_NAMES = {None: ("xp_tile_offsets", "xp_count_u8_half", "xp_repeat_idx"),
+                "SCAN_INSTANCES": ("xp_scan_lb_{}", "xp_scan_rows_{}", "xp_scan_cols_{}"),
+                "NZ_INSTANCES": ("xp_count_{}", "xp_nzidx_{}"),
+                "COMPACT_INSTANCE": ("xp_compact_{}",),
+                "MOVE_INSTANCES": ("xp_rows_{}", "xp_maskfill_{}")}
+
+
+@functools.lru_cache(maxsize=None)
+def units() -> dict:
+    """kernel name -> the source the runtime compiles for it: one instantiation line of
+    scan.cu (the whole file, 82 kernels, took 6 s on the H200 host for a first x[mask])."""
+    return instance_units(source("scan.cu"), _MACRO_NAMES)
+
+
 def _kernel(name):
-    return load_kernel(source("scan.cu"), name)
+    return load_kernel(units()[name], name)
 
 
 # ---- planning ------------------------------------------------------------------------------
