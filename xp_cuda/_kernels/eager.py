@@ -1,4 +1,5 @@
-"""Eager calls that are one node of the fused IR: ``where`` and ``astype`` (conversions).
+"""Eager calls that are one node of the fused IR: ``where``, ``astype`` (conversions) and
+elementwise functions of strided or broadcast arrays.
 
 Each is the small graph input(s) -> node, planned and printed by the fused generator
 (fusion_plan, fusion_render) and run by fusion.Launch, exactly as the same call inside a fused
@@ -13,7 +14,7 @@ import math
 import threading
 from collections import OrderedDict
 
-from .fusion_ir import DName, Graph, Input, Node, Op
+from .fusion_ir import DName, Elementwise, Graph, Input, Node, Op
 
 CACHE_SIZE = 256  # launches kept (least recently used dropped first)
 _cache: OrderedDict = OrderedDict()
@@ -63,3 +64,17 @@ def astype(cp, x, out_dtype: str, device):
     key = ("astype", x.dtype.name, out_dtype)
     return run(cp, key, (x,),
                lambda ins: [Node(Op.ASTYPE, ins, DName(out_dtype), tuple(x.shape))], device)[0]
+
+
+def elementwise(cp, name: str, compute_dtype: str, out_dtype: str, arrays, shape, device):
+    """Elementwise function ``name`` of the OPS table on arrays of any strides, broadcast to
+    ``shape``: each operand read through its strides in its own dtype, converted to
+    ``compute_dtype`` in registers, the result written once, C-contiguous. (Contiguous
+    operands of the output's shape take elementwise.Plan's hot path instead.)"""
+    if math.prod(shape) == 0:
+        return cp.empty(shape, dtype=out_dtype)
+    key = ("ew", name, compute_dtype, out_dtype, tuple(shape)) + tuple(a.dtype.name
+                                                                      for a in arrays)
+    return run(cp, key, tuple(arrays),
+               lambda ins: [Node(Op.ELEMENTWISE, ins, DName(out_dtype), shape,
+                                 Elementwise(name, compute_dtype))], device)[0]
