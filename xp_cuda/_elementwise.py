@@ -148,11 +148,10 @@ def apply2(name: str, x1, x2) -> Array:
             if entry is not None:
                 plan, dev, ctx = entry
                 if (x1._device is dev or x1._device == dev) and d1._c_contiguous:
-                    args = ("cs", (d1, x2.value), d1.shape, d1.size)
                     if ctx is None:
-                        return Array._new(plan.contiguous(*args), dev)
+                        return Array._new(plan.cs(d1, x2.value, d1.shape), dev)
                     with ctx:
-                        return Array._new(plan.contiguous(*args), dev)
+                        return Array._new(plan.cs(d1, x2.value, d1.shape), dev)
     return _apply_checked(name, (x1, x2))
 
 

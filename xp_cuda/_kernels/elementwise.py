@@ -265,7 +265,7 @@ class Plan:
     """
 
     __slots__ = ("fname", "dtypes", "tc", "to", "out_np", "kernels", "vec", "max_blocks",
-                 "cp", "_ndarray", "_fn", "_launch", "_per_block", "_stream")
+                 "cp", "_ndarray", "_fn", "_fs", "_launch", "_per_block", "_stream")
 
     def __init__(self, cp, fname, dtypes, tc, to):
         self.cp = cp
@@ -279,6 +279,7 @@ class Plan:
         self.max_blocks = _max_blocks(cp)
         self._ndarray = empty_allocator(cp)
         self._fn = None
+        self._fs = None
         self._launch = driver_launch()
         self._per_block = THREADS * self.vec
         self._stream = cp.cuda.get_current_stream
@@ -322,6 +323,30 @@ class Plan:
             self._launch(fn, blocks if blocks < MAX_GRID else MAX_GRID, 1, 1,
                          THREADS, 1, 1, 0, self._stream().ptr, addr, 0)
         return out
+
+    def cs(self, d1, value, shape):
+        """A C-contiguous operand and a scalar (a NumPy scalar of the second dtype): the
+        scalar's bits go into its parameter cell (8 bytes at most; complex128 takes the
+        generic call)."""
+        if value.itemsize > 8:
+            return self.contiguous("cs", (d1, value), shape, d1.size)
+        out = self._ndarray(shape, self.out_np)
+        n = out.size
+        if n:
+            fn = self._fs or self._bind_cs()
+            vals, addr = _PARAMS.block
+            vals[0] = d1.data.ptr
+            vals[1] = int.from_bytes(value.tobytes(), "little")
+            vals[2] = out.data.ptr
+            vals[3] = n
+            blocks = (n + self._per_block - 1) // self._per_block
+            self._launch(fn, blocks if blocks < MAX_GRID else MAX_GRID, 1, 1,
+                         THREADS, 1, 1, 0, self._stream().ptr, addr, 0)
+        return out
+
+    def _bind_cs(self):
+        self._fs = self.kernel("cs").ptr
+        return self._fs
 
     def kernel(self, layout):
         k = self.kernels.get(layout)
