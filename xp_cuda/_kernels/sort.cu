@@ -1,0 +1,411 @@
+// Sorting, small-integer set functions and binary search (launchers: sort.py).
+//
+// Every kernel reads the raw bits of its dtype as an unsigned integer of the same width and maps
+// them to an order-preserving unsigned key (``to_key``), so one template per width serves every
+// dtype: MODE_UNSIGNED (bool, uint*), MODE_SIGNED (int*: flip the sign bit), MODE_FLOAT
+// (float32/64: flip every bit of a negative, the sign bit of a positive). NaN (any sign or
+// payload) becomes the largest key, so NaNs sort last and keep their relative order in a stable
+// sort; -0.0 becomes the key of +0.0, so the two are equal and stable order decides (NumPy).
+// Every kernel is an extern "C" instance of a template: the file compiles standalone and one
+// NVRTC compile proves every name the launchers can ask for.
+
+typedef unsigned char u8;
+typedef unsigned short u16;
+typedef unsigned int u32;
+typedef unsigned long long u64;
+
+#define MODE_UNSIGNED 0
+#define MODE_SIGNED 1
+#define MODE_FLOAT 2
+#define FULL_MASK 0xffffffffu
+
+template <typename K>
+__device__ __forceinline__ K sign_bit() { return (K)((K)1 << (sizeof(K) * 8 - 1)); }
+
+// The key of raw bits v; ``special`` is set for NaN and -0.0, the two floats whose bits the key
+// does not keep (the sort then writes values by gathering the original bits).
+template <typename K>
+__device__ __forceinline__ K to_key(K v, int mode, bool& special) {
+    const K S = sign_bit<K>();
+    if (mode == MODE_SIGNED) return (K)(v ^ S);
+    if (mode == MODE_FLOAT) {
+        if constexpr (sizeof(K) >= 4) {
+            const K EXP = sizeof(K) == 4 ? (K)0x7f800000u : (K)0x7ff0000000000000ull;
+            const K mag = (K)(v & (K)~S);
+            if (mag > EXP) { special = true; return (K)~(K)0; }  // NaN: last
+            if (v == S) { special = true; return S; }            // -0.0: the key of +0.0
+            return (v & S) ? (K)~v : (K)(v | S);
+        }
+    }
+    return v;
+}
+
+template <typename K>
+__device__ __forceinline__ K to_key(K v, int mode) {
+    bool unused = false;
+    return to_key<K>(v, mode, unused);
+}
+
+// Inverse of to_key for keys of numbers that are neither NaN nor -0.0.
+template <typename K>
+__device__ __forceinline__ K from_key(K k, int mode) {
+    const K S = sign_bit<K>();
+    if (mode == MODE_SIGNED) return (K)(k ^ S);
+    if (mode == MODE_FLOAT) return (k & S) ? (K)(k ^ S) : (K)~k;
+    return k;
+}
+
+// ---- block helpers ---------------------------------------------------------------------------
+
+// Exclusive prefix sum of v over the block (WARPS warps); wsum holds 32 unsigned of scratch.
+// Starts and ends with __syncthreads, so callers may reuse wsum and whatever they read before.
+template <int WARPS>
+__device__ __forceinline__ unsigned block_exclusive_scan(unsigned v, unsigned* wsum) {
+    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+    unsigned incl = v;
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) {
+        const unsigned t = __shfl_up_sync(FULL_MASK, incl, o);
+        if (lane >= o) incl += t;
+    }
+    if (WARPS == 1) return incl - v;
+    __syncthreads();
+    if (lane == 31) wsum[w] = incl;
+    __syncthreads();
+    if (w == 0) {
+        const unsigned s = lane < WARPS ? wsum[lane] : 0u;
+        unsigned si = s;
+#pragma unroll
+        for (int o = 1; o < 32; o <<= 1) {
+            const unsigned t = __shfl_up_sync(FULL_MASK, si, o);
+            if (lane >= o) si += t;
+        }
+        if (lane < WARPS) wsum[lane] = si - s;
+    }
+    __syncthreads();
+    return wsum[w] + incl - v;
+}
+
+// ---- segmented sort: one block sorts one row in shared memory -------------------------------
+//
+// Why an LSD radix sort over 8-bit digits: it is stable by construction (the spec's sort is),
+// needs no comparison tie-break on the index, and a row of 32-bit keys takes 4 passes.
+// Passes whose digit is the same for every key of the row are skipped (an OR of k ^ k[0]), so
+// int64 data of a small range or rows of equal keys cost one or two passes.
+//
+// One pass: warp w owns the ITEMS*32 consecutive positions [w*ITEMS*32, ...); it walks them 32
+// at a time in order, so ranking within the warp is stable: __match_any_sync groups the lanes of
+// one digit, each lane's rank is the warp's running count of that digit (a private, per-warp
+// histogram in shared memory) plus its peers below it. Then one block-wide exclusive scan over
+// the counts in digit-major, warp-minor order gives every (digit, warp) its first position, and
+// each item goes to that plus its rank: a stable counting-sort scatter.
+//
+// The histogram rows are padded to 257 counters so the scan's transposed reads (lanes of a warp
+// reading consecutive warps of one digit) fall in distinct banks.
+//
+// Shared memory: keys[CAP] of the key width, then 16 bytes of reductions, 32 scan words, the
+// WARPS x 257 histogram, then idx[CAP] (u16: rows are at most 65535 long) when indices are
+// carried (argsort, or a float row holding NaN or -0.0 whose values are gathered by index).
+
+template <typename K, int WARPS, int ITEMS>
+__device__ __forceinline__ void segsort(const K* __restrict__ x, K* __restrict__ vout,
+                                        long long* __restrict__ iout, long long nrows, int n,
+                                        int mode, int want_values, int want_indices) {
+    constexpr int T = 32 * WARPS;
+    constexpr int CAP = T * ITEMS;
+    constexpr int HS = 257;
+    constexpr int BITS = (int)sizeof(K) * 8;
+    extern __shared__ __align__(16) unsigned char smem[];
+    K* keys = reinterpret_cast<K*>(smem);
+    u64* red = reinterpret_cast<u64*>(smem + CAP * sizeof(K));
+    unsigned* wsum = reinterpret_cast<unsigned*>(red + 2);
+    unsigned* hist = wsum + 32;
+    u16* idx = reinterpret_cast<u16*>(hist + WARPS * HS);
+
+    const int tid = threadIdx.x, lane = tid & 31, w = tid >> 5;
+    const unsigned lt_mask = (1u << lane) - 1u;
+    // idx exists in shared memory only when the launcher sized it (see sort.py: smem_bytes)
+    const bool idx_smem = want_indices || mode == MODE_FLOAT;
+
+    int parity = 0;  // red[parity]: a row's OR; the other cell is the next row's (no race with
+                     // a slow reader of this row's)
+    for (long long row = blockIdx.x; row < nrows; row += gridDim.x, parity ^= 1) {
+        const K* xr = x + row * (long long)n;
+        const K k0 = to_key<K>(xr[0], mode);
+        if (tid == 0) red[parity] = 0;
+        __syncthreads();  // red cleared; the previous row's stores have read keys/idx
+        K diff = 0;
+        bool special = false;
+        for (int i = tid; i < CAP; i += T) {
+            K k = (K)~(K)0;  // padding: the largest key, after every real key (stable)
+            if (i < n) {
+                k = to_key<K>(xr[i], mode, special);
+                diff |= (K)(k ^ k0);
+            }
+            keys[i] = k;
+            if (idx_smem) idx[i] = (u16)i;
+        }
+        u64 d64 = (u64)diff;
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) d64 |= __shfl_xor_sync(FULL_MASK, d64, o);
+        if (lane == 0 && d64) atomicOr(&red[parity], d64);
+        const bool gather = __syncthreads_or(special) != 0;  // also publishes keys and red
+        const bool carry = want_indices || gather;
+        const u64 vary = red[parity];
+
+        for (int shift = 0; shift < BITS; shift += 8) {
+            if (((vary >> shift) & 0xffu) == 0) continue;  // block-uniform
+            unsigned* h = hist + w * HS;
+            for (int d = lane; d < 256; d += 32) h[d] = 0;
+            __syncwarp();
+            K kr[ITEMS];
+            unsigned rk[ITEMS];  // rank within the warp | carried index << 16 (one register)
+            const int base = w * ITEMS * 32 + lane;
+#pragma unroll
+            for (int j = 0; j < ITEMS; ++j) {
+                const K k = keys[base + j * 32];
+                kr[j] = k;
+                const unsigned d = (unsigned)(k >> shift) & 0xffu;
+                const unsigned peers = __match_any_sync(FULL_MASK, d);
+                const unsigned old = h[d];
+                __syncwarp();
+                if (lane == __ffs(peers) - 1) h[d] = old + __popc(peers);
+                __syncwarp();
+                rk[j] = old + __popc(peers & lt_mask);
+                if (carry) rk[j] |= (unsigned)idx[base + j * 32] << 16;
+            }
+            __syncthreads();
+            // (digit, warp) counts in digit-major order: thread t owns entries 8t .. 8t+7
+            unsigned c[8];
+            unsigned s = 0;
+#pragma unroll
+            for (int q = 0; q < 8; ++q) {
+                const int L = tid * 8 + q;
+                c[q] = hist[(L % WARPS) * HS + L / WARPS];
+                s += c[q];
+            }
+            unsigned ex = block_exclusive_scan<WARPS>(s, wsum);
+#pragma unroll
+            for (int q = 0; q < 8; ++q) {
+                const int L = tid * 8 + q;
+                hist[(L % WARPS) * HS + L / WARPS] = ex;
+                ex += c[q];
+            }
+            __syncthreads();
+#pragma unroll
+            for (int j = 0; j < ITEMS; ++j) {
+                const unsigned d = (unsigned)(kr[j] >> shift) & 0xffu;
+                const unsigned pos = h[d] + (rk[j] & 0xffffu);
+                keys[pos] = kr[j];
+                if (carry) idx[pos] = (u16)(rk[j] >> 16);
+            }
+            __syncthreads();
+        }
+
+        K* vr = vout + row * (long long)n;
+        long long* ir_out = iout + row * (long long)n;
+        for (int i = tid; i < n; i += T) {
+            if (want_values) vr[i] = gather ? xr[idx[i]] : from_key<K>(keys[i], mode);
+            if (want_indices) ir_out[i] = (long long)idx[i];
+        }
+    }
+}
+
+#define SEGSORT(W, K, WARPS, ITEMS)                                                               \
+    extern "C" __global__ void __launch_bounds__(32 * WARPS)                                      \
+    xp_segsort_##W##_##WARPS##x##ITEMS(const K* __restrict__ x, K* __restrict__ vout,             \
+                                       long long* __restrict__ iout, long long nrows, int n,      \
+                                       int mode, int want_values, int want_indices) {             \
+        segsort<K, WARPS, ITEMS>(x, vout, iout, nrows, n, mode, want_values, want_indices);       \
+    }
+
+// The (warps, items per thread) tiers of sort.py's SEGSORT_CONFIGS: capacity 32*warps*items.
+#define SEGSORT_ALL(W, K)                                                                         \
+    SEGSORT(W, K, 1, 4)                                                                           \
+    SEGSORT(W, K, 4, 4)                                                                           \
+    SEGSORT(W, K, 8, 4)                                                                           \
+    SEGSORT(W, K, 8, 8)                                                                           \
+    SEGSORT(W, K, 16, 8)                                                                          \
+    SEGSORT(W, K, 32, 8)                                                                          \
+    SEGSORT(W, K, 32, 16)
+
+SEGSORT_ALL(1, u8)
+SEGSORT_ALL(2, u16)
+SEGSORT_ALL(4, u32)
+SEGSORT_ALL(8, u64)
+
+// ---- small-integer set functions: a histogram over every possible value ---------------------
+//
+// bin = raw bits ^ flip (flip: the sign bit of int8/int16, else 0), so bins run in value order.
+// hist[bin] (u64) counts, first[bin] (u64, preset to ~0) is the smallest flat index holding it.
+
+// 8-bit data: a block-private histogram in shared memory, replicated 32 times, copy = lane and
+// laid out [bin][lane], so a warp's 32 atomics always hit 32 distinct banks and never the same
+// address (no serialisation however few distinct values the data has). 16-byte loads.
+extern "C" __global__ void __launch_bounds__(256)
+xp_unique_hist8(const u8* __restrict__ x, long long n, long long head, unsigned flip,
+                u64* __restrict__ hist, u64* __restrict__ first, int want_first) {
+    __shared__ unsigned sh[256 * 32];
+    __shared__ u64 sfirst[256];
+    const int tid = threadIdx.x, lane = tid & 31;
+    for (int i = tid; i < 256 * 32; i += blockDim.x) sh[i] = 0;
+    for (int i = tid; i < 256; i += blockDim.x) sfirst[i] = ~0ull;
+    __syncthreads();
+    const long long gtid = (long long)blockIdx.x * blockDim.x + tid;
+    const long long stride = (long long)gridDim.x * blockDim.x;
+    // a block visits its indices in increasing order, so a bin's first hit in this block is
+    // final for the block: later ones only need the (cheap) read of sfirst
+    auto add = [&](unsigned b, long long i) {
+        atomicAdd(&sh[b * 32 + lane], 1u);
+        if (want_first && sfirst[b] == ~0ull) atomicMin(&sfirst[b], (u64)i);
+    };
+    if (gtid < head) add((unsigned)x[gtid] ^ flip, gtid);
+    const long long nvec = (n - head) / 16;
+    const uint4* xv = reinterpret_cast<const uint4*>(x + head);
+    for (long long v = gtid; v < nvec; v += stride) {
+        const uint4 q = xv[v];
+        const unsigned words[4] = {q.x, q.y, q.z, q.w};
+        const long long i0 = head + v * 16;
+#pragma unroll
+        for (int j = 0; j < 16; ++j)
+            add(((words[j >> 2] >> (8 * (j & 3))) & 0xffu) ^ flip, i0 + j);
+    }
+    for (long long i = head + nvec * 16 + gtid; i < n; i += stride) add((unsigned)x[i] ^ flip, i);
+    __syncthreads();
+    for (int b = tid; b < 256; b += blockDim.x) {
+        unsigned s = 0;
+        for (int c = 0; c < 32; ++c) s += sh[b * 32 + ((c + b) & 31)];  // rotated: no conflicts
+        if (s) atomicAdd(&hist[b], (u64)s);
+        if (want_first && sfirst[b] != ~0ull) atomicMin(&first[b], sfirst[b]);
+    }
+}
+
+// 16-bit data: 65536 bins do not fit a block's shared memory as 32-bit counters, so lanes of a
+// warp holding one value are merged with __match_any_sync and one lane adds their count to the
+// global (L2) histogram. first: a plain read first skips the atomic whenever a smaller index is
+// already recorded (values only decrease, so even a stale read never skips wrongly).
+__device__ __forceinline__ void hist16_add(unsigned b, long long i, u64* hist, u64* first,
+                                           int want_first, unsigned active) {
+    const unsigned peers = __match_any_sync(active, b);
+    const int lane = threadIdx.x & 31;
+    if (lane == __ffs(peers) - 1) {  // the lowest lane: the smallest index of its peers
+        atomicAdd(&hist[b], (u64)__popc(peers));
+        if (want_first && first[b] > (u64)i) atomicMin(&first[b], (u64)i);
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(256)
+xp_unique_hist16(const u16* __restrict__ x, long long n, long long head, unsigned flip,
+                 u64* __restrict__ hist, u64* __restrict__ first, int want_first) {
+    const long long gtid = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    const long long stride = (long long)gridDim.x * blockDim.x;
+    if (gtid < head) hist16_add((unsigned)x[gtid] ^ flip, gtid, hist, first, want_first,
+                                __activemask());
+    const long long nvec = (n - head) / 8;
+    const uint4* xv = reinterpret_cast<const uint4*>(x + head);
+    for (long long v = gtid; v < nvec; v += stride) {
+        const uint4 q = xv[v];
+        const unsigned words[4] = {q.x, q.y, q.z, q.w};
+        const long long i0 = head + v * 8;
+        const unsigned active = __activemask();
+#pragma unroll
+        for (int j = 0; j < 8; ++j)
+            hist16_add(((words[j >> 1] >> (16 * (j & 1))) & 0xffffu) ^ flip, i0 + j, hist,
+                       first, want_first, active);
+    }
+    for (long long i = head + nvec * 8 + gtid; i < n; i += stride)
+        hist16_add((unsigned)x[i] ^ flip, i, hist, first, want_first, __activemask());
+}
+
+// One block of 1024 threads over the nb bins (256 or 65536): rank[bin] = number of present bins
+// before it; the present bins' values, counts and first indices go to position rank; the number
+// of unique values to *nuniq (the one number the host reads back).
+template <typename V>
+__device__ void unique_scan(const u64* __restrict__ hist, const u64* __restrict__ first, int nb,
+                            unsigned flip, V* __restrict__ values, long long* __restrict__ counts,
+                            long long* __restrict__ first_out, int* __restrict__ rank,
+                            long long* __restrict__ nuniq) {
+    __shared__ unsigned wsum[32];
+    const int per = (nb + 1023) / 1024;
+    const int b0 = threadIdx.x * per;
+    unsigned s = 0;
+    for (int b = b0; b < b0 + per && b < nb; ++b) s += hist[b] != 0;
+    unsigned r = block_exclusive_scan<32>(s, wsum);
+    if (threadIdx.x == 1023) *nuniq = (long long)(r + s);
+    for (int b = b0; b < b0 + per && b < nb; ++b) {
+        rank[b] = (int)r;
+        const u64 c = hist[b];
+        if (c) {
+            values[r] = (V)(b ^ flip);
+            if (counts) counts[r] = (long long)c;
+            if (first_out) first_out[r] = (long long)first[b];
+            ++r;
+        }
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(1024)
+xp_unique_scan8(const u64* hist, const u64* first, int nb, unsigned flip, u8* values,
+                long long* counts, long long* first_out, int* rank, long long* nuniq) {
+    unique_scan<u8>(hist, first, nb, flip, values, counts, first_out, rank, nuniq);
+}
+
+extern "C" __global__ void __launch_bounds__(1024)
+xp_unique_scan16(const u64* hist, const u64* first, int nb, unsigned flip, u16* values,
+                 long long* counts, long long* first_out, int* rank, long long* nuniq) {
+    unique_scan<u16>(hist, first, nb, flip, values, counts, first_out, rank, nuniq);
+}
+
+// inverse[i] = rank[bin of x[i]]. Bandwidth-bound on the 8-byte stores: one element per thread
+// per step keeps each warp's stores one contiguous 256-byte run. The 8-bit table is staged in
+// shared memory; the 16-bit one (256 KiB) is read through the read-only cache.
+extern "C" __global__ void __launch_bounds__(256)
+xp_unique_inverse8(const u8* __restrict__ x, long long n, unsigned flip,
+                   const int* __restrict__ rank, long long* __restrict__ out) {
+    __shared__ int srank[256];
+    for (int i = threadIdx.x; i < 256; i += blockDim.x) srank[i] = rank[i];
+    __syncthreads();
+    const long long stride = (long long)gridDim.x * blockDim.x;
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride)
+        out[i] = srank[(unsigned)x[i] ^ flip];
+}
+
+extern "C" __global__ void __launch_bounds__(256)
+xp_unique_inverse16(const u16* __restrict__ x, long long n, unsigned flip,
+                    const int* __restrict__ rank, long long* __restrict__ out) {
+    const long long stride = (long long)gridDim.x * blockDim.x;
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride)
+        out[i] = __ldg(&rank[(unsigned)x[i] ^ flip]);
+}
+
+// ---- searchsorted: one binary search per query, on keys --------------------------------------
+// left: the first i with key(a[i]) >= key(v); right: the first i with key(a[i]) > key(v).
+// On keys NaN is the largest value and -0.0 equals +0.0, exactly NumPy's order.
+template <typename K>
+__device__ void searchsorted(const K* __restrict__ a, long long n, const K* __restrict__ v,
+                             long long m, long long* __restrict__ out, int mode, int right) {
+    const long long stride = (long long)gridDim.x * blockDim.x;
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < m; i += stride) {
+        const K key = to_key<K>(v[i], mode);
+        long long lo = 0, hi = n;
+        while (lo < hi) {
+            const long long mid = (lo + hi) >> 1;
+            const K km = to_key<K>(__ldg(&a[mid]), mode);
+            if (right ? km <= key : km < key) lo = mid + 1;
+            else hi = mid;
+        }
+        out[i] = lo;
+    }
+}
+
+#define SEARCHSORTED(W, K)                                                                        \
+    extern "C" __global__ void __launch_bounds__(256)                                             \
+    xp_searchsorted_##W(const K* __restrict__ a, long long n, const K* __restrict__ v,            \
+                        long long m, long long* __restrict__ out, int mode, int right) {          \
+        searchsorted<K>(a, n, v, m, out, mode, right);                                            \
+    }
+
+SEARCHSORTED(1, u8)
+SEARCHSORTED(2, u16)
+SEARCHSORTED(4, u32)
+SEARCHSORTED(8, u64)

@@ -1,0 +1,234 @@
+"""Launchers of sort.cu on the current CuPy device and stream: the segmented (last-axis) stable
+sort/argsort, histogram set functions of small integers, and searchsorted.
+
+The caller validates everything; nothing here checks user input. The pure-Python part (key
+modes, ``plan_segsort``, ``smem_bytes``, ``kernel_names``, the NumPy models of the key
+transform ``to_key``) is tested without a GPU.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ._runtime import device_info, grid, load_kernel, source
+
+__all__ = ["SEGSORT_CONFIGS", "L_MAX", "SMALL_UNIQUE_DTYPES", "key_mode", "plan_segsort",
+           "smem_bytes", "kernel_names", "to_key", "segmented_sort", "small_unique",
+           "searchsorted"]
+
+# (warps, items per thread) of the block sort tiers in sort.cu (SEGSORT_ALL), smallest first;
+# a row goes to the smallest tier holding it. Capacity 32 * warps * items.
+SEGSORT_CONFIGS = ((1, 4), (4, 4), (8, 4), (8, 8), (16, 8), (32, 8), (32, 16))
+L_MAX = max(32 * w * i for w, i in SEGSORT_CONFIGS)  # 16384: longer rows return None
+KEY_WIDTHS = (1, 2, 4, 8)
+_HIST_STRIDE = 257       # sort.cu: HS, one padded 256-counter histogram per warp
+_SMEM_OPTIN = 232448     # sm_90's per-block opt-in shared memory; the device's value is used
+_DEFAULT_SMEM = 49152    # above this a kernel must opt in (cuFuncSetAttribute)
+
+MODE_UNSIGNED, MODE_SIGNED, MODE_FLOAT = 0, 1, 2
+SMALL_UNIQUE_DTYPES = ("bool", "int8", "uint8", "int16", "uint16")
+
+
+def key_mode(dtype) -> int:
+    """sort.cu's MODE_* for a NumPy dtype: bool/unsigned, signed, or floating."""
+    kind = np.dtype(dtype).kind
+    if kind in "bu":
+        return MODE_UNSIGNED
+    if kind == "i":
+        return MODE_SIGNED
+    if kind == "f":
+        return MODE_FLOAT
+    raise TypeError(f"sort keys are bool, integers or floats, not {np.dtype(dtype)}")
+
+
+def to_key(a: np.ndarray) -> np.ndarray:
+    """NumPy model of sort.cu's to_key: the order-preserving unsigned key of each element
+    (NaN the largest, -0.0 the key of +0.0). Used by tests to pin the device transform down."""
+    a = np.asarray(a)
+    ut = np.dtype(f"u{a.dtype.itemsize}")
+    bits = np.ascontiguousarray(a).view(ut).copy()
+    sign = ut.type(1 << (8 * a.dtype.itemsize - 1))
+    mode = key_mode(a.dtype)
+    if mode == MODE_SIGNED:
+        return bits ^ sign
+    if mode == MODE_FLOAT:
+        key = np.where(bits & sign, ~bits, bits | sign).astype(ut)
+        key[a == 0] = sign
+        key[np.isnan(a)] = ~ut.type(0)
+        return key
+    return bits
+
+
+def smem_bytes(warps: int, items: int, width: int, carry_index: bool) -> int:
+    """Dynamic shared memory of one block sort (sort.cu's segsort layout)."""
+    cap = 32 * warps * items
+    return cap * width + 16 + 32 * 4 + warps * _HIST_STRIDE * 4 + (cap * 2 if carry_index else 0)
+
+
+def plan_segsort(n: int, width: int, mode: int, want_indices: bool,
+                 smem_limit: int = _SMEM_OPTIN):
+    """(kernel name, threads, dynamic shared bytes) of the tier sorting rows of length n
+    (1 <= n), or None when no tier holds a row (n > L_MAX) within smem_limit. Float rows may
+    need the index array (values of NaN and -0.0 are gathered by index), so it is sized in."""
+    carry = bool(want_indices) or mode == MODE_FLOAT
+    for warps, items in SEGSORT_CONFIGS:
+        if 32 * warps * items >= n:
+            smem = smem_bytes(warps, items, width, carry)
+            if smem > smem_limit:
+                return None
+            return f"xp_segsort_{width}_{warps}x{items}", 32 * warps, smem
+    return None
+
+
+def kernel_names() -> list[str]:
+    """Every kernel name a launcher here can request."""
+    return ([f"xp_segsort_{w}_{a}x{b}" for w in KEY_WIDTHS for a, b in SEGSORT_CONFIGS]
+            + [f"xp_unique_{k}{b}" for k in ("hist", "scan", "inverse") for b in (8, 16)]
+            + [f"xp_searchsorted_{w}" for w in KEY_WIDTHS])
+
+
+def _kernel(name):
+    return load_kernel(source("sort.cu"), name)
+
+
+_optin: dict = {}  # device id -> max opt-in shared memory per block
+_raised: set = set()  # (device, kernel ptr) already allowed its dynamic shared memory
+
+
+def _smem_limit(cp) -> int:
+    dev = cp.cuda.runtime.getDevice()
+    lim = _optin.get(dev)
+    if lim is None:
+        attrs = cp.cuda.Device(dev).attributes
+        lim = _optin[dev] = int(attrs.get("MaxSharedMemoryPerBlockOptin", _DEFAULT_SMEM))
+    return lim
+
+
+def _allow_smem(cp, kern, smem: int):
+    """Opt the kernel in to ``smem`` dynamic bytes (needed above 48 KiB); the largest tier's
+    need is set once per kernel, so every smaller launch fits."""
+    if smem <= _DEFAULT_SMEM:
+        return
+    key = (cp.cuda.runtime.getDevice(), kern.ptr)
+    if key in _raised:
+        return
+    from cupy.cuda import driver
+    driver.funcSetAttribute(kern.ptr, driver.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                            min(_smem_limit(cp), smem_bytes(32, 16, 8, True)))
+    _raised.add(key)
+
+
+def segmented_sort(cp, x, want_values: bool, want_indices: bool):
+    """Stable ascending sort of each row (last axis) of the C-contiguous CuPy array x (bool,
+    integer or float dtype; NaNs last in their order, -0.0 == +0.0 in stable order).
+
+    Returns (values or None, int64 indices or None), both of x's shape, or None when the rows
+    are longer than this kernel sorts (n > L_MAX): the caller falls back. Float values are
+    bit-exact, NaN payloads and zero signs included (rows holding NaN or -0.0 gather them)."""
+    shape = x.shape
+    n = shape[-1] if x.ndim else 1
+    size = x.size
+    nrows = size // n if n else 0
+    values = cp.empty(shape, dtype=x.dtype) if want_values else None
+    indices = cp.empty(shape, dtype=np.int64) if want_indices else None
+    if size == 0:
+        return values, indices
+    mode = key_mode(x.dtype)
+    width = x.dtype.itemsize
+    plan = plan_segsort(n, width, mode, want_indices, _smem_limit(cp))
+    if plan is None:
+        return None
+    name, threads, smem = plan
+    kern = _kernel(name)
+    _allow_smem(cp, kern, smem)
+    blocks = min(nrows, device_info(cp).sm_count * 64)  # rows loop inside for the rest
+    null = np.uint64(0)
+    kern((blocks,), (threads,),
+         (x, values if want_values else null, indices if want_indices else null,
+          np.int64(nrows), np.int32(n), np.int32(mode), np.int32(bool(want_values)),
+          np.int32(bool(want_indices))), shared_mem=smem)
+    return values, indices
+
+
+def small_unique(cp, x, want_counts: bool, want_inverse: bool, want_indices: bool) -> dict:
+    """The set functions of x (bool, int8, uint8, int16 or uint16; any shape and strides) by a
+    histogram over all 256 / 65536 possible values.
+
+    Returns {"values": sorted unique values (x's dtype, 1-D)} plus, when asked,
+    "counts" (int64, 1-D), "indices" (int64, 1-D: the first occurrence in C order of x) and
+    "inverse_indices" (int64, shape x.shape, C order: values[inverse] == x). Reads one number
+    back to the host (how many unique values), nothing else. Non-contiguous x is copied to C
+    order first."""
+    dt = x.dtype
+    width = dt.itemsize
+    nb = 1 << (8 * width)
+    flip = (1 << (8 * width - 1)) if dt.kind == "i" else 0
+    flat = cp.ascontiguousarray(x).reshape(-1)
+    if dt.kind == "b":
+        flat = flat.view(np.uint8)
+    n = flat.size
+    out = {}
+    if n == 0:
+        out["values"] = cp.empty(0, dtype=dt)
+        if want_counts:
+            out["counts"] = cp.empty(0, dtype=np.int64)
+        if want_indices:
+            out["indices"] = cp.empty(0, dtype=np.int64)
+        if want_inverse:
+            out["inverse_indices"] = cp.empty(x.shape, dtype=np.int64)
+        return out
+    bits = 8 * width
+    stream = cp.cuda.get_current_stream().ptr
+    hist = cp.empty(2 * nb, dtype=np.uint64)  # counts, then first indices
+    cp.cuda.runtime.memsetAsync(hist.data.ptr, 0, nb * 8, stream)
+    if want_indices:
+        cp.cuda.runtime.memsetAsync(hist.data.ptr + nb * 8, 0xFF, nb * 8, stream)
+    first = hist[nb:]
+    per_vec = 16 // width
+    head = min(n, ((-flat.data.ptr) % 16) // width)
+    nvec = (n - head) // per_vec
+    _kernel(f"xp_unique_hist{bits}")(
+        (grid(cp, max(nvec, 1), 256, 4 if bits == 8 else 8),), (256,),
+        (flat, np.int64(n), np.int64(head), np.uint32(flip), hist, first,
+         np.int32(bool(want_indices))))
+    values = cp.empty(nb, dtype=dt)
+    counts = cp.empty(nb, dtype=np.int64) if want_counts else None
+    firsts = cp.empty(nb, dtype=np.int64) if want_indices else None
+    rank = cp.empty(nb + 2, dtype=np.int32)  # the last 8 bytes: the number of unique values
+    nuniq = rank[nb:].view(np.int64)
+    null = np.uint64(0)
+    _kernel(f"xp_unique_scan{bits}")(
+        (1,), (1024,),
+        (hist, first, np.int32(nb), np.uint32(flip), values,
+         counts if want_counts else null, firsts if want_indices else null, rank, nuniq))
+    inverse = None
+    if want_inverse:
+        inverse = cp.empty(x.shape, dtype=np.int64)
+        _kernel(f"xp_unique_inverse{bits}")(
+            (grid(cp, n, 256, 16),), (256,), (flat, np.int64(n), np.uint32(flip), rank, inverse))
+    k = int(nuniq.get()[0])  # the one device-to-host transfer
+    out["values"] = values[:k]
+    if want_counts:
+        out["counts"] = counts[:k]
+    if want_indices:
+        out["indices"] = firsts[:k]
+    if want_inverse:
+        out["inverse_indices"] = inverse
+    return out
+
+
+def searchsorted(cp, sorted_1d, x2, side: str):
+    """int64 insertion indices of every element of x2 (any shape and strides) into the sorted
+    1-D sorted_1d of the same dtype (bool, integer or float); side "left" or "right". NaN sorts
+    last and -0.0 equals +0.0 (NumPy's order): a NaN query with "left" gives the first NaN."""
+    a = cp.ascontiguousarray(sorted_1d)
+    v = cp.ascontiguousarray(x2)
+    out = cp.empty(x2.shape, dtype=np.int64)
+    m = v.size
+    if m == 0:
+        return out
+    width = a.dtype.itemsize
+    _kernel(f"xp_searchsorted_{width}")(
+        (grid(cp, m, 256, 16),), (256,),
+        (a, np.int64(a.size), v, np.int64(m), out, np.int32(key_mode(a.dtype)),
+         np.int32(side == "right")))
+    return out
