@@ -64,6 +64,13 @@ def test_smem_layout_counts_every_part():
     assert K.smem_bytes(1, 4, 1, False) == 128 + 16 + 128 + 257 * 4
 
 
+def test_hist16_chunks_fill_the_device_but_not_tiny_inputs():
+    assert K.hist16_chunks(10, 132) == 1
+    assert K.hist16_chunks(1 << 20, 132) == 4
+    assert K.hist16_chunks(1 << 26, 132) == 66 and K.hist16_chunks(1 << 40, 132) == 66
+    assert K.hist16_chunks(1 << 26, 1) == 1
+
+
 def test_key_modes():
     assert K.key_mode(np.bool_) == K.key_mode(np.uint16) == K.MODE_UNSIGNED
     assert K.key_mode(np.int8) == K.key_mode(np.int64) == K.MODE_SIGNED
@@ -93,6 +100,13 @@ def test_key_transform_preserves_numpy_order(dtype):
 def _tied(rng, shape, dtype):
     """Random values with many ties (a small range), and for floats NaN (both signs), -0.0,
     0.0 and infinities mixed in."""
+    shape = tuple(np.atleast_1d(shape)) if np.ndim(shape) else (int(shape),)
+    if shape == (0,) or len(shape) and 0 in shape:
+        return np.zeros(shape, dtype=dtype)
+    return _tied_flat(rng, int(np.prod(shape)), dtype).reshape(shape)
+
+
+def _tied_flat(rng, shape, dtype):
     dt = np.dtype(dtype)
     if dt.kind == "b":
         return rng.integers(0, 2, size=shape).astype(bool)

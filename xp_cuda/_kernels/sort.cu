@@ -253,11 +253,11 @@ xp_unique_hist8(const u8* __restrict__ x, long long n, long long head, unsigned 
     __syncthreads();
     const long long gtid = (long long)blockIdx.x * blockDim.x + tid;
     const long long stride = (long long)gridDim.x * blockDim.x;
-    // a block visits its indices in increasing order, so a bin's first hit in this block is
-    // final for the block: later ones only need the (cheap) read of sfirst
+    // first: the atomic only when the recorded index is larger (a read is cheap; once the
+    // bin's early hits are in, later indices skip it; values only decrease, so never wrongly)
     auto add = [&](unsigned b, long long i) {
         atomicAdd(&sh[b * 32 + lane], 1u);
-        if (want_first && sfirst[b] == ~0ull) atomicMin(&sfirst[b], (u64)i);
+        if (want_first && sfirst[b] > (u64)i) atomicMin(&sfirst[b], (u64)i);
     };
     if (gtid < head) add((unsigned)x[gtid] ^ flip, gtid);
     const long long nvec = (n - head) / 16;
@@ -280,27 +280,37 @@ xp_unique_hist8(const u8* __restrict__ x, long long n, long long head, unsigned 
     }
 }
 
-// 16-bit data: 65536 bins do not fit a block's shared memory as 32-bit counters, so lanes of a
-// warp holding one value are merged with __match_any_sync and one lane adds their count to the
-// global (L2) histogram. first: a plain read first skips the atomic whenever a smaller index is
-// already recorded (values only decrease, so even a stale read never skips wrongly).
-__device__ __forceinline__ void hist16_add(unsigned b, long long i, u64* hist, u64* first,
-                                           int want_first, unsigned active) {
-    const unsigned peers = __match_any_sync(active, b);
-    const int lane = threadIdx.x & 31;
-    if (lane == __ffs(peers) - 1) {  // the lowest lane: the smallest index of its peers
-        atomicAdd(&hist[b], (u64)__popc(peers));
+// 16-bit data: 65536 32-bit counters (256 KiB) do not fit a block's shared memory, half of them
+// do: block b counts the values of half b & 1 (top bit of the bin) over chunk b >> 1 of the data,
+// in a 128 KiB shared histogram, then adds its nonzero bins to the global one once. Reading the
+// input twice costs less than a global atomic per element (L2 contention made that 15x slower
+// than reading on few distinct values). Lanes holding one value are merged by __match_any_sync,
+// so few distinct values do not serialise on one shared address.
+// first: global, the atomic only when the recorded index is larger (see xp_unique_hist8).
+__device__ __forceinline__ void hist16_add(unsigned b, long long i, unsigned half,
+                                           unsigned* sh, u64* first, int want_first,
+                                           unsigned active) {
+    const unsigned key = (b >> 15) == half ? b : 0xffffffffu;  // other half: one idle group
+    const unsigned peers = __match_any_sync(active, key);
+    if (key != 0xffffffffu && (threadIdx.x & 31) == __ffs(peers) - 1) {
+        // the lowest lane holds the smallest index of its peers
+        atomicAdd(&sh[b & 32767u], (unsigned)__popc(peers));
         if (want_first && first[b] > (u64)i) atomicMin(&first[b], (u64)i);
     }
 }
 
-extern "C" __global__ void __launch_bounds__(256)
+extern "C" __global__ void __launch_bounds__(1024, 1)
 xp_unique_hist16(const u16* __restrict__ x, long long n, long long head, unsigned flip,
                  u64* __restrict__ hist, u64* __restrict__ first, int want_first) {
-    const long long gtid = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    const long long stride = (long long)gridDim.x * blockDim.x;
-    if (gtid < head) hist16_add((unsigned)x[gtid] ^ flip, gtid, hist, first, want_first,
-                                __activemask());
+    extern __shared__ unsigned sh16[];  // 32768 counters
+    const unsigned half = blockIdx.x & 1u;
+    for (int k = threadIdx.x; k < 32768; k += blockDim.x) sh16[k] = 0;
+    __syncthreads();
+    const long long gtid = (long long)(blockIdx.x >> 1) * blockDim.x + threadIdx.x;
+    const long long stride = (long long)(gridDim.x >> 1) * blockDim.x;
+    if (gtid < head)
+        hist16_add((unsigned)x[gtid] ^ flip, gtid, half, sh16, first, want_first,
+                   __activemask());
     const long long nvec = (n - head) / 8;
     const uint4* xv = reinterpret_cast<const uint4*>(x + head);
     for (long long v = gtid; v < nvec; v += stride) {
@@ -310,11 +320,16 @@ xp_unique_hist16(const u16* __restrict__ x, long long n, long long head, unsigne
         const unsigned active = __activemask();
 #pragma unroll
         for (int j = 0; j < 8; ++j)
-            hist16_add(((words[j >> 1] >> (16 * (j & 1))) & 0xffffu) ^ flip, i0 + j, hist,
+            hist16_add(((words[j >> 1] >> (16 * (j & 1))) & 0xffffu) ^ flip, i0 + j, half, sh16,
                        first, want_first, active);
     }
     for (long long i = head + nvec * 8 + gtid; i < n; i += stride)
-        hist16_add((unsigned)x[i] ^ flip, i, hist, first, want_first, __activemask());
+        hist16_add((unsigned)x[i] ^ flip, i, half, sh16, first, want_first, __activemask());
+    __syncthreads();
+    for (int k = threadIdx.x; k < 32768; k += blockDim.x) {
+        const unsigned c = sh16[k];
+        if (c) atomicAdd(&hist[half * 32768u + k], (u64)c);
+    }
 }
 
 // One block of 1024 threads over the nb bins (256 or 65536): rank[bin] = number of present bins
@@ -356,9 +371,8 @@ xp_unique_scan16(const u64* hist, const u64* first, int nb, unsigned flip, u16* 
     unique_scan<u16>(hist, first, nb, flip, values, counts, first_out, rank, nuniq);
 }
 
-// inverse[i] = rank[bin of x[i]]. Bandwidth-bound on the 8-byte stores: one element per thread
-// per step keeps each warp's stores one contiguous 256-byte run. The 8-bit table is staged in
-// shared memory; the 16-bit one (256 KiB) is read through the read-only cache.
+// inverse[i] = rank[bin of x[i]], the table in shared memory. 8-bit: one element per thread
+// per step keeps each warp's 8-byte stores one contiguous 256-byte run.
 extern "C" __global__ void __launch_bounds__(256)
 xp_unique_inverse8(const u8* __restrict__ x, long long n, unsigned flip,
                    const int* __restrict__ rank, long long* __restrict__ out) {
@@ -370,29 +384,65 @@ xp_unique_inverse8(const u8* __restrict__ x, long long n, unsigned flip,
         out[i] = srank[(unsigned)x[i] ^ flip];
 }
 
-extern "C" __global__ void __launch_bounds__(256)
+// 16-bit: the table as u16 (ranks < 65536) in 128 KiB of shared memory, one block of 1024 per
+// SM; four independent elements per thread per step keep enough stores in flight.
+extern "C" __global__ void __launch_bounds__(1024, 1)
 xp_unique_inverse16(const u16* __restrict__ x, long long n, unsigned flip,
                     const int* __restrict__ rank, long long* __restrict__ out) {
-    const long long stride = (long long)gridDim.x * blockDim.x;
-    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride)
-        out[i] = __ldg(&rank[(unsigned)x[i] ^ flip]);
+    extern __shared__ u16 srank16[];
+    for (int k = threadIdx.x; k < 65536; k += blockDim.x) srank16[k] = (u16)rank[k];
+    __syncthreads();
+    const long long T = blockDim.x;
+    for (long long s = (long long)blockIdx.x * 4 * T; s < n; s += (long long)gridDim.x * 4 * T) {
+        unsigned b[4];
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+            const long long i = s + j * T + threadIdx.x;
+            b[j] = i < n ? ((unsigned)x[i] ^ flip) : 0u;
+        }
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+            const long long i = s + j * T + threadIdx.x;
+            if (i < n) out[i] = (long long)srank16[b[j]];
+        }
+    }
 }
 
 // ---- searchsorted: one binary search per query, on keys --------------------------------------
 // left: the first i with key(a[i]) >= key(v); right: the first i with key(a[i]) > key(v).
 // On keys NaN is the largest value and -0.0 equals +0.0, exactly NumPy's order.
+// When `staged` (sort.py: the sorted array fits _SEARCH_STAGE_BYTES) the array is first
+// turned into keys in shared memory, so the searches' dependent loads are shared-memory reads.
 template <typename K>
 __device__ void searchsorted(const K* __restrict__ a, long long n, const K* __restrict__ v,
-                             long long m, long long* __restrict__ out, int mode, int right) {
+                             long long m, long long* __restrict__ out, int mode, int right,
+                             int staged) {
+    extern __shared__ __align__(16) unsigned char ss_smem[];
+    K* sa = reinterpret_cast<K*>(ss_smem);
+    if (staged) {
+        for (int k = threadIdx.x; k < (int)n; k += blockDim.x) sa[k] = to_key<K>(a[k], mode);
+        __syncthreads();
+    }
     const long long stride = (long long)gridDim.x * blockDim.x;
     for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < m; i += stride) {
         const K key = to_key<K>(v[i], mode);
         long long lo = 0, hi = n;
-        while (lo < hi) {
-            const long long mid = (lo + hi) >> 1;
-            const K km = to_key<K>(__ldg(&a[mid]), mode);
-            if (right ? km <= key : km < key) lo = mid + 1;
-            else hi = mid;
+        if (staged) {
+            int l = 0, h = (int)n;
+            while (l < h) {
+                const int mid = (l + h) >> 1;
+                const K km = sa[mid];
+                if (right ? km <= key : km < key) l = mid + 1;
+                else h = mid;
+            }
+            lo = l;
+        } else {
+            while (lo < hi) {
+                const long long mid = (lo + hi) >> 1;
+                const K km = to_key<K>(__ldg(&a[mid]), mode);
+                if (right ? km <= key : km < key) lo = mid + 1;
+                else hi = mid;
+            }
         }
         out[i] = lo;
     }
@@ -401,8 +451,9 @@ __device__ void searchsorted(const K* __restrict__ a, long long n, const K* __re
 #define SEARCHSORTED(W, K)                                                                        \
     extern "C" __global__ void __launch_bounds__(256)                                             \
     xp_searchsorted_##W(const K* __restrict__ a, long long n, const K* __restrict__ v,            \
-                        long long m, long long* __restrict__ out, int mode, int right) {          \
-        searchsorted<K>(a, n, v, m, out, mode, right);                                            \
+                        long long m, long long* __restrict__ out, int mode, int right,            \
+                        int staged) {                                                             \
+        searchsorted<K>(a, n, v, m, out, mode, right, staged);                                    \
     }
 
 SEARCHSORTED(1, u8)

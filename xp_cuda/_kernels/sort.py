@@ -12,7 +12,7 @@ import numpy as np
 from ._runtime import device_info, grid, load_kernel, source
 
 __all__ = ["SEGSORT_CONFIGS", "L_MAX", "SMALL_UNIQUE_DTYPES", "key_mode", "plan_segsort",
-           "smem_bytes", "kernel_names", "to_key", "segmented_sort", "small_unique",
+           "smem_bytes", "hist16_chunks", "kernel_names", "to_key", "segmented_sort", "small_unique",
            "searchsorted"]
 
 # (warps, items per thread) of the block sort tiers in sort.cu (SEGSORT_ALL), smallest first;
@@ -23,6 +23,11 @@ KEY_WIDTHS = (1, 2, 4, 8)
 _HIST_STRIDE = 257       # sort.cu: HS, one padded 256-counter histogram per warp
 _SMEM_OPTIN = 232448     # sm_90's per-block opt-in shared memory; the device's value is used
 _DEFAULT_SMEM = 49152    # above this a kernel must opt in (cuFuncSetAttribute)
+
+_HIST16_SMEM = 32768 * 4  # xp_unique_hist16: half of the 65536 bins as 32-bit counters
+_INV16_SMEM = 65536 * 2   # xp_unique_inverse16: the rank table as u16
+_SEARCH_STAGE_BYTES = 16384  # searchsorted: sorted arrays up to this size searched in shared
+                              # memory (kept small so several blocks per SM still fit)
 
 MODE_UNSIGNED, MODE_SIGNED, MODE_FLOAT = 0, 1, 2
 SMALL_UNIQUE_DTYPES = ("bool", "int8", "uint8", "int16", "uint16")
@@ -79,6 +84,13 @@ def plan_segsort(n: int, width: int, mode: int, want_indices: bool,
     return None
 
 
+def hist16_chunks(n: int, sm_count: int) -> int:
+    """Chunks of the 16-bit histogram (two blocks each, one per half of the bins): enough to
+    fill the SMs (one 128 KiB block each), but about 2**18 elements or more per block, since
+    every block adds up to 32768 bins to the global histogram at its end."""
+    return max(1, min(sm_count // 2, n >> 18))
+
+
 def kernel_names() -> list[str]:
     """Every kernel name a launcher here can request."""
     return ([f"xp_segsort_{w}_{a}x{b}" for w in KEY_WIDTHS for a, b in SEGSORT_CONFIGS]
@@ -104,8 +116,8 @@ def _smem_limit(cp) -> int:
 
 
 def _allow_smem(cp, kern, smem: int):
-    """Opt the kernel in to ``smem`` dynamic bytes (needed above 48 KiB); the largest tier's
-    need is set once per kernel, so every smaller launch fits."""
+    """Opt the kernel in to dynamic shared memory above 48 KiB: the device's whole opt-in
+    limit, once per kernel, so every launch that fits the device fits the kernel."""
     if smem <= _DEFAULT_SMEM:
         return
     key = (cp.cuda.runtime.getDevice(), kern.ptr)
@@ -113,7 +125,7 @@ def _allow_smem(cp, kern, smem: int):
         return
     from cupy.cuda import driver
     driver.funcSetAttribute(kern.ptr, driver.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                            min(_smem_limit(cp), smem_bytes(32, 16, 8, True)))
+                            _smem_limit(cp))
     _raised.add(key)
 
 
@@ -186,10 +198,15 @@ def small_unique(cp, x, want_counts: bool, want_inverse: bool, want_indices: boo
     per_vec = 16 // width
     head = min(n, ((-flat.data.ptr) % 16) // width)
     nvec = (n - head) // per_vec
-    _kernel(f"xp_unique_hist{bits}")(
-        (grid(cp, max(nvec, 1), 256, 4 if bits == 8 else 8),), (256,),
-        (flat, np.int64(n), np.int64(head), np.uint32(flip), hist, first,
-         np.int32(bool(want_indices))))
+    hargs = (flat, np.int64(n), np.int64(head), np.uint32(flip), hist, first,
+             np.int32(bool(want_indices)))
+    if bits == 8:
+        _kernel("xp_unique_hist8")((grid(cp, max(nvec, 1), 256, 4),), (256,), hargs)
+    else:
+        kern = _kernel("xp_unique_hist16")
+        _allow_smem(cp, kern, _HIST16_SMEM)
+        _kernel("xp_unique_hist16")((2 * hist16_chunks(n, device_info(cp).sm_count),), (1024,),
+                                    hargs, shared_mem=_HIST16_SMEM)
     values = cp.empty(nb, dtype=dt)
     counts = cp.empty(nb, dtype=np.int64) if want_counts else None
     firsts = cp.empty(nb, dtype=np.int64) if want_indices else None
@@ -203,8 +220,13 @@ def small_unique(cp, x, want_counts: bool, want_inverse: bool, want_indices: boo
     inverse = None
     if want_inverse:
         inverse = cp.empty(x.shape, dtype=np.int64)
-        _kernel(f"xp_unique_inverse{bits}")(
-            (grid(cp, n, 256, 16),), (256,), (flat, np.int64(n), np.uint32(flip), rank, inverse))
+        iargs = (flat, np.int64(n), np.uint32(flip), rank, inverse)
+        if bits == 8:
+            _kernel("xp_unique_inverse8")((grid(cp, n, 256, 16),), (256,), iargs)
+        else:
+            kern = _kernel("xp_unique_inverse16")
+            _allow_smem(cp, kern, _INV16_SMEM)
+            kern((grid(cp, n, 4 * 1024, 1),), (1024,), iargs, shared_mem=_INV16_SMEM)
     k = int(nuniq.get()[0])  # the one device-to-host transfer
     out["values"] = values[:k]
     if want_counts:
@@ -227,8 +249,10 @@ def searchsorted(cp, sorted_1d, x2, side: str):
     if m == 0:
         return out
     width = a.dtype.itemsize
+    smem = a.size * width
+    staged = smem <= _SEARCH_STAGE_BYTES
     _kernel(f"xp_searchsorted_{width}")(
         (grid(cp, m, 256, 16),), (256,),
         (a, np.int64(a.size), v, np.int64(m), out, np.int32(key_mode(a.dtype)),
-         np.int32(side == "right")))
+         np.int32(side == "right"), np.int32(staged)), shared_mem=smem if staged else 0)
     return out
