@@ -281,20 +281,28 @@ xp_unique_hist8(const u8* __restrict__ x, long long n, long long head, unsigned 
 }
 
 // 16-bit data: 65536 32-bit counters (256 KiB) do not fit a block's shared memory, half of them
-// do: block b counts the values of half b & 1 (top bit of the bin) over chunk b >> 1 of the data,
-// in a 128 KiB shared histogram, then adds its nonzero bins to the global one once. Reading the
-// input twice costs less than a global atomic per element (L2 contention made that 15x slower
-// than reading on few distinct values). Lanes holding one value are merged by __match_any_sync,
-// so few distinct values do not serialise on one shared address.
+// do: block b counts the values whose low bit is b & 1 (so any range of values splits evenly)
+// over chunk b >> 1 of the data, in a 128 KiB shared histogram, then adds its nonzero bins to
+// the global one once. Reading the input twice costs less than a global atomic per element
+// (L2 contention on few distinct values made that 8x slower).
+// Few distinct values would serialise the shared atomics on one address: a warp whose first
+// value of a vector repeats among its lanes merges lanes of one value with __match_any_sync for
+// that vector; other warps (spread data) skip the costly match and add one by one.
 // first: global, the atomic only when the recorded index is larger (see xp_unique_hist8).
 __device__ __forceinline__ void hist16_add(unsigned b, long long i, unsigned half,
                                            unsigned* sh, u64* first, int want_first,
-                                           unsigned active) {
-    const unsigned key = (b >> 15) == half ? b : 0xffffffffu;  // other half: one idle group
-    const unsigned peers = __match_any_sync(active, key);
-    if (key != 0xffffffffu && (threadIdx.x & 31) == __ffs(peers) - 1) {
-        // the lowest lane holds the smallest index of its peers
-        atomicAdd(&sh[b & 32767u], (unsigned)__popc(peers));
+                                           unsigned active, bool merge) {
+    const bool mine = (b & 1u) == half;
+    if (merge) {
+        const unsigned key = mine ? b : 0xffffffffu;  // the other half: one idle group
+        const unsigned peers = __match_any_sync(active, key);
+        if (mine && (threadIdx.x & 31) == __ffs(peers) - 1) {
+            // the lowest lane holds the smallest index of its peers
+            atomicAdd(&sh[b >> 1], (unsigned)__popc(peers));
+            if (want_first && first[b] > (u64)i) atomicMin(&first[b], (u64)i);
+        }
+    } else if (mine) {
+        atomicAdd(&sh[b >> 1], 1u);
         if (want_first && first[b] > (u64)i) atomicMin(&first[b], (u64)i);
     }
 }
@@ -302,7 +310,7 @@ __device__ __forceinline__ void hist16_add(unsigned b, long long i, unsigned hal
 extern "C" __global__ void __launch_bounds__(1024, 1)
 xp_unique_hist16(const u16* __restrict__ x, long long n, long long head, unsigned flip,
                  u64* __restrict__ hist, u64* __restrict__ first, int want_first) {
-    extern __shared__ unsigned sh16[];  // 32768 counters
+    extern __shared__ unsigned sh16[];  // 32768 counters: bins 2k + half
     const unsigned half = blockIdx.x & 1u;
     for (int k = threadIdx.x; k < 32768; k += blockDim.x) sh16[k] = 0;
     __syncthreads();
@@ -310,7 +318,7 @@ xp_unique_hist16(const u16* __restrict__ x, long long n, long long head, unsigne
     const long long stride = (long long)(gridDim.x >> 1) * blockDim.x;
     if (gtid < head)
         hist16_add((unsigned)x[gtid] ^ flip, gtid, half, sh16, first, want_first,
-                   __activemask());
+                   __activemask(), true);
     const long long nvec = (n - head) / 8;
     const uint4* xv = reinterpret_cast<const uint4*>(x + head);
     for (long long v = gtid; v < nvec; v += stride) {
@@ -318,17 +326,19 @@ xp_unique_hist16(const u16* __restrict__ x, long long n, long long head, unsigne
         const unsigned words[4] = {q.x, q.y, q.z, q.w};
         const long long i0 = head + v * 8;
         const unsigned active = __activemask();
+        const unsigned b0 = (q.x & 0xffffu) ^ flip;
+        const bool merge = __any_sync(active, __popc(__match_any_sync(active, b0)) > 2);
 #pragma unroll
         for (int j = 0; j < 8; ++j)
             hist16_add(((words[j >> 1] >> (16 * (j & 1))) & 0xffffu) ^ flip, i0 + j, half, sh16,
-                       first, want_first, active);
+                       first, want_first, active, merge);
     }
     for (long long i = head + nvec * 8 + gtid; i < n; i += stride)
-        hist16_add((unsigned)x[i] ^ flip, i, half, sh16, first, want_first, __activemask());
+        hist16_add((unsigned)x[i] ^ flip, i, half, sh16, first, want_first, __activemask(), true);
     __syncthreads();
     for (int k = threadIdx.x; k < 32768; k += blockDim.x) {
         const unsigned c = sh16[k];
-        if (c) atomicAdd(&hist[half * 32768u + k], (u64)c);
+        if (c) atomicAdd(&hist[2u * k + half], (u64)c);
     }
 }
 
