@@ -59,9 +59,9 @@ def test_plan_picks_the_smallest_tier_and_refuses_long_rows():
 
 
 def test_smem_layout_counts_every_part():
-    # keys, 16 bytes of reductions, 32 scan words, warps x 257 counters, u16 indices
-    assert K.smem_bytes(32, 8, 4, True) == 8192 * 4 + 16 + 128 + 32 * 257 * 4 + 8192 * 2
-    assert K.smem_bytes(1, 4, 1, False) == 128 + 16 + 128 + 257 * 4
+    # keys, 32 bytes of reductions, 32 scan words, warps x 257 counters, u16 indices
+    assert K.smem_bytes(32, 8, 4, True) == 8192 * 4 + 32 + 128 + 32 * 257 * 4 + 8192 * 2
+    assert K.smem_bytes(1, 4, 1, False) == 128 + 32 + 128 + 257 * 4
 
 
 def test_hist16_chunks_fill_the_device_but_not_tiny_inputs():
@@ -147,7 +147,7 @@ def cp():
     return cupy
 
 
-ROW_SHAPES = [(3, 1), (5, 2), (7, 31), (1, 32), (4, 33), (3, 128), (2, 129), (4, 1000), (2, 4096),
+ROW_SHAPES = [(3, 1), (5, 2), (7, 31), (1, 32), (4, 33), (3, 64), (3, 65), (3, 128), (2, 129), (4, 1000), (2, 4096),
               (2, 4097), (2, 8192), (2, 8193), (1, K.L_MAX), (300, 17), (2000, 100), (2, 3, 50)]
 
 
@@ -330,3 +330,25 @@ def test_searchsorted_matches_numpy(cp, dtype, side):
     q = _tied(rng, (40, 60), dtype)
     got = K.searchsorted(cp, cp.asarray(a), cp.asarray(q)[::-3, ::2], side)
     np.testing.assert_array_equal(cp.asnumpy(got), np.searchsorted(a, q[::-3, ::2], side=side))
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(_NO_GPU, reason="no usable CUDA GPU here")
+@pytest.mark.parametrize("n", [1, 15, 16, 17, 1000, 1 << 20])
+def test_small_unique_bool_one_value_and_late_first(cp, n):
+    """The popcount path: all True, all False, and the other value appearing only at the end
+    (its first index found inside a vector, in the tail, or in a misaligned head)."""
+    cases = [np.ones(n, bool), np.zeros(n, bool)]
+    for last in (True, False):
+        a = np.full(n + 3, not last)
+        a[-1] = last
+        cases.append(a)
+        cases.append(a[1:])  # misaligned start
+    for a in cases:
+        vals, first, inv, counts = _unique_ref(a)
+        for x in (cp.asarray(a), cp.asarray(np.concatenate([[False], a]))[1:]):
+            got = K.small_unique(cp, x, True, True, True)
+            np.testing.assert_array_equal(cp.asnumpy(got["values"]), vals)
+            np.testing.assert_array_equal(cp.asnumpy(got["counts"]), counts)
+            np.testing.assert_array_equal(cp.asnumpy(got["indices"]), first)
+            np.testing.assert_array_equal(cp.asnumpy(got["inverse_indices"]), inv)

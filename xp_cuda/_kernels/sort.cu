@@ -57,6 +57,21 @@ __device__ __forceinline__ K from_key(K k, int mode) {
 
 // ---- block helpers ---------------------------------------------------------------------------
 
+// The lanes holding the same 8-bit digit as this one: a ballot per bit (cheaper than
+// __match_any_sync, which the hardware serialises over distinct values), and only for the bits
+// that vary in the row (`vb`, block-uniform): the others are equal in every lane.
+__device__ __forceinline__ unsigned match_digit8(unsigned d, unsigned vb) {
+    unsigned peers = FULL_MASK;
+#pragma unroll
+    for (int b = 0; b < 8; ++b) {
+        if ((vb >> b) & 1u) {
+            const unsigned ones = __ballot_sync(FULL_MASK, (d >> b) & 1u);
+            peers &= ((d >> b) & 1u) ? ones : ~ones;
+        }
+    }
+    return peers;
+}
+
 // Exclusive prefix sum of v over the block (WARPS warps); wsum holds 32 unsigned of scratch.
 // Starts and ends with __syncthreads, so callers may reuse wsum and whatever they read before.
 template <int WARPS>
@@ -103,7 +118,7 @@ __device__ __forceinline__ unsigned block_exclusive_scan(unsigned v, unsigned* w
 // The histogram rows are padded to 257 counters so the scan's transposed reads (lanes of a warp
 // reading consecutive warps of one digit) fall in distinct banks.
 //
-// Shared memory: keys[CAP] of the key width, then 16 bytes of reductions, 32 scan words, the
+// Shared memory: keys[CAP] of the key width, then 32 bytes of reductions, 32 scan words, the
 // WARPS x 257 histogram, then idx[CAP] (u16: rows are at most 65535 long) when indices are
 // carried (argsort, or a float row holding NaN or -0.0 whose values are gathered by index).
 
@@ -118,7 +133,7 @@ __device__ __forceinline__ void segsort(const K* __restrict__ x, K* __restrict__
     extern __shared__ __align__(16) unsigned char smem[];
     K* keys = reinterpret_cast<K*>(smem);
     u64* red = reinterpret_cast<u64*>(smem + CAP * sizeof(K));
-    unsigned* wsum = reinterpret_cast<unsigned*>(red + 2);
+    unsigned* wsum = reinterpret_cast<unsigned*>(red + 4);
     unsigned* hist = wsum + 32;
     u16* idx = reinterpret_cast<u16*>(hist + WARPS * HS);
 
@@ -127,34 +142,52 @@ __device__ __forceinline__ void segsort(const K* __restrict__ x, K* __restrict__
     // idx exists in shared memory only when the launcher sized it (see sort.py: smem_bytes)
     const bool idx_smem = want_indices || mode == MODE_FLOAT;
 
-    int parity = 0;  // red[parity]: a row's OR; the other cell is the next row's (no race with
-                     // a slow reader of this row's)
+    // red[parity]: a row's OR of k ^ k[0], red[2 + parity]: its largest key; the other cells
+    // are the next row's (no race with a slow reader of this row's)
+    int parity = 0;
     for (long long row = blockIdx.x; row < nrows; row += gridDim.x, parity ^= 1) {
         const K* xr = x + row * (long long)n;
         const K k0 = to_key<K>(xr[0], mode);
-        if (tid == 0) red[parity] = 0;
+        if (tid == 0) { red[parity] = 0; red[2 + parity] = 0; }
         __syncthreads();  // red cleared; the previous row's stores have read keys/idx
-        K diff = 0;
+        K diff = 0, kmax = 0;
         bool special = false;
-        for (int i = tid; i < CAP; i += T) {
-            K k = (K)~(K)0;  // padding: the largest key, after every real key (stable)
-            if (i < n) {
-                k = to_key<K>(xr[i], mode, special);
-                diff |= (K)(k ^ k0);
-            }
+        for (int i = tid; i < n; i += T) {
+            const K k = to_key<K>(xr[i], mode, special);
+            diff |= (K)(k ^ k0);
+            kmax = k > kmax ? k : kmax;
             keys[i] = k;
             if (idx_smem) idx[i] = (u16)i;
         }
-        u64 d64 = (u64)diff;
+        u64 d64 = (u64)diff, m64 = (u64)kmax;
 #pragma unroll
-        for (int o = 16; o > 0; o >>= 1) d64 |= __shfl_xor_sync(FULL_MASK, d64, o);
-        if (lane == 0 && d64) atomicOr(&red[parity], d64);
-        const bool gather = __syncthreads_or(special) != 0;  // also publishes keys and red
+        for (int o = 16; o > 0; o >>= 1) {
+            d64 |= __shfl_xor_sync(FULL_MASK, d64, o);
+            const u64 t = __shfl_xor_sync(FULL_MASK, m64, o);
+            m64 = t > m64 ? t : m64;
+        }
+        if (lane == 0) {
+            if (d64) atomicOr(&red[parity], d64);
+            if (m64) atomicMax(&red[2 + parity], m64);
+        }
+        const bool gather = __syncthreads_or(special) != 0;  // also publishes red
+        // Padding up to CAP: the row's largest key, so it lands after every real key (stable:
+        // it starts after them) and leaves the varying bits, hence the skipped passes and the
+        // ballots of match_digit8, those of the real keys.
+        if (n < CAP) {
+            const K pad = (K)red[2 + parity];
+            for (int i = n + tid; i < CAP; i += T) {
+                keys[i] = pad;
+                if (idx_smem) idx[i] = (u16)i;
+            }
+            __syncthreads();  // block-uniform branch
+        }
         const bool carry = want_indices || gather;
         const u64 vary = red[parity];
 
         for (int shift = 0; shift < BITS; shift += 8) {
-            if (((vary >> shift) & 0xffu) == 0) continue;  // block-uniform
+            const unsigned vb = (unsigned)(vary >> shift) & 0xffu;
+            if (vb == 0) continue;  // block-uniform
             unsigned* h = hist + w * HS;
             for (int d = lane; d < 256; d += 32) h[d] = 0;
             __syncwarp();
@@ -166,7 +199,7 @@ __device__ __forceinline__ void segsort(const K* __restrict__ x, K* __restrict__
                 const K k = keys[base + j * 32];
                 kr[j] = k;
                 const unsigned d = (unsigned)(k >> shift) & 0xffu;
-                const unsigned peers = __match_any_sync(FULL_MASK, d);
+                const unsigned peers = match_digit8(d, vb);
                 const unsigned old = h[d];
                 __syncwarp();
                 if (lane == __ffs(peers) - 1) h[d] = old + __popc(peers);
@@ -221,6 +254,8 @@ __device__ __forceinline__ void segsort(const K* __restrict__ x, K* __restrict__
 
 // The (warps, items per thread) tiers of sort.py's SEGSORT_CONFIGS: capacity 32*warps*items.
 #define SEGSORT_ALL(W, K)                                                                         \
+    SEGSORT(W, K, 1, 1)                                                                           \
+    SEGSORT(W, K, 1, 2)                                                                           \
     SEGSORT(W, K, 1, 4)                                                                           \
     SEGSORT(W, K, 4, 4)                                                                           \
     SEGSORT(W, K, 8, 4)                                                                           \
@@ -277,6 +312,67 @@ xp_unique_hist8(const u8* __restrict__ x, long long n, long long head, unsigned 
         for (int c = 0; c < 32; ++c) s += sh[b * 32 + ((c + b) & 31)];  // rotated: no conflicts
         if (s) atomicAdd(&hist[b], (u64)s);
         if (want_first && sfirst[b] != ~0ull) atomicMin(&first[b], sfirst[b]);
+    }
+}
+
+// bool (bytes 0 or 1): a popcount of each 16-byte vector counts the Trues, no histogram needed;
+// a thread's first True and first False are its first hits (its indices increase), then a warp
+// minimum and one global atomic per warp.
+__device__ __forceinline__ int first_byte_nonzero(const unsigned (&w)[4]) {
+#pragma unroll
+    for (int k = 0; k < 4; ++k)
+        if (w[k]) return 4 * k + ((__ffs(w[k]) - 1) >> 3);
+    return -1;
+}
+
+extern "C" __global__ void __launch_bounds__(256)
+xp_unique_hist_bool(const u8* __restrict__ x, long long n, long long head, unsigned flip,
+                    u64* __restrict__ hist, u64* __restrict__ first, int want_first) {
+    const long long gtid = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    const long long stride = (long long)gridDim.x * blockDim.x;
+    u64 ones = 0, seen = 0, f0 = ~0ull, f1 = ~0ull;
+    auto one = [&](unsigned v, long long i) {
+        ones += v;
+        ++seen;
+        if (v) f1 = min(f1, (u64)i);
+        else f0 = min(f0, (u64)i);
+    };
+    if (gtid < head) one(x[gtid], gtid);
+    const long long nvec = (n - head) / 16;
+    const uint4* xv = reinterpret_cast<const uint4*>(x + head);
+    for (long long v = gtid; v < nvec; v += stride) {
+        const uint4 q = xv[v];
+        const int c = __popc(q.x) + __popc(q.y) + __popc(q.z) + __popc(q.w);
+        ones += c;
+        seen += 16;
+        if (want_first) {
+            const long long i0 = head + v * 16;
+            if (f1 == ~0ull && c) {
+                const unsigned w[4] = {q.x, q.y, q.z, q.w};
+                f1 = (u64)(i0 + first_byte_nonzero(w));
+            }
+            if (f0 == ~0ull && c < 16) {
+                const unsigned w[4] = {q.x ^ 0x01010101u, q.y ^ 0x01010101u, q.z ^ 0x01010101u,
+                                       q.w ^ 0x01010101u};
+                f0 = (u64)(i0 + first_byte_nonzero(w));
+            }
+        }
+    }
+    for (long long i = head + nvec * 16 + gtid; i < n; i += stride) one(x[i], i);
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+        ones += __shfl_xor_sync(FULL_MASK, ones, o);
+        seen += __shfl_xor_sync(FULL_MASK, seen, o);
+        f0 = min(f0, __shfl_xor_sync(FULL_MASK, f0, o));
+        f1 = min(f1, __shfl_xor_sync(FULL_MASK, f1, o));
+    }
+    if ((threadIdx.x & 31) == 0) {
+        if (seen - ones) atomicAdd(&hist[0], seen - ones);
+        if (ones) atomicAdd(&hist[1], ones);
+        if (want_first) {
+            if (f0 != ~0ull) atomicMin(&first[0], f0);
+            if (f1 != ~0ull) atomicMin(&first[1], f1);
+        }
     }
 }
 

@@ -17,7 +17,7 @@ __all__ = ["SEGSORT_CONFIGS", "L_MAX", "SMALL_UNIQUE_DTYPES", "key_mode", "plan_
 
 # (warps, items per thread) of the block sort tiers in sort.cu (SEGSORT_ALL), smallest first;
 # a row goes to the smallest tier holding it. Capacity 32 * warps * items.
-SEGSORT_CONFIGS = ((1, 4), (4, 4), (8, 4), (8, 8), (16, 8), (32, 8), (32, 16))
+SEGSORT_CONFIGS = ((1, 1), (1, 2), (1, 4), (4, 4), (8, 4), (8, 8), (16, 8), (32, 8), (32, 16))
 L_MAX = max(32 * w * i for w, i in SEGSORT_CONFIGS)  # 16384: longer rows return None
 KEY_WIDTHS = (1, 2, 4, 8)
 _HIST_STRIDE = 257       # sort.cu: HS, one padded 256-counter histogram per warp
@@ -66,7 +66,7 @@ def to_key(a: np.ndarray) -> np.ndarray:
 def smem_bytes(warps: int, items: int, width: int, carry_index: bool) -> int:
     """Dynamic shared memory of one block sort (sort.cu's segsort layout)."""
     cap = 32 * warps * items
-    return cap * width + 16 + 32 * 4 + warps * _HIST_STRIDE * 4 + (cap * 2 if carry_index else 0)
+    return cap * width + 32 + 32 * 4 + warps * _HIST_STRIDE * 4 + (cap * 2 if carry_index else 0)
 
 
 def plan_segsort(n: int, width: int, mode: int, want_indices: bool,
@@ -95,6 +95,7 @@ def kernel_names() -> list[str]:
     """Every kernel name a launcher here can request."""
     return ([f"xp_segsort_{w}_{a}x{b}" for w in KEY_WIDTHS for a, b in SEGSORT_CONFIGS]
             + [f"xp_unique_{k}{b}" for k in ("hist", "scan", "inverse") for b in (8, 16)]
+            + ["xp_unique_hist_bool"]
             + [f"xp_searchsorted_{w}" for w in KEY_WIDTHS])
 
 
@@ -200,7 +201,9 @@ def small_unique(cp, x, want_counts: bool, want_inverse: bool, want_indices: boo
     nvec = (n - head) // per_vec
     hargs = (flat, np.int64(n), np.int64(head), np.uint32(flip), hist, first,
              np.int32(bool(want_indices)))
-    if bits == 8:
+    if dt.kind == "b":
+        _kernel("xp_unique_hist_bool")((grid(cp, max(nvec, 1), 256, 8),), (256,), hargs)
+    elif bits == 8:
         _kernel("xp_unique_hist8")((grid(cp, max(nvec, 1), 256, 4),), (256,), hargs)
     else:
         kern = _kernel("xp_unique_hist16")
