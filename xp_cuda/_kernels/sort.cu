@@ -105,12 +105,13 @@ __device__ __forceinline__ unsigned block_exclusive_scan(unsigned v, unsigned* w
 //
 // Why an LSD radix sort over 8-bit digits: it is stable by construction (the spec's sort is),
 // needs no comparison tie-break on the index, and a row of 32-bit keys takes 4 passes.
-// Passes whose digit is the same for every key of the row are skipped (an OR of k ^ k[0]), so
-// int64 data of a small range or rows of equal keys cost one or two passes.
+// Digits are those of k - kmin (the row's smallest key; order-preserving), and only the passes
+// up to the top bit of kmax - kmin run: int64 data of a small range, bool rows or rows of equal
+// keys cost one pass or none.
 //
 // One pass: warp w owns the ITEMS*32 consecutive positions [w*ITEMS*32, ...); it walks them 32
-// at a time in order, so ranking within the warp is stable: __match_any_sync groups the lanes of
-// one digit, each lane's rank is the warp's running count of that digit (a private, per-warp
+// at a time in order, so ranking within the warp is stable: ballots (match_digit8) group the
+// lanes of one digit, each lane's rank is the warp's running count of that digit (a private, per-warp
 // histogram in shared memory) plus its peers below it. Then one block-wide exclusive scan over
 // the counts in digit-major, warp-minor order gives every (digit, warp) its first position, and
 // each item goes to that plus its rank: a stable counting-sort scatter.
@@ -142,48 +143,53 @@ __device__ __forceinline__ void segsort(const K* __restrict__ x, K* __restrict__
     // idx exists in shared memory only when the launcher sized it (see sort.py: smem_bytes)
     const bool idx_smem = want_indices || mode == MODE_FLOAT;
 
-    // red[parity]: a row's OR of k ^ k[0], red[2 + parity]: its largest key; the other cells
-    // are the next row's (no race with a slow reader of this row's)
+    // red[parity]: a row's smallest key, red[2 + parity]: its largest; the other cells are the
+    // next row's (no race with a slow reader of this row's)
     int parity = 0;
     for (long long row = blockIdx.x; row < nrows; row += gridDim.x, parity ^= 1) {
         const K* xr = x + row * (long long)n;
-        const K k0 = to_key<K>(xr[0], mode);
-        if (tid == 0) { red[parity] = 0; red[2 + parity] = 0; }
+        if (tid == 0) { red[parity] = ~0ull; red[2 + parity] = 0; }
         __syncthreads();  // red cleared; the previous row's stores have read keys/idx
-        K diff = 0, kmax = 0;
+        K kmin = (K)~(K)0, kmax = 0;
         bool special = false;
         for (int i = tid; i < n; i += T) {
             const K k = to_key<K>(xr[i], mode, special);
-            diff |= (K)(k ^ k0);
+            kmin = k < kmin ? k : kmin;
             kmax = k > kmax ? k : kmax;
             keys[i] = k;
             if (idx_smem) idx[i] = (u16)i;
         }
-        u64 d64 = (u64)diff, m64 = (u64)kmax;
+        u64 lo = (u64)kmin, hi = (u64)kmax;
 #pragma unroll
         for (int o = 16; o > 0; o >>= 1) {
-            d64 |= __shfl_xor_sync(FULL_MASK, d64, o);
-            const u64 t = __shfl_xor_sync(FULL_MASK, m64, o);
-            m64 = t > m64 ? t : m64;
+            const u64 a = __shfl_xor_sync(FULL_MASK, lo, o), b = __shfl_xor_sync(FULL_MASK, hi, o);
+            lo = a < lo ? a : lo;
+            hi = b > hi ? b : hi;
         }
         if (lane == 0) {
-            if (d64) atomicOr(&red[parity], d64);
-            if (m64) atomicMax(&red[2 + parity], m64);
+            atomicMin(&red[parity], lo);
+            atomicMax(&red[2 + parity], hi);
         }
         const bool gather = __syncthreads_or(special) != 0;  // also publishes red
-        // Padding up to CAP: the row's largest key, so it lands after every real key (stable:
-        // it starts after them) and leaves the varying bits, hence the skipped passes and the
-        // ballots of match_digit8, those of the real keys.
-        if (n < CAP) {
-            const K pad = (K)red[2 + parity];
-            for (int i = n + tid; i < CAP; i += T) {
-                keys[i] = pad;
-                if (idx_smem) idx[i] = (u16)i;
+        const K rmin = (K)red[parity], rmax = (K)red[2 + parity];
+        // Keys become k - kmin here, once (the passes then shift plain keys; the stores add
+        // kmin back). Padding up to CAP: the row's largest key, so it lands after every real
+        // key (stable: it starts after them) and sets no bit above those of the real keys.
+        if (rmin != 0 || n < CAP) {  // block-uniform
+            for (int i = tid; i < CAP; i += T) {
+                if (i < n) {
+                    keys[i] = (K)(keys[i] - rmin);
+                } else {
+                    keys[i] = (K)(rmax - rmin);
+                    if (idx_smem) idx[i] = (u16)i;
+                }
             }
-            __syncthreads();  // block-uniform branch
+            __syncthreads();
         }
+        // the bits of k - kmin that may vary: all up to the top bit of the span
+        const u64 span = (u64)(K)(rmax - rmin);
+        const u64 vary = span == 0 ? 0 : (~0ull >> __clzll(span));
         const bool carry = want_indices || gather;
-        const u64 vary = red[parity];
 
         for (int shift = 0; shift < BITS; shift += 8) {
             const unsigned vb = (unsigned)(vary >> shift) & 0xffu;
@@ -209,20 +215,20 @@ __device__ __forceinline__ void segsort(const K* __restrict__ x, K* __restrict__
             }
             __syncthreads();
             // (digit, warp) counts in digit-major order: thread t owns entries 8t .. 8t+7
-            unsigned c[8];
+            // (read twice rather than held across the scan: registers are the scarce resource)
             unsigned s = 0;
 #pragma unroll
             for (int q = 0; q < 8; ++q) {
                 const int L = tid * 8 + q;
-                c[q] = hist[(L % WARPS) * HS + L / WARPS];
-                s += c[q];
+                s += hist[(L % WARPS) * HS + L / WARPS];
             }
             unsigned ex = block_exclusive_scan<WARPS>(s, wsum);
 #pragma unroll
             for (int q = 0; q < 8; ++q) {
                 const int L = tid * 8 + q;
+                const unsigned c = hist[(L % WARPS) * HS + L / WARPS];
                 hist[(L % WARPS) * HS + L / WARPS] = ex;
-                ex += c[q];
+                ex += c;
             }
             __syncthreads();
 #pragma unroll
@@ -238,14 +244,18 @@ __device__ __forceinline__ void segsort(const K* __restrict__ x, K* __restrict__
         K* vr = vout + row * (long long)n;
         long long* ir_out = iout + row * (long long)n;
         for (int i = tid; i < n; i += T) {
-            if (want_values) vr[i] = gather ? xr[idx[i]] : from_key<K>(keys[i], mode);
+            if (want_values) vr[i] = gather ? xr[idx[i]] : from_key<K>((K)(keys[i] + rmin), mode);
             if (want_indices) ir_out[i] = (long long)idx[i];
         }
     }
 }
 
+// At least 1536 threads resident per SM (3 blocks of 512, 6 of 256, ...): without the bound the
+// compiler took more than 42 registers for 64-bit keys and two blocks of 512 fit, 1.35x slower.
+#define SEGSORT_MIN_BLOCKS(WARPS) ((WARPS) >= 32 ? 1 : (48 / (WARPS) > 32 ? 32 : 48 / (WARPS)))
+
 #define SEGSORT(W, K, WARPS, ITEMS)                                                               \
-    extern "C" __global__ void __launch_bounds__(32 * WARPS)                                      \
+    extern "C" __global__ void __launch_bounds__(32 * WARPS, SEGSORT_MIN_BLOCKS(WARPS))           \
     xp_segsort_##W##_##WARPS##x##ITEMS(const K* __restrict__ x, K* __restrict__ vout,             \
                                        long long* __restrict__ iout, long long nrows, int n,      \
                                        int mode, int want_values, int want_indices) {             \
