@@ -39,17 +39,24 @@ def test_every_launcher_kernel_compiles():
 def test_plan_picks_the_smallest_tier_and_refuses_long_rows():
     caps = [32 * w * i for w, i in K.SEGSORT_CONFIGS]
     assert caps == sorted(caps) and K.L_MAX == caps[-1] == 16384
+    assert 32 * max(K.WARP_ITEMS) < caps[0]  # the warp tier hands over to the radix tiers
     for width in K.KEY_WIDTHS:
         for mode in (K.MODE_UNSIGNED, K.MODE_SIGNED, K.MODE_FLOAT):
-            for n in (1, 2, 31, 128, 129, 1000, 4096, 4097, 8192, 8193, K.L_MAX):
+            for n in (1, 2, 31, 32, 33, 64, 65, 128, 129, 1000, 4096, 4097, 8192, 8193, K.L_MAX):
                 for want_idx in (False, True):
                     plan = K.plan_segsort(n, width, mode, want_idx)
                     assert plan is not None, (n, width, mode, want_idx)
-                    name, threads, smem = plan
+                    name, threads, smem, rows = plan
+                    assert name in K.kernel_names()
+                    if n <= 64:
+                        iw = 1 if n <= 32 else 2
+                        assert (name, threads, smem, rows) == (
+                            f"xp_warpsort_{width}_{iw}", 32 * K.WARP_ROWS, 0, K.WARP_ROWS)
+                        continue
                     cap = min(c for c in caps if c >= n)
                     w, i = K.SEGSORT_CONFIGS[caps.index(cap)]
                     assert name == f"xp_segsort_{width}_{w}x{i}" and threads == 32 * w
-                    assert name in K.kernel_names()
+                    assert rows == 1
                     assert smem == K.smem_bytes(w, i, width, want_idx or mode == K.MODE_FLOAT)
                     assert smem <= 232448  # sm_90's opt-in limit
             assert K.plan_segsort(K.L_MAX + 1, width, mode, True) is None
@@ -75,8 +82,9 @@ def test_key_modes():
     assert K.key_mode(np.bool_) == K.key_mode(np.uint16) == K.MODE_UNSIGNED
     assert K.key_mode(np.int8) == K.key_mode(np.int64) == K.MODE_SIGNED
     assert K.key_mode(np.float32) == K.key_mode(np.float64) == K.MODE_FLOAT
-    with pytest.raises(TypeError):
-        K.key_mode(np.complex64)
+    for bad in (np.complex64, np.float16):
+        with pytest.raises(TypeError):
+            K.key_mode(bad)
 
 
 @pytest.mark.parametrize("dtype", KEY_DTYPES)
@@ -147,7 +155,8 @@ def cp():
     return cupy
 
 
-ROW_SHAPES = [(3, 1), (5, 2), (7, 31), (1, 32), (4, 33), (3, 64), (3, 65), (3, 128), (2, 129), (4, 1000), (2, 4096),
+ROW_SHAPES = [(3, 1), (5, 2), (7, 31), (1, 32), (4, 33), (3, 64), (3, 65), (3, 128), (1000, 7),
+              (999, 40), (2, 129), (4, 1000), (2, 4096),
               (2, 4097), (2, 8192), (2, 8193), (1, K.L_MAX), (300, 17), (2000, 100), (2, 3, 50)]
 
 

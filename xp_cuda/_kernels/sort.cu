@@ -264,8 +264,6 @@ __device__ __forceinline__ void segsort(const K* __restrict__ x, K* __restrict__
 
 // The (warps, items per thread) tiers of sort.py's SEGSORT_CONFIGS: capacity 32*warps*items.
 #define SEGSORT_ALL(W, K)                                                                         \
-    SEGSORT(W, K, 1, 1)                                                                           \
-    SEGSORT(W, K, 1, 2)                                                                           \
     SEGSORT(W, K, 1, 4)                                                                           \
     SEGSORT(W, K, 4, 4)                                                                           \
     SEGSORT(W, K, 8, 4)                                                                           \
@@ -278,6 +276,71 @@ SEGSORT_ALL(1, u8)
 SEGSORT_ALL(2, u16)
 SEGSORT_ALL(4, u32)
 SEGSORT_ALL(8, u64)
+
+// ---- short rows: one warp per row, ranks by counting ---------------------------------------
+//
+// Rows of at most 32*IW elements (IW = 1, 2): lane l holds positions l, l+32, ...; an element's
+// place is the number of keys below it plus the number of equal keys before it (stable), from
+// n shuffles: far fewer instructions than the radix passes with their 256-bin histograms, and
+// eight rows share a block instead of one row a block. Values are written from the raw bits the
+// lane holds, so NaN payloads and zero signs are kept.
+template <typename K, int IW>
+__device__ __forceinline__ void warpsort(const K* __restrict__ x, K* __restrict__ vout,
+                                         long long* __restrict__ iout, long long nrows, int n,
+                                         int mode, int want_values, int want_indices) {
+    const int lane = threadIdx.x & 31;
+    const long long nwarps = ((long long)gridDim.x * blockDim.x) >> 5;
+    for (long long row = ((long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5; row < nrows;
+         row += nwarps) {
+        const K* xr = x + row * (long long)n;
+        K raw[IW], key[IW];
+        unsigned rank[IW];
+#pragma unroll
+        for (int t = 0; t < IW; ++t) {
+            const int p = lane + 32 * t;
+            raw[t] = p < n ? xr[p] : (K)0;
+            key[t] = p < n ? to_key<K>(raw[t], mode) : (K)~(K)0;  // padding: after every key
+            rank[t] = 0;
+        }
+#pragma unroll
+        for (int s = 0; s < IW; ++s) {
+            const int m = min(32, n - 32 * s);  // row-uniform
+            for (int j = 0; j < m; ++j) {
+                const K kf = (K)__shfl_sync(FULL_MASK, key[s], j);
+#pragma unroll
+                for (int t = 0; t < IW; ++t)
+                    rank[t] += (kf < key[t]) | ((kf == key[t]) & (j + 32 * s < lane + 32 * t));
+            }
+        }
+        K* vr = vout + row * (long long)n;
+        long long* ir = iout + row * (long long)n;
+#pragma unroll
+        for (int t = 0; t < IW; ++t) {
+            const int p = lane + 32 * t;
+            if (p < n) {
+                if (want_values) vr[rank[t]] = raw[t];
+                if (want_indices) ir[rank[t]] = p;
+            }
+        }
+    }
+}
+
+#define WARPSORT(W, K, IW)                                                                        \
+    extern "C" __global__ void __launch_bounds__(256)                                             \
+    xp_warpsort_##W##_##IW(const K* __restrict__ x, K* __restrict__ vout,                         \
+                           long long* __restrict__ iout, long long nrows, int n, int mode,        \
+                           int want_values, int want_indices) {                                   \
+        warpsort<K, IW>(x, vout, iout, nrows, n, mode, want_values, want_indices);                \
+    }
+
+WARPSORT(1, u8, 1)
+WARPSORT(1, u8, 2)
+WARPSORT(2, u16, 1)
+WARPSORT(2, u16, 2)
+WARPSORT(4, u32, 1)
+WARPSORT(4, u32, 2)
+WARPSORT(8, u64, 1)
+WARPSORT(8, u64, 2)
 
 // ---- small-integer set functions: a histogram over every possible value ---------------------
 //

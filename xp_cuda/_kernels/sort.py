@@ -11,13 +11,17 @@ import numpy as np
 
 from ._runtime import device_info, grid, load_kernel, source
 
-__all__ = ["SEGSORT_CONFIGS", "L_MAX", "SMALL_UNIQUE_DTYPES", "key_mode", "plan_segsort",
+__all__ = ["WARP_ITEMS", "WARP_ROWS", "SEGSORT_CONFIGS", "L_MAX", "SMALL_UNIQUE_DTYPES", "key_mode", "plan_segsort",
            "smem_bytes", "hist16_chunks", "kernel_names", "to_key", "segmented_sort", "small_unique",
            "searchsorted"]
 
 # (warps, items per thread) of the block sort tiers in sort.cu (SEGSORT_ALL), smallest first;
 # a row goes to the smallest tier holding it. Capacity 32 * warps * items.
-SEGSORT_CONFIGS = ((1, 1), (1, 2), (1, 4), (4, 4), (8, 4), (8, 8), (16, 8), (32, 8), (32, 16))
+# Rows of at most 32 * IW elements (IW in WARP_ITEMS) go to xp_warpsort (a warp per row, ranks
+# by counting, WARP_ROWS rows a block), longer ones to the radix tiers.
+WARP_ITEMS = (1, 2)
+WARP_ROWS = 8
+SEGSORT_CONFIGS = ((1, 4), (4, 4), (8, 4), (8, 8), (16, 8), (32, 8), (32, 16))
 L_MAX = max(32 * w * i for w, i in SEGSORT_CONFIGS)  # 16384: longer rows return None
 KEY_WIDTHS = (1, 2, 4, 8)
 _HIST_STRIDE = 257       # sort.cu: HS, one padded 256-counter histogram per warp
@@ -40,7 +44,7 @@ def key_mode(dtype) -> int:
         return MODE_UNSIGNED
     if kind == "i":
         return MODE_SIGNED
-    if kind == "f":
+    if kind == "f" and np.dtype(dtype).itemsize in (4, 8):  # sort.cu knows binary32/64 only
         return MODE_FLOAT
     raise TypeError(f"sort keys are bool, integers or floats, not {np.dtype(dtype)}")
 
@@ -71,16 +75,20 @@ def smem_bytes(warps: int, items: int, width: int, carry_index: bool) -> int:
 
 def plan_segsort(n: int, width: int, mode: int, want_indices: bool,
                  smem_limit: int = _SMEM_OPTIN):
-    """(kernel name, threads, dynamic shared bytes) of the tier sorting rows of length n
-    (1 <= n), or None when no tier holds a row (n > L_MAX) within smem_limit. Float rows may
-    need the index array (values of NaN and -0.0 are gathered by index), so it is sized in."""
+    """(kernel name, threads, dynamic shared bytes, rows per block) of the tier sorting rows
+    of length n (1 <= n), or None when no tier holds a row (n > L_MAX) within smem_limit.
+    Float rows may need the index array (values of NaN and -0.0 are gathered by index), so it
+    is sized in."""
+    for iw in WARP_ITEMS:
+        if n <= 32 * iw:
+            return f"xp_warpsort_{width}_{iw}", 32 * WARP_ROWS, 0, WARP_ROWS
     carry = bool(want_indices) or mode == MODE_FLOAT
     for warps, items in SEGSORT_CONFIGS:
         if 32 * warps * items >= n:
             smem = smem_bytes(warps, items, width, carry)
             if smem > smem_limit:
                 return None
-            return f"xp_segsort_{width}_{warps}x{items}", 32 * warps, smem
+            return f"xp_segsort_{width}_{warps}x{items}", 32 * warps, smem, 1
     return None
 
 
@@ -94,6 +102,7 @@ def hist16_chunks(n: int, sm_count: int) -> int:
 def kernel_names() -> list[str]:
     """Every kernel name a launcher here can request."""
     return ([f"xp_segsort_{w}_{a}x{b}" for w in KEY_WIDTHS for a, b in SEGSORT_CONFIGS]
+            + [f"xp_warpsort_{w}_{i}" for w in KEY_WIDTHS for i in WARP_ITEMS]
             + [f"xp_unique_{k}{b}" for k in ("hist", "scan", "inverse") for b in (8, 16)]
             + ["xp_unique_hist_bool"]
             + [f"xp_searchsorted_{w}" for w in KEY_WIDTHS])
@@ -150,10 +159,11 @@ def segmented_sort(cp, x, want_values: bool, want_indices: bool):
     plan = plan_segsort(n, width, mode, want_indices, _smem_limit(cp))
     if plan is None:
         return None
-    name, threads, smem = plan
+    name, threads, smem, rows_per_block = plan
     kern = _kernel(name)
     _allow_smem(cp, kern, smem)
-    blocks = min(nrows, device_info(cp).sm_count * 64)  # rows loop inside for the rest
+    # rows loop inside the kernels for the rest
+    blocks = min(-(-nrows // rows_per_block), device_info(cp).sm_count * 64)
     null = np.uint64(0)
     kern((blocks,), (threads,),
          (x, values if want_values else null, indices if want_indices else null,
