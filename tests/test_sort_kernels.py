@@ -65,6 +65,17 @@ def test_plan_picks_the_smallest_tier_and_refuses_long_rows():
     assert K.plan_segsort(100, 8, K.MODE_FLOAT, True, smem_limit=100_000) is not None
 
 
+def test_long_row_passes_and_shared_memory():
+    assert K.lsort_passes(0, 8) == []
+    assert K.lsort_passes(1, 1) == [(0, 1)]
+    assert K.lsort_passes(200, 8) == [(0, 0xFF)]
+    assert K.lsort_passes(300, 4) == [(0, 0xFF), (8, 0x01)]
+    assert K.lsort_passes(2**32 - 1, 4) == [(0, 0xFF), (8, 0xFF), (16, 0xFF), (24, 0xFF)]
+    assert [s for s, _ in K.lsort_passes(2**63, 8)] == list(range(0, 64, 8))
+    for w in K.KEY_WIDTHS:
+        assert K.lsort_smem(w) == 4096 * (w + 4) + 16 * 257 * 4 + 32 * 4 + 512 * 4 <= 232448
+
+
 def test_smem_layout_counts_every_part():
     # keys, 32 bytes of reductions, 32 scan words, warps x 257 counters, u16 indices
     assert K.smem_bytes(32, 8, 4, True) == 8192 * 4 + 32 + 128 + 32 * 257 * 4 + 8192 * 2
@@ -215,13 +226,56 @@ def test_segmented_sort_distinct_and_wide_values(cp, dtype):
 
 @pytest.mark.cuda
 @pytest.mark.skipif(_NO_GPU, reason="no usable CUDA GPU here")
-def test_segmented_sort_long_rows_and_empty(cp):
-    a = cp.arange(2 * (K.L_MAX + 1), dtype=cp.float32).reshape(2, -1)
+def test_segmented_sort_single_long_row_falls_back(cp):
+    a = cp.arange(K.L_MAX + 1, dtype=cp.float32)[::-1].copy()
     assert K.segmented_sort(cp, a, True, True) is None
+    assert K.segmented_sort(cp, a.reshape(1, -1), False, True) is None
+    v, i = K.segmented_sort(cp, a[:K.L_MAX], True, True)  # a 1-D row that fits: sorted here
+    np.testing.assert_array_equal(cp.asnumpy(i), np.arange(K.L_MAX)[::-1])
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(_NO_GPU, reason="no usable CUDA GPU here")
+def test_segmented_sort_empty(cp):
     v, i = K.segmented_sort(cp, cp.empty((0, 5), dtype=cp.int32), True, True)
     assert v.shape == i.shape == (0, 5)
     v, i = K.segmented_sort(cp, cp.empty((3, 0), dtype=cp.float64), True, False)
     assert v.shape == (3, 0) and i is None
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(_NO_GPU, reason="no usable CUDA GPU here")
+@pytest.mark.parametrize("dtype", KEY_DTYPES)
+@pytest.mark.parametrize("shape", [(2, K.L_MAX + 1), (3, 50001), (2, 300_001)],
+                         ids=lambda s: "x".join(map(str, s)))
+def test_segmented_sort_long_rows_multi_block(cp, dtype, shape):
+    """Rows longer than L_MAX: the multi-block radix sort, tiles crossing (and a partial last
+    tile), ties, NaNs, -0.0, every dtype; both outputs and each alone."""
+    rng = np.random.default_rng(_seed(dtype, shape))
+    a = _tied(rng, shape, dtype)
+    if np.dtype(dtype).kind in "iuf" and shape[0] > 1:
+        # a row of distinct full-range values: every pass runs
+        dt = np.dtype(dtype)
+        if dt.kind == "f":
+            a[1] = (rng.standard_normal(shape[1]) * 1e6).astype(dt)
+        else:
+            info = np.iinfo(dt)
+            a[1] = rng.integers(info.min, info.max, size=shape[1], dtype=dt, endpoint=True)
+    ref_idx = np.argsort(a, axis=-1, kind="stable")
+    ref = np.take_along_axis(a, ref_idx, axis=-1)
+    x = cp.asarray(a)
+    for wv, wi in ((True, True), (True, False), (False, True)):
+        res = K.segmented_sort(cp, x, wv, wi)
+        assert res is not None
+        vals, idx = res
+        if wi:
+            got = cp.asnumpy(idx)
+            bad = np.argwhere(got != ref_idx)
+            assert bad.size == 0, (f"{dtype} {shape}: indices differ at {bad[:5].tolist()}")
+        if wv:
+            got = cp.asnumpy(vals)
+            bad = np.argwhere(_bits(got) != _bits(ref))
+            assert bad.size == 0, (f"{dtype} {shape}: values differ at {bad[:5].tolist()}")
 
 
 @pytest.mark.cuda

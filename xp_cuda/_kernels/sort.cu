@@ -111,10 +111,10 @@ __device__ __forceinline__ unsigned block_exclusive_scan(unsigned v, unsigned* w
 //
 // One pass: warp w owns the ITEMS*32 consecutive positions [w*ITEMS*32, ...); it walks them 32
 // at a time in order, so ranking within the warp is stable: ballots (match_digit8) group the
-// lanes of one digit, each lane's rank is the warp's running count of that digit (a private, per-warp
-// histogram in shared memory) plus its peers below it. Then one block-wide exclusive scan over
-// the counts in digit-major, warp-minor order gives every (digit, warp) its first position, and
-// each item goes to that plus its rank: a stable counting-sort scatter.
+// lanes of one digit, each lane's rank is the warp's running count of that digit (a private,
+// per-warp histogram in shared memory) plus its peers below it. Then one block-wide exclusive
+// scan over the counts in digit-major, warp-minor order gives every (digit, warp) its first
+// position, and each item goes to that plus its rank: a stable counting-sort scatter.
 //
 // The histogram rows are padded to 257 counters so the scan's transposed reads (lanes of a warp
 // reading consecutive warps of one digit) fall in distinct banks.
@@ -341,6 +341,264 @@ WARPSORT(4, u32, 1)
 WARPSORT(4, u32, 2)
 WARPSORT(8, u64, 1)
 WARPSORT(8, u64, 2)
+
+// ---- long rows (n > L_MAX): a global LSD radix sort, several blocks per row -----------------
+//
+// Rows are cut into tiles of LT = 4096; per 8-bit pass: xp_lsort_hist counts each tile's digits
+// (counts[row][digit][tile]), xp_lsort_scan (plus the digit totals' prefix, added in the
+// scatter) turns them into exclusive offsets in digit-major, tile-minor order (a tile's elements
+// of one digit go after those of every earlier tile: stable), and xp_lsort_scatter ranks its
+// tile stably as the block sort does, stages it in shared memory ordered by digit, and writes
+// each digit's run to its offset (runs, not single scattered elements, reach global memory).
+// Digits are those of k - kmin of the row (xp_lsort_prep), so only the passes up to the largest
+// span's top bit run (the host reads the row statistics once). Indices travel as int32
+// positions in the row. Tile padding takes digit `vb` (every varying bit set): the largest
+// digit, after every real element, never written out.
+
+#define LWARPS 16
+#define LITEMS 8
+#define LT (32 * LWARPS * LITEMS)
+
+// keys[i] = to_key(x[i]); pos[i] = i % n when carried; stat[row] = {min key, max key, special}
+template <typename K>
+__device__ __forceinline__ void lsort_prep(const K* __restrict__ x, K* __restrict__ keys,
+                                           int* __restrict__ pos, u64* __restrict__ stat,
+                                           long long row0, int n, int mode, int carry) {
+    __shared__ u64 red[3];
+    const long long row = row0 + blockIdx.y;
+    const int t0 = blockIdx.x * LT;
+    if (threadIdx.x == 0) { red[0] = ~0ull; red[1] = 0; red[2] = 0; }
+    __syncthreads();
+    K kmin = (K)~(K)0, kmax = 0;
+    bool special = false;
+    const long long base = row * (long long)n;
+    for (int i = t0 + threadIdx.x; i < min(n, t0 + LT); i += blockDim.x) {
+        const K k = to_key<K>(x[base + i], mode, special);
+        keys[base + i] = k;
+        if (carry) pos[base + i] = i;
+        kmin = k < kmin ? k : kmin;
+        kmax = k > kmax ? k : kmax;
+    }
+    u64 lo = kmin, hi = kmax;
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+        const u64 a = __shfl_xor_sync(FULL_MASK, lo, o), b = __shfl_xor_sync(FULL_MASK, hi, o);
+        lo = a < lo ? a : lo;
+        hi = b > hi ? b : hi;
+    }
+    if ((threadIdx.x & 31) == 0) { atomicMin(&red[0], lo); atomicMax(&red[1], hi); }
+    if (__syncthreads_or(special) && threadIdx.x == 0) red[2] = 1;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        atomicMin(&stat[3 * row], red[0]);
+        atomicMax(&stat[3 * row + 1], red[1]);
+        if (red[2]) atomicOr(&stat[3 * row + 2], 1ull);
+    }
+}
+
+template <typename K>
+__device__ __forceinline__ void lsort_hist(const K* __restrict__ keys, const u64* __restrict__ stat,
+                                           unsigned* __restrict__ counts, long long row0, int n,
+                                           int ntiles, int shift) {
+    __shared__ unsigned h[LWARPS][256];
+    const long long row = row0 + blockIdx.y;
+    const int t = blockIdx.x, w = threadIdx.x >> 5;
+    for (int d = threadIdx.x; d < LWARPS * 256; d += blockDim.x) (&h[0][0])[d] = 0;
+    __syncthreads();
+    const K kmin = (K)stat[3 * row];
+    const K* kr = keys + row * (long long)n;
+    for (int i = t * LT + threadIdx.x; i < min(n, (t + 1) * LT); i += blockDim.x)
+        atomicAdd(&h[w][(unsigned)((K)(kr[i] - kmin) >> shift) & 0xffu], 1u);
+    __syncthreads();
+    unsigned* c = counts + row * 256ll * ntiles;
+    for (int d = threadIdx.x; d < 256; d += blockDim.x) {
+        unsigned s = 0;
+#pragma unroll
+        for (int q = 0; q < LWARPS; ++q) s += h[q][d];
+        c[(long long)d * ntiles + t] = s;
+    }
+}
+
+// block (d, row): exclusive scan of counts[row][d][0 .. ntiles) in place (coalesced chunks of
+// 1024 with a running carry) and the digit's total to dtot[row][d]; xp_lsort_scatter adds the
+// exclusive prefix of the totals. One block per digit keeps a single long row (1-D sorts, 16k
+// tiles) as parallel as many short ones.
+extern "C" __global__ void __launch_bounds__(1024)
+xp_lsort_scan(unsigned* __restrict__ counts, unsigned* __restrict__ dtot, long long row0,
+              int ntiles) {
+    __shared__ unsigned wsum[32];
+    const long long row = row0 + blockIdx.y;
+    unsigned* c = counts + (row * 256 + blockIdx.x) * (long long)ntiles;
+    unsigned carry = 0;
+    for (int b = 0; b < ntiles; b += 1024) {
+        const int i = b + threadIdx.x;
+        const unsigned v = i < ntiles ? c[i] : 0u;
+        const unsigned ex = block_exclusive_scan<32>(v, wsum);
+        if (i < ntiles) c[i] = carry + ex;
+        // the chunk's total: the last thread's inclusive sum, through shared memory
+        __syncthreads();
+        if (threadIdx.x == 1023) wsum[0] = ex + v;
+        __syncthreads();
+        carry += wsum[0];
+    }
+    if (threadIdx.x == 0) dtot[row * 256 + blockIdx.x] = carry;
+}
+
+// Rows of few tiles (sort.py: LSORT_SCAN_ROWS_MAX): one block of 256 per row, thread d scans
+// digit d serially: 256 blocks of 1024 per row would be mostly idle there.
+extern "C" __global__ void __launch_bounds__(256)
+xp_lsort_scan_rows(unsigned* __restrict__ counts, unsigned* __restrict__ dtot, long long row0,
+                   int ntiles) {
+    const long long row = row0 + blockIdx.x;
+    unsigned* c = counts + (row * 256 + threadIdx.x) * (long long)ntiles;
+    unsigned carry = 0;
+    for (int t = 0; t < ntiles; ++t) {
+        const unsigned v = c[t];
+        c[t] = carry;
+        carry += v;
+    }
+    dtot[row * 256 + threadIdx.x] = carry;
+}
+
+template <typename K>
+__device__ __forceinline__ void lsort_scatter(const K* __restrict__ ksrc,
+                                              const int* __restrict__ psrc,
+                                              K* __restrict__ kdst, int* __restrict__ pdst,
+                                              const u64* __restrict__ stat,
+                                              const unsigned* __restrict__ offsets,
+                                              const unsigned* __restrict__ dtot, long long row0,
+                                              int n, int ntiles, int shift, unsigned vb,
+                                              int carry) {
+    constexpr int HS = 257;
+    extern __shared__ __align__(16) unsigned char lsmem[];
+    K* skeys = reinterpret_cast<K*>(lsmem);
+    int* spos = reinterpret_cast<int*>(skeys + LT);
+    unsigned* hist = reinterpret_cast<unsigned*>(spos + LT);
+    unsigned* wsum = hist + LWARPS * HS;
+    unsigned* dstart = wsum + 32;  // 256: the tile's first local position of each digit
+    unsigned* dpre = dstart + 256;  // 256: the row's first position of each digit
+    const long long row = row0 + blockIdx.y;
+    const int t = blockIdx.x, tid = threadIdx.x, lane = tid & 31, w = tid >> 5;
+    const unsigned lt_mask = (1u << lane) - 1u;
+    const int t0 = t * LT, valid = min(LT, n - t0);
+    const K kmin = (K)stat[3 * row];
+    const K* kr = ksrc + row * (long long)n + t0;
+    const int* pr = psrc + row * (long long)n + t0;
+    {
+        const unsigned v = tid < 256 ? dtot[row * 256 + tid] : 0u;
+        const unsigned ex = block_exclusive_scan<LWARPS>(v, wsum);
+        if (tid < 256) dpre[tid] = ex;
+    }
+    unsigned* h = hist + w * HS;
+    for (int d = lane; d < 256; d += 32) h[d] = 0;
+    __syncwarp();
+    unsigned dg[LITEMS], rk[LITEMS];
+    K kk[LITEMS];
+    int pp[LITEMS];
+    const int base = w * LITEMS * 32 + lane;
+#pragma unroll
+    for (int j = 0; j < LITEMS; ++j) {
+        const int i = base + j * 32;
+        unsigned d = vb;  // padding: the largest digit
+        if (i < valid) {
+            kk[j] = kr[i];
+            if (carry) pp[j] = pr[i];
+            d = (unsigned)((K)(kk[j] - kmin) >> shift) & 0xffu;
+        }
+        dg[j] = d;
+        const unsigned peers = match_digit8(d, vb);
+        const unsigned old = h[d];
+        __syncwarp();
+        if (lane == __ffs(peers) - 1) h[d] = old + __popc(peers);
+        __syncwarp();
+        rk[j] = old + __popc(peers & lt_mask);
+    }
+    __syncthreads();
+    unsigned s = 0;
+#pragma unroll
+    for (int q = 0; q < 8; ++q) {
+        const int L = tid * 8 + q;
+        s += hist[(L % LWARPS) * HS + L / LWARPS];
+    }
+    unsigned ex = block_exclusive_scan<LWARPS>(s, wsum);
+#pragma unroll
+    for (int q = 0; q < 8; ++q) {
+        const int L = tid * 8 + q;
+        const unsigned c = hist[(L % LWARPS) * HS + L / LWARPS];
+        hist[(L % LWARPS) * HS + L / LWARPS] = ex;
+        if (L % LWARPS == 0) dstart[L / LWARPS] = ex;
+        ex += c;
+    }
+    __syncthreads();
+#pragma unroll
+    for (int j = 0; j < LITEMS; ++j) {
+        const unsigned p = h[dg[j]] + rk[j];
+        if (p < (unsigned)valid) {
+            skeys[p] = kk[j];
+            if (carry) spos[p] = pp[j];
+        }
+    }
+    __syncthreads();
+    const unsigned* off = offsets + row * 256ll * ntiles;
+    K* kd = kdst + row * (long long)n;
+    int* pd = pdst + row * (long long)n;
+    for (int i = tid; i < valid; i += blockDim.x) {
+        const K k = skeys[i];
+        const unsigned d = (unsigned)((K)(k - kmin) >> shift) & 0xffu;
+        const long long g = (long long)dpre[d] + off[(long long)d * ntiles + t] +
+                            (i - (int)dstart[d]);
+        kd[g] = k;
+        if (carry) pd[g] = spos[i];
+    }
+}
+
+// values (from keys, or the original bits for rows holding NaN or -0.0) and int64 indices
+template <typename K>
+__device__ __forceinline__ void lsort_final(const K* __restrict__ x, const K* __restrict__ keys,
+                                            const int* __restrict__ pos,
+                                            const u64* __restrict__ stat, K* __restrict__ vout,
+                                            long long* __restrict__ iout, long long row0, int n,
+                                            int mode, int want_values, int want_indices) {
+    const long long row = row0 + blockIdx.y;
+    const long long base = row * (long long)n;
+    const bool gather = stat[3 * row + 2] != 0;
+    for (int i = blockIdx.x * LT + threadIdx.x; i < min(n, (blockIdx.x + 1) * LT);
+         i += blockDim.x) {
+        if (want_values)
+            vout[base + i] = gather ? x[base + pos[base + i]] : from_key<K>(keys[base + i], mode);
+        if (want_indices) iout[base + i] = pos[base + i];
+    }
+}
+
+#define LSORT(W, K)                                                                               \
+    extern "C" __global__ void __launch_bounds__(32 * LWARPS)                                     \
+    xp_lsort_prep_##W(const K* x, K* keys, int* pos, u64* stat, long long row0, int n, int mode,  \
+                      int carry) {                                                                \
+        lsort_prep<K>(x, keys, pos, stat, row0, n, mode, carry);                                  \
+    }                                                                                             \
+    extern "C" __global__ void __launch_bounds__(32 * LWARPS)                                     \
+    xp_lsort_hist_##W(const K* keys, const u64* stat, unsigned* counts, long long row0, int n,    \
+                      int ntiles, int shift) {                                                    \
+        lsort_hist<K>(keys, stat, counts, row0, n, ntiles, shift);                                \
+    }                                                                                             \
+    extern "C" __global__ void __launch_bounds__(32 * LWARPS)                                     \
+    xp_lsort_scatter_##W(const K* ksrc, const int* psrc, K* kdst, int* pdst, const u64* stat,     \
+                         const unsigned* offsets, const unsigned* dtot, long long row0, int n,    \
+                         int ntiles, int shift, unsigned vb, int carry) {                         \
+        lsort_scatter<K>(ksrc, psrc, kdst, pdst, stat, offsets, dtot, row0, n, ntiles, shift, vb, \
+                         carry);                                                                  \
+    }                                                                                             \
+    extern "C" __global__ void __launch_bounds__(32 * LWARPS)                                     \
+    xp_lsort_final_##W(const K* x, const K* keys, const int* pos, const u64* stat, K* vout,       \
+                       long long* iout, long long row0, int n, int mode, int want_values,         \
+                       int want_indices) {                                                        \
+        lsort_final<K>(x, keys, pos, stat, vout, iout, row0, n, mode, want_values, want_indices); \
+    }
+
+LSORT(1, u8)
+LSORT(2, u16)
+LSORT(4, u32)
+LSORT(8, u64)
 
 // ---- small-integer set functions: a histogram over every possible value ---------------------
 //

@@ -1,9 +1,10 @@
 """Launchers of sort.cu on the current CuPy device and stream: the segmented (last-axis) stable
-sort/argsort, histogram set functions of small integers, and searchsorted.
+sort/argsort (a warp per short row, a block per row up to L_MAX, several blocks per longer row),
+histogram set functions of small integers, and searchsorted.
 
 The caller validates everything; nothing here checks user input. The pure-Python part (key
-modes, ``plan_segsort``, ``smem_bytes``, ``kernel_names``, the NumPy models of the key
-transform ``to_key``) is tested without a GPU.
+modes, ``plan_segsort``, ``smem_bytes``, ``lsort_smem``, ``lsort_passes``, ``hist16_chunks``,
+``kernel_names``, the NumPy model of the key transform ``to_key``) is tested without a GPU.
 """
 from __future__ import annotations
 
@@ -11,9 +12,10 @@ import numpy as np
 
 from ._runtime import device_info, grid, load_kernel, source
 
-__all__ = ["WARP_ITEMS", "WARP_ROWS", "SEGSORT_CONFIGS", "L_MAX", "SMALL_UNIQUE_DTYPES", "key_mode", "plan_segsort",
-           "smem_bytes", "hist16_chunks", "kernel_names", "to_key", "segmented_sort", "small_unique",
-           "searchsorted"]
+__all__ = ["WARP_ITEMS", "WARP_ROWS", "SEGSORT_CONFIGS", "L_MAX", "LSORT_TILE",
+           "LSORT_SCAN_ROWS_MAX", "SMALL_UNIQUE_DTYPES", "key_mode", "to_key", "plan_segsort",
+           "smem_bytes", "lsort_smem", "lsort_passes", "hist16_chunks", "kernel_names",
+           "segmented_sort", "small_unique", "searchsorted"]
 
 # (warps, items per thread) of the block sort tiers in sort.cu (SEGSORT_ALL), smallest first;
 # a row goes to the smallest tier holding it. Capacity 32 * warps * items.
@@ -103,6 +105,8 @@ def kernel_names() -> list[str]:
     """Every kernel name a launcher here can request."""
     return ([f"xp_segsort_{w}_{a}x{b}" for w in KEY_WIDTHS for a, b in SEGSORT_CONFIGS]
             + [f"xp_warpsort_{w}_{i}" for w in KEY_WIDTHS for i in WARP_ITEMS]
+            + [f"xp_lsort_{k}_{w}" for k in ("prep", "hist", "scatter", "final")
+               for w in KEY_WIDTHS] + ["xp_lsort_scan", "xp_lsort_scan_rows"]
             + [f"xp_unique_{k}{b}" for k in ("hist", "scan", "inverse") for b in (8, 16)]
             + ["xp_unique_hist_bool"]
             + [f"xp_searchsorted_{w}" for w in KEY_WIDTHS])
@@ -143,9 +147,13 @@ def segmented_sort(cp, x, want_values: bool, want_indices: bool):
     """Stable ascending sort of each row (last axis) of the C-contiguous CuPy array x (bool,
     integer or float dtype; NaNs last in their order, -0.0 == +0.0 in stable order).
 
-    Returns (values or None, int64 indices or None), both of x's shape, or None when the rows
-    are longer than this kernel sorts (n > L_MAX): the caller falls back. Float values are
-    bit-exact, NaN payloads and zero signs included (rows holding NaN or -0.0 gather them)."""
+    Returns (values or None, int64 indices or None), both of x's shape. Rows of at most 64
+    elements: a warp each; up to L_MAX: a block each, in shared memory; longer: the multi-block
+    radix sort (xp_lsort_*, which reads the rows' key range back to the host once). None when
+    no path here serves the rows best: a single row longer than L_MAX (a 1-D sort; CuPy's is
+    at torch's speed there), n >= 2**31, or a device without the shared memory: the caller
+    falls back. Float values are bit-exact, NaN payloads and zero signs included (rows
+    holding NaN or -0.0 gather them by index)."""
     shape = x.shape
     n = shape[-1] if x.ndim else 1
     size = x.size
@@ -158,6 +166,11 @@ def segmented_sort(cp, x, want_values: bool, want_indices: bool):
     width = x.dtype.itemsize
     plan = plan_segsort(n, width, mode, want_indices, _smem_limit(cp))
     if plan is None:
+        # one long row (a 1-D sort): CuPy's (CUB's) sort is as fast as torch's, and faster
+        # than these kernels, so the caller's fallback serves it
+        if nrows > 1 and n < 2**31 and _smem_limit(cp) >= lsort_smem(width):
+            _long_sort(cp, x, values, indices, nrows, n, mode, width)
+            return values, indices
         return None
     name, threads, smem, rows_per_block = plan
     kern = _kernel(name)
@@ -170,6 +183,78 @@ def segmented_sort(cp, x, want_values: bool, want_indices: bool):
           np.int64(nrows), np.int32(n), np.int32(mode), np.int32(bool(want_values)),
           np.int32(bool(want_indices))), shared_mem=smem)
     return values, indices
+
+
+LSORT_TILE = 4096  # sort.cu: LT, the tile of the long-row radix sort (16 warps x 8 items)
+LSORT_SCAN_ROWS_MAX = 64  # tiles per row up to which a thread per digit scans (xp_lsort_scan_rows)
+
+
+def lsort_smem(width: int) -> int:
+    """Dynamic shared memory of xp_lsort_scatter: the tile's keys and int32 positions, the
+    16 x 257 warp histograms, 32 scan words, the 256 digit starts in the tile and in the row."""
+    return LSORT_TILE * (width + 4) + 16 * _HIST_STRIDE * 4 + 32 * 4 + 2 * 256 * 4
+
+
+def lsort_passes(span: int, width: int) -> list[tuple[int, int]]:
+    """(shift, varying bits of the digit) of each radix pass the long-row sort runs when the
+    largest row span (kmax - kmin in key space) is ``span``: the bytes up to span's top bit."""
+    if span <= 0:
+        return []
+    vary = (1 << span.bit_length()) - 1
+    return [(shift, (vary >> shift) & 0xFF) for shift in range(0, 8 * width, 8)
+            if (vary >> shift) & 0xFF]
+
+
+def _long_sort(cp, x, values, indices, nrows: int, n: int, mode: int, width: int):
+    """Rows longer than L_MAX: the multi-block radix sort of sort.cu (xp_lsort_*), into the
+    allocated values / indices (either may be None)."""
+    ut = np.dtype(f"u{width}")
+    carry = indices is not None or mode == MODE_FLOAT
+    total = nrows * n
+    ntiles = -(-n // LSORT_TILE)
+    keys = [cp.empty(total, dtype=ut), cp.empty(total, dtype=ut)]
+    pos = [cp.empty(total if carry else 1, dtype=np.int32) for _ in range(2)]
+    stat = cp.empty((nrows, 3), dtype=np.uint64)
+    stat[:, 0] = np.uint64(2**64 - 1)
+    stat[:, 1:] = 0
+    counts = cp.empty(nrows * 256 * ntiles, dtype=np.uint32)
+    dtot = cp.empty(nrows * 256, dtype=np.uint32)
+    threads = 512
+    smem = lsort_smem(width)
+    scatter = _kernel(f"xp_lsort_scatter_{width}")
+    _allow_smem(cp, scatter, smem)
+    chunks = [(r0, min(65535, nrows - r0)) for r0 in range(0, nrows, 65535)]  # grid y limit
+    for r0, rows in chunks:
+        _kernel(f"xp_lsort_prep_{width}")(
+            (ntiles, rows), (threads,),
+            (x, keys[0], pos[0], stat, np.int64(r0), np.int32(n), np.int32(mode),
+             np.int32(carry)))
+    st = stat.get()  # the one host read: which passes any row needs
+    span = int((st[:, 1] - st[:, 0]).max())
+    src = 0
+    for shift, vb in lsort_passes(span, width):
+        for r0, rows in chunks:
+            _kernel(f"xp_lsort_hist_{width}")(
+                (ntiles, rows), (threads,),
+                (keys[src], stat, counts, np.int64(r0), np.int32(n), np.int32(ntiles),
+                 np.int32(shift)))
+            sargs = (counts, dtot, np.int64(r0), np.int32(ntiles))
+            if ntiles <= LSORT_SCAN_ROWS_MAX:
+                _kernel("xp_lsort_scan_rows")((rows,), (256,), sargs)
+            else:
+                _kernel("xp_lsort_scan")((256, rows), (1024,), sargs)
+            scatter((ntiles, rows), (threads,),
+                    (keys[src], pos[src], keys[1 - src], pos[1 - src], stat, counts, dtot,
+                     np.int64(r0), np.int32(n), np.int32(ntiles), np.int32(shift),
+                     np.uint32(vb), np.int32(carry)), shared_mem=smem)
+        src = 1 - src
+    null = np.uint64(0)
+    for r0, rows in chunks:
+        _kernel(f"xp_lsort_final_{width}")(
+            (ntiles, rows), (threads,),
+            (x, keys[src], pos[src], stat, values if values is not None else null,
+             indices if indices is not None else null, np.int64(r0), np.int32(n),
+             np.int32(mode), np.int32(values is not None), np.int32(indices is not None)))
 
 
 def small_unique(cp, x, want_counts: bool, want_inverse: bool, want_indices: bool) -> dict:
