@@ -1,0 +1,417 @@
+"""sort.cu / sort.py: the block radix sort of rows, the histogram set functions of small
+integers and searchsorted, exactly against NumPy (stable sort and argsort, np.unique,
+np.searchsorted); planning, key transforms and compilation without a GPU."""
+import re
+import zlib
+
+import numpy as np
+import pytest
+
+from xp_cuda._devices import cuda_device_count
+from xp_cuda._kernels import sort as K
+
+_NO_GPU = cuda_device_count() == 0
+
+KEY_DTYPES = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+              "float32", "float64"]
+
+
+def _nvrtc_reason():
+    try:
+        from cupy_backends.cuda.libs import nvrtc
+        nvrtc.getVersion()
+    except Exception as e:
+        return f"NVRTC unavailable: {e!r}"
+    return None
+
+
+# ---- without a GPU ---------------------------------------------------------------------------
+
+@pytest.mark.skipif(_nvrtc_reason() is not None, reason=str(_nvrtc_reason()))
+def test_every_launcher_kernel_compiles():
+    from xp_cuda._kernels import kernel_sources, nvrtc_compile
+    ptx = nvrtc_compile(kernel_sources()["sort.cu"], name="sort.cu")
+    entries = set(re.findall(r"\.entry (\w+)\(", ptx))
+    missing = set(K.kernel_names()) - entries
+    assert not missing, f"kernels the launchers may request but sort.cu lacks: {sorted(missing)}"
+
+
+def test_plan_picks_the_smallest_tier_and_refuses_long_rows():
+    caps = [32 * w * i for w, i in K.SEGSORT_CONFIGS]
+    assert caps == sorted(caps) and K.L_MAX == caps[-1] == 16384
+    assert 32 * max(K.WARP_ITEMS) < caps[0]  # the warp tier hands over to the radix tiers
+    for width in K.KEY_WIDTHS:
+        for mode in (K.MODE_UNSIGNED, K.MODE_SIGNED, K.MODE_FLOAT):
+            for n in (1, 2, 31, 32, 33, 64, 65, 128, 129, 1000, 4096, 4097, 8192, 8193, K.L_MAX):
+                for want_idx in (False, True):
+                    plan = K.plan_segsort(n, width, mode, want_idx)
+                    assert plan is not None, (n, width, mode, want_idx)
+                    name, threads, smem, rows = plan
+                    assert name in K.kernel_names()
+                    if n <= 64:
+                        iw = 1 if n <= 32 else 2
+                        assert (name, threads, smem, rows) == (
+                            f"xp_warpsort_{width}_{iw}", 32 * K.WARP_ROWS, 0, K.WARP_ROWS)
+                        continue
+                    cap = min(c for c in caps if c >= n)
+                    w, i = K.SEGSORT_CONFIGS[caps.index(cap)]
+                    assert name == f"xp_segsort_{width}_{w}x{i}" and threads == 32 * w
+                    assert rows == 1
+                    assert smem == K.smem_bytes(w, i, width, want_idx or mode == K.MODE_FLOAT)
+                    assert smem <= 232448  # sm_90's opt-in limit
+            assert K.plan_segsort(K.L_MAX + 1, width, mode, True) is None
+    # a device with less shared memory refuses a tier rather than failing the launch
+    assert K.plan_segsort(16384, 8, K.MODE_FLOAT, True, smem_limit=100_000) is None
+    assert K.plan_segsort(100, 8, K.MODE_FLOAT, True, smem_limit=100_000) is not None
+
+
+def test_long_row_passes_and_shared_memory():
+    assert K.lsort_passes(0, 8) == []
+    assert K.lsort_passes(1, 1) == [(0, 1)]
+    assert K.lsort_passes(200, 8) == [(0, 0xFF)]
+    assert K.lsort_passes(300, 4) == [(0, 0xFF), (8, 0x01)]
+    assert K.lsort_passes(2**32 - 1, 4) == [(0, 0xFF), (8, 0xFF), (16, 0xFF), (24, 0xFF)]
+    assert [s for s, _ in K.lsort_passes(2**63, 8)] == list(range(0, 64, 8))
+    for w in K.KEY_WIDTHS:
+        assert K.lsort_smem(w) == 4096 * (w + 4) + 16 * 257 * 4 + 32 * 4 + 512 * 4 <= 232448
+
+
+def test_smem_layout_counts_every_part():
+    # keys, 32 bytes of reductions, 32 scan words, warps x 257 counters, u16 indices
+    assert K.smem_bytes(32, 8, 4, True) == 8192 * 4 + 32 + 128 + 32 * 257 * 4 + 8192 * 2
+    assert K.smem_bytes(1, 4, 1, False) == 128 + 32 + 128 + 257 * 4
+
+
+def test_hist16_chunks_fill_the_device_but_not_tiny_inputs():
+    assert K.hist16_chunks(10, 132) == 1
+    assert K.hist16_chunks(1 << 20, 132) == 4
+    assert K.hist16_chunks(1 << 26, 132) == 66 and K.hist16_chunks(1 << 40, 132) == 66
+    assert K.hist16_chunks(1 << 26, 1) == 1
+
+
+def test_key_modes():
+    assert K.key_mode(np.bool_) == K.key_mode(np.uint16) == K.MODE_UNSIGNED
+    assert K.key_mode(np.int8) == K.key_mode(np.int64) == K.MODE_SIGNED
+    assert K.key_mode(np.float32) == K.key_mode(np.float64) == K.MODE_FLOAT
+    for bad in (np.complex64, np.float16):
+        with pytest.raises(TypeError):
+            K.key_mode(bad)
+
+
+@pytest.mark.parametrize("dtype", KEY_DTYPES)
+def test_key_transform_preserves_numpy_order(dtype):
+    """to_key (the model of the device transform) sorts exactly as NumPy's stable sort: NaNs of
+    any sign last, -0.0 and +0.0 tied, infinities at the ends."""
+    rng = np.random.default_rng(7)
+    a = _tied(rng, 5000, dtype)
+    key = K.to_key(a)
+    assert key.dtype == np.dtype(f"u{np.dtype(dtype).itemsize}")
+    np.testing.assert_array_equal(np.argsort(key, kind="stable"), np.argsort(a, kind="stable"))
+    if np.dtype(dtype).kind == "f":
+        neg_nan = np.copysign(np.array(np.nan, dtype), -1.0)
+        k = K.to_key(np.array([neg_nan, np.nan, -np.inf, np.inf, -0.0, 0.0], dtype))
+        assert k[0] == k[1] == np.iinfo(key.dtype).max
+        assert k[4] == k[5] and k[2] < k[4] < k[3] < k[0]
+
+
+# ---- data ------------------------------------------------------------------------------------
+
+def _tied(rng, shape, dtype):
+    """Random values with many ties (a small range), and for floats NaN (both signs), -0.0,
+    0.0 and infinities mixed in."""
+    shape = tuple(np.atleast_1d(shape)) if np.ndim(shape) else (int(shape),)
+    if shape == (0,) or len(shape) and 0 in shape:
+        return np.zeros(shape, dtype=dtype)
+    return _tied_flat(rng, int(np.prod(shape)), dtype).reshape(shape)
+
+
+def _tied_flat(rng, shape, dtype):
+    dt = np.dtype(dtype)
+    if dt.kind == "b":
+        return rng.integers(0, 2, size=shape).astype(bool)
+    if dt.kind in "iu":
+        info = np.iinfo(dt)
+        lo = max(info.min, -20)
+        a = rng.integers(lo, lo + 40, size=shape).astype(dt)
+        # a few extremes, so every key byte varies
+        m = rng.random(shape) < 0.02
+        a[m] = np.array([info.min, info.max], dtype=dt)[rng.integers(0, 2, int(m.sum()))]
+        return a
+    a = rng.integers(-8, 8, size=shape).astype(dt) / dt.type(4)
+    r = rng.random(shape)
+    a[r < 0.05] = np.nan
+    a[(r >= 0.05) & (r < 0.08)] = np.copysign(np.array(np.nan, dt), -1.0)
+    a[(r >= 0.08) & (r < 0.15)] = -0.0
+    a[(r >= 0.15) & (r < 0.18)] = np.inf
+    a[(r >= 0.18) & (r < 0.21)] = -np.inf
+    m = (r >= 0.21) & (r < 0.4)  # some distinct values too
+    a[m] = (rng.standard_normal(int(m.sum())) * 1e3).astype(dt)
+    return a
+
+
+def _seed(*parts):
+    return zlib.crc32(repr(parts).encode())  # reproducible (str hashes are salted per run)
+
+
+def _bits(a):
+    a = np.ascontiguousarray(a)
+    return a.view(f"u{a.dtype.itemsize}") if a.dtype.kind == "f" else a
+
+
+# ---- on a GPU --------------------------------------------------------------------------------
+
+@pytest.fixture
+def cp():
+    import cupy
+    return cupy
+
+
+ROW_SHAPES = [(3, 1), (5, 2), (7, 31), (1, 32), (4, 33), (3, 64), (3, 65), (3, 128), (1000, 7),
+              (999, 40), (2, 129), (4, 1000), (2, 4096),
+              (2, 4097), (2, 8192), (2, 8193), (1, K.L_MAX), (300, 17), (2000, 100), (2, 3, 50)]
+
+
+@pytest.mark.parametrize("dtype", KEY_DTYPES)
+@pytest.mark.parametrize("shape", ROW_SHAPES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("want", ["both", "values", "indices"])
+@pytest.mark.cuda
+@pytest.mark.skipif(_NO_GPU, reason="no usable CUDA GPU here")
+def test_segmented_sort_matches_numpy_stable(cp, dtype, shape, want):
+    rng = np.random.default_rng(_seed(dtype, shape, want))
+    a = _tied(rng, shape, dtype)
+    wv, wi = want in ("both", "values"), want in ("both", "indices")
+    res = K.segmented_sort(cp, cp.asarray(a), wv, wi)
+    assert res is not None, f"rows of {shape[-1]} <= L_MAX must be sorted"
+    vals, idx = res
+    ref_idx = np.argsort(a, axis=-1, kind="stable")
+    if wi:
+        got = cp.asnumpy(idx)
+        assert got.dtype == np.int64 and got.shape == a.shape
+        bad = np.argwhere(got != ref_idx)
+        assert bad.size == 0, (f"{dtype} {shape}: indices differ from NumPy's stable argsort at "
+                               f"{bad[:5].tolist()} (got {got[tuple(bad[0])]}, "
+                               f"want {ref_idx[tuple(bad[0])]})")
+    else:
+        assert idx is None
+    if wv:
+        got = cp.asnumpy(vals)
+        ref = np.take_along_axis(a, ref_idx, axis=-1)  # NumPy's sort, the original bits
+        assert got.dtype == a.dtype and got.shape == a.shape
+        bad = np.argwhere(_bits(got) != _bits(ref))
+        assert bad.size == 0, (f"{dtype} {shape}: sorted values differ (bitwise) at "
+                               f"{bad[:5].tolist()}: got {got[tuple(bad[0])]!r}, "
+                               f"want {ref[tuple(bad[0])]!r}")
+    else:
+        assert vals is None
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(_NO_GPU, reason="no usable CUDA GPU here")
+@pytest.mark.parametrize("dtype", ["uint8", "int16", "int32", "uint64", "float32", "float64"])
+def test_segmented_sort_distinct_and_wide_values(cp, dtype):
+    """Full-range random keys (every radix pass runs), many rows, both tiers at 8192."""
+    rng = np.random.default_rng(3)
+    dt = np.dtype(dtype)
+    for shape in [(64, 8192), (512, 700), (3, K.L_MAX)]:
+        if dt.kind == "f":
+            a = (rng.standard_normal(shape) * 10.0 ** rng.integers(-30, 30, shape)).astype(dt)
+        else:
+            info = np.iinfo(dt)
+            a = rng.integers(info.min, info.max, size=shape, dtype=dt, endpoint=True)
+        vals, idx = K.segmented_sort(cp, cp.asarray(a), True, True)
+        ref_idx = np.argsort(a, axis=-1, kind="stable")
+        np.testing.assert_array_equal(cp.asnumpy(idx), ref_idx, err_msg=f"{dtype} {shape}")
+        np.testing.assert_array_equal(cp.asnumpy(vals), np.sort(a, axis=-1, kind="stable"))
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(_NO_GPU, reason="no usable CUDA GPU here")
+def test_segmented_sort_single_long_row_falls_back(cp):
+    a = cp.arange(K.L_MAX + 1, dtype=cp.float32)[::-1].copy()
+    assert K.segmented_sort(cp, a, True, True) is None
+    assert K.segmented_sort(cp, a.reshape(1, -1), False, True) is None
+    v, i = K.segmented_sort(cp, a[:K.L_MAX], True, True)  # a 1-D row that fits: sorted here
+    np.testing.assert_array_equal(cp.asnumpy(i), np.arange(K.L_MAX)[::-1])
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(_NO_GPU, reason="no usable CUDA GPU here")
+def test_segmented_sort_empty(cp):
+    v, i = K.segmented_sort(cp, cp.empty((0, 5), dtype=cp.int32), True, True)
+    assert v.shape == i.shape == (0, 5)
+    v, i = K.segmented_sort(cp, cp.empty((3, 0), dtype=cp.float64), True, False)
+    assert v.shape == (3, 0) and i is None
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(_NO_GPU, reason="no usable CUDA GPU here")
+@pytest.mark.parametrize("dtype", KEY_DTYPES)
+@pytest.mark.parametrize("shape", [(2, K.L_MAX + 1), (3, 50001), (2, 300_001)],
+                         ids=lambda s: "x".join(map(str, s)))
+def test_segmented_sort_long_rows_multi_block(cp, dtype, shape):
+    """Rows longer than L_MAX: the multi-block radix sort, tiles crossing (and a partial last
+    tile), ties, NaNs, -0.0, every dtype; both outputs and each alone."""
+    rng = np.random.default_rng(_seed(dtype, shape))
+    a = _tied(rng, shape, dtype)
+    if np.dtype(dtype).kind in "iuf" and shape[0] > 1:
+        # a row of distinct full-range values: every pass runs
+        dt = np.dtype(dtype)
+        if dt.kind == "f":
+            a[1] = (rng.standard_normal(shape[1]) * 1e6).astype(dt)
+        else:
+            info = np.iinfo(dt)
+            a[1] = rng.integers(info.min, info.max, size=shape[1], dtype=dt, endpoint=True)
+    ref_idx = np.argsort(a, axis=-1, kind="stable")
+    ref = np.take_along_axis(a, ref_idx, axis=-1)
+    x = cp.asarray(a)
+    for wv, wi in ((True, True), (True, False), (False, True)):
+        res = K.segmented_sort(cp, x, wv, wi)
+        assert res is not None
+        vals, idx = res
+        if wi:
+            got = cp.asnumpy(idx)
+            bad = np.argwhere(got != ref_idx)
+            assert bad.size == 0, (f"{dtype} {shape}: indices differ at {bad[:5].tolist()}")
+        if wv:
+            got = cp.asnumpy(vals)
+            bad = np.argwhere(_bits(got) != _bits(ref))
+            assert bad.size == 0, (f"{dtype} {shape}: values differ at {bad[:5].tolist()}")
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(_NO_GPU, reason="no usable CUDA GPU here")
+def test_segmented_sort_keeps_nan_payloads_and_zero_signs(cp):
+    """Rows with NaN or -0.0 are written by gathering the original bits: payloads, signs and
+    the stable order of -0.0/+0.0 all survive."""
+    bits = np.array([0x7FC00001, 0xFFC00000, 0x80000000, 0x00000000, 0x3F800000, 0x80000000,
+                     0x7F800001, 0xBF800000], dtype=np.uint32)
+    a = np.tile(bits.view(np.float32), (3, 5))
+    vals, idx = K.segmented_sort(cp, cp.asarray(a), True, True)
+    ref_idx = np.argsort(a, axis=-1, kind="stable")
+    np.testing.assert_array_equal(cp.asnumpy(idx), ref_idx)
+    np.testing.assert_array_equal(cp.asnumpy(vals).view(np.uint32),
+                                  np.take_along_axis(a, ref_idx, -1).view(np.uint32))
+    vals, idx = K.segmented_sort(cp, cp.asarray(a), True, False)
+    np.testing.assert_array_equal(cp.asnumpy(vals).view(np.uint32),
+                                  np.take_along_axis(a, ref_idx, -1).view(np.uint32))
+
+
+# ---- small_unique ----------------------------------------------------------------------------
+
+def _unique_ref(a):
+    flat = a.reshape(-1)
+    vals, first, inv, counts = np.unique(flat, return_index=True, return_inverse=True,
+                                         return_counts=True)
+    return vals, first, inv.reshape(a.shape), counts
+
+
+def _unique_data(rng, dtype, shape, spread):
+    dt = np.dtype(dtype)
+    if dt.kind == "b":
+        return rng.random(shape) < 0.3
+    info = np.iinfo(dt)
+    if spread == "full":
+        return rng.integers(info.min, info.max, size=shape, endpoint=True, dtype=dt)
+    lo = max(info.min, -3)
+    return rng.integers(lo, lo + 9, size=shape).astype(dt)
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(_NO_GPU, reason="no usable CUDA GPU here")
+@pytest.mark.parametrize("dtype", K.SMALL_UNIQUE_DTYPES)
+@pytest.mark.parametrize("shape", [(1,), (17,), (3, 5, 7), (1 << 20,), (1000, 1001)],
+                         ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("spread", ["few", "full"])
+def test_small_unique_matches_numpy(cp, dtype, shape, spread):
+    rng = np.random.default_rng(_seed(dtype, shape, spread))
+    a = _unique_data(rng, dtype, shape, spread)
+    vals, first, inv, counts = _unique_ref(a)
+    x = cp.asarray(a)
+    for wc, wi, wx in [(True, True, True), (False, False, False), (True, False, False),
+                       (False, True, False), (False, False, True)]:
+        got = K.small_unique(cp, x, wc, wi, wx)
+        v = cp.asnumpy(got["values"])
+        assert v.dtype == a.dtype
+        np.testing.assert_array_equal(v, vals, err_msg=f"values {dtype} {shape}")
+        assert ("counts" in got) == wc and ("inverse_indices" in got) == wi
+        assert ("indices" in got) == wx
+        if wc:
+            np.testing.assert_array_equal(cp.asnumpy(got["counts"]), counts)
+            assert got["counts"].dtype == np.int64
+        if wi:
+            g = cp.asnumpy(got["inverse_indices"])
+            assert g.shape == a.shape and g.dtype == np.int64
+            np.testing.assert_array_equal(g, inv, err_msg=f"inverse {dtype} {shape}")
+        if wx:
+            np.testing.assert_array_equal(cp.asnumpy(got["indices"]), first,
+                                          err_msg=f"first indices {dtype} {shape}")
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(_NO_GPU, reason="no usable CUDA GPU here")
+@pytest.mark.parametrize("dtype", K.SMALL_UNIQUE_DTYPES)
+def test_small_unique_strided_offset_and_empty(cp, dtype):
+    rng = np.random.default_rng(11)
+    base = _unique_data(rng, dtype, (37, 81), "full")
+    x = cp.asarray(base)
+    # misaligned start (head path), transposed, negative and zero strides
+    views = [(x.reshape(-1)[3:], base.reshape(-1)[3:]), (x.T, base.T),
+             (x[::-2, 1::3], base[::-2, 1::3]),
+             (cp.broadcast_to(x[:1], (5, 81)), np.broadcast_to(base[:1], (5, 81)))]
+    for xv, av in views:
+        vals, first, inv, counts = _unique_ref(np.ascontiguousarray(av))
+        got = K.small_unique(cp, xv, True, True, True)
+        np.testing.assert_array_equal(cp.asnumpy(got["values"]), vals)
+        np.testing.assert_array_equal(cp.asnumpy(got["counts"]), counts)
+        np.testing.assert_array_equal(cp.asnumpy(got["indices"]), first)
+        np.testing.assert_array_equal(cp.asnumpy(got["inverse_indices"]), inv)
+    got = K.small_unique(cp, cp.empty((0, 3), dtype=dtype), True, True, True)
+    assert got["values"].shape == (0,) and got["inverse_indices"].shape == (0, 3)
+
+
+# ---- searchsorted ----------------------------------------------------------------------------
+
+@pytest.mark.cuda
+@pytest.mark.skipif(_NO_GPU, reason="no usable CUDA GPU here")
+@pytest.mark.parametrize("dtype", KEY_DTYPES)
+@pytest.mark.parametrize("side", ["left", "right"])
+def test_searchsorted_matches_numpy(cp, dtype, side):
+    rng = np.random.default_rng(_seed(dtype, side))
+    for n in (0, 1, 2, 31, 1000, 4097):
+        a = np.sort(_tied(rng, n, dtype), kind="stable")
+        for qshape in [(), (1,), (5, 7), (3000,)]:
+            q = _tied(rng, qshape, dtype)
+            if np.dtype(dtype).kind == "f" and q.ndim:
+                q.reshape(-1)[:4] = [np.nan, -0.0, 0.0, -np.inf][:q.size]
+            got = K.searchsorted(cp, cp.asarray(a), cp.asarray(q), side)
+            ref = np.searchsorted(a, q, side=side)
+            assert got.shape == q.shape and got.dtype == np.int64
+            np.testing.assert_array_equal(cp.asnumpy(got), ref,
+                                          err_msg=f"{dtype} {side} n={n} q={qshape}")
+    # a strided query
+    a = np.sort(_tied(rng, 500, dtype), kind="stable")
+    q = _tied(rng, (40, 60), dtype)
+    got = K.searchsorted(cp, cp.asarray(a), cp.asarray(q)[::-3, ::2], side)
+    np.testing.assert_array_equal(cp.asnumpy(got), np.searchsorted(a, q[::-3, ::2], side=side))
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(_NO_GPU, reason="no usable CUDA GPU here")
+@pytest.mark.parametrize("n", [1, 15, 16, 17, 1000, 1 << 20])
+def test_small_unique_bool_one_value_and_late_first(cp, n):
+    """The popcount path: all True, all False, and the other value appearing only at the end
+    (its first index found inside a vector, in the tail, or in a misaligned head)."""
+    cases = [np.ones(n, bool), np.zeros(n, bool)]
+    for last in (True, False):
+        a = np.full(n + 3, not last)
+        a[-1] = last
+        cases.append(a)
+        cases.append(a[1:])  # misaligned start
+    for a in cases:
+        vals, first, inv, counts = _unique_ref(a)
+        for x in (cp.asarray(a), cp.asarray(np.concatenate([[False], a]))[1:]):
+            got = K.small_unique(cp, x, True, True, True)
+            np.testing.assert_array_equal(cp.asnumpy(got["values"]), vals)
+            np.testing.assert_array_equal(cp.asnumpy(got["counts"]), counts)
+            np.testing.assert_array_equal(cp.asnumpy(got["indices"]), first)
+            np.testing.assert_array_equal(cp.asnumpy(got["inverse_indices"]), inv)

@@ -1,0 +1,899 @@
+// Sorting, small-integer set functions and binary search (launchers: sort.py).
+//
+// Every kernel reads the raw bits of its dtype as an unsigned integer of the same width and maps
+// them to an order-preserving unsigned key (``to_key``), so one template per width serves every
+// dtype: MODE_UNSIGNED (bool, uint*), MODE_SIGNED (int*: flip the sign bit), MODE_FLOAT
+// (float32/64: flip every bit of a negative, the sign bit of a positive). NaN (any sign or
+// payload) becomes the largest key, so NaNs sort last and keep their relative order in a stable
+// sort; -0.0 becomes the key of +0.0, so the two are equal and stable order decides (NumPy).
+// Every kernel is an extern "C" instance of a template: the file compiles standalone and one
+// NVRTC compile proves every name the launchers can ask for.
+
+typedef unsigned char u8;
+typedef unsigned short u16;
+typedef unsigned int u32;
+typedef unsigned long long u64;
+
+#define MODE_UNSIGNED 0
+#define MODE_SIGNED 1
+#define MODE_FLOAT 2
+#define FULL_MASK 0xffffffffu
+
+template <typename K>
+__device__ __forceinline__ K sign_bit() { return (K)((K)1 << (sizeof(K) * 8 - 1)); }
+
+// The key of raw bits v; ``special`` is set for NaN and -0.0, the two floats whose bits the key
+// does not keep (the sort then writes values by gathering the original bits).
+template <typename K>
+__device__ __forceinline__ K to_key(K v, int mode, bool& special) {
+    const K S = sign_bit<K>();
+    if (mode == MODE_SIGNED) return (K)(v ^ S);
+    if (mode == MODE_FLOAT) {
+        if constexpr (sizeof(K) >= 4) {
+            const K EXP = sizeof(K) == 4 ? (K)0x7f800000u : (K)0x7ff0000000000000ull;
+            const K mag = (K)(v & (K)~S);
+            if (mag > EXP) { special = true; return (K)~(K)0; }  // NaN: last
+            if (v == S) { special = true; return S; }            // -0.0: the key of +0.0
+            return (v & S) ? (K)~v : (K)(v | S);
+        }
+    }
+    return v;
+}
+
+template <typename K>
+__device__ __forceinline__ K to_key(K v, int mode) {
+    bool unused = false;
+    return to_key<K>(v, mode, unused);
+}
+
+// Inverse of to_key for keys of numbers that are neither NaN nor -0.0.
+template <typename K>
+__device__ __forceinline__ K from_key(K k, int mode) {
+    const K S = sign_bit<K>();
+    if (mode == MODE_SIGNED) return (K)(k ^ S);
+    if (mode == MODE_FLOAT) return (k & S) ? (K)(k ^ S) : (K)~k;
+    return k;
+}
+
+// ---- block helpers ---------------------------------------------------------------------------
+
+// The lanes holding the same 8-bit digit as this one: a ballot per bit (cheaper than
+// __match_any_sync, which the hardware serialises over distinct values), and only for the bits
+// that vary in the row (`vb`, block-uniform): the others are equal in every lane.
+__device__ __forceinline__ unsigned match_digit8(unsigned d, unsigned vb) {
+    unsigned peers = FULL_MASK;
+#pragma unroll
+    for (int b = 0; b < 8; ++b) {
+        if ((vb >> b) & 1u) {
+            const unsigned ones = __ballot_sync(FULL_MASK, (d >> b) & 1u);
+            peers &= ((d >> b) & 1u) ? ones : ~ones;
+        }
+    }
+    return peers;
+}
+
+// Exclusive prefix sum of v over the block (WARPS warps); wsum holds 32 unsigned of scratch.
+// Starts and ends with __syncthreads, so callers may reuse wsum and whatever they read before.
+template <int WARPS>
+__device__ __forceinline__ unsigned block_exclusive_scan(unsigned v, unsigned* wsum) {
+    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+    unsigned incl = v;
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) {
+        const unsigned t = __shfl_up_sync(FULL_MASK, incl, o);
+        if (lane >= o) incl += t;
+    }
+    if (WARPS == 1) return incl - v;
+    __syncthreads();
+    if (lane == 31) wsum[w] = incl;
+    __syncthreads();
+    if (w == 0) {
+        const unsigned s = lane < WARPS ? wsum[lane] : 0u;
+        unsigned si = s;
+#pragma unroll
+        for (int o = 1; o < 32; o <<= 1) {
+            const unsigned t = __shfl_up_sync(FULL_MASK, si, o);
+            if (lane >= o) si += t;
+        }
+        if (lane < WARPS) wsum[lane] = si - s;
+    }
+    __syncthreads();
+    return wsum[w] + incl - v;
+}
+
+// ---- segmented sort: one block sorts one row in shared memory -------------------------------
+//
+// Why an LSD radix sort over 8-bit digits: it is stable by construction (the spec's sort is),
+// needs no comparison tie-break on the index, and a row of 32-bit keys takes 4 passes.
+// Digits are those of k - kmin (the row's smallest key; order-preserving), and only the passes
+// up to the top bit of kmax - kmin run: int64 data of a small range, bool rows or rows of equal
+// keys cost one pass or none.
+//
+// One pass: warp w owns the ITEMS*32 consecutive positions [w*ITEMS*32, ...); it walks them 32
+// at a time in order, so ranking within the warp is stable: ballots (match_digit8) group the
+// lanes of one digit, each lane's rank is the warp's running count of that digit (a private,
+// per-warp histogram in shared memory) plus its peers below it. Then one block-wide exclusive
+// scan over the counts in digit-major, warp-minor order gives every (digit, warp) its first
+// position, and each item goes to that plus its rank: a stable counting-sort scatter.
+//
+// The histogram rows are padded to 257 counters so the scan's transposed reads (lanes of a warp
+// reading consecutive warps of one digit) fall in distinct banks.
+//
+// Shared memory: keys[CAP] of the key width, then 32 bytes of reductions, 32 scan words, the
+// WARPS x 257 histogram, then idx[CAP] (u16: rows are at most 65535 long) when indices are
+// carried (argsort, or a float row holding NaN or -0.0 whose values are gathered by index).
+
+template <typename K, int WARPS, int ITEMS>
+__device__ __forceinline__ void segsort(const K* __restrict__ x, K* __restrict__ vout,
+                                        long long* __restrict__ iout, long long nrows, int n,
+                                        int mode, int want_values, int want_indices) {
+    constexpr int T = 32 * WARPS;
+    constexpr int CAP = T * ITEMS;
+    constexpr int HS = 257;
+    constexpr int BITS = (int)sizeof(K) * 8;
+    extern __shared__ __align__(16) unsigned char smem[];
+    K* keys = reinterpret_cast<K*>(smem);
+    u64* red = reinterpret_cast<u64*>(smem + CAP * sizeof(K));
+    unsigned* wsum = reinterpret_cast<unsigned*>(red + 4);
+    unsigned* hist = wsum + 32;
+    u16* idx = reinterpret_cast<u16*>(hist + WARPS * HS);
+
+    const int tid = threadIdx.x, lane = tid & 31, w = tid >> 5;
+    const unsigned lt_mask = (1u << lane) - 1u;
+    // idx exists in shared memory only when the launcher sized it (see sort.py: smem_bytes)
+    const bool idx_smem = want_indices || mode == MODE_FLOAT;
+
+    // red[parity]: a row's smallest key, red[2 + parity]: its largest; the other cells are the
+    // next row's (no race with a slow reader of this row's)
+    int parity = 0;
+    for (long long row = blockIdx.x; row < nrows; row += gridDim.x, parity ^= 1) {
+        const K* xr = x + row * (long long)n;
+        if (tid == 0) { red[parity] = ~0ull; red[2 + parity] = 0; }
+        __syncthreads();  // red cleared; the previous row's stores have read keys/idx
+        K kmin = (K)~(K)0, kmax = 0;
+        bool special = false;
+        for (int i = tid; i < n; i += T) {
+            const K k = to_key<K>(xr[i], mode, special);
+            kmin = k < kmin ? k : kmin;
+            kmax = k > kmax ? k : kmax;
+            keys[i] = k;
+            if (idx_smem) idx[i] = (u16)i;
+        }
+        u64 lo = (u64)kmin, hi = (u64)kmax;
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) {
+            const u64 a = __shfl_xor_sync(FULL_MASK, lo, o), b = __shfl_xor_sync(FULL_MASK, hi, o);
+            lo = a < lo ? a : lo;
+            hi = b > hi ? b : hi;
+        }
+        if (lane == 0) {
+            atomicMin(&red[parity], lo);
+            atomicMax(&red[2 + parity], hi);
+        }
+        const bool gather = __syncthreads_or(special) != 0;  // also publishes red
+        const K rmin = (K)red[parity], rmax = (K)red[2 + parity];
+        // Keys become k - kmin here, once (the passes then shift plain keys; the stores add
+        // kmin back). Padding up to CAP: the row's largest key, so it lands after every real
+        // key (stable: it starts after them) and sets no bit above those of the real keys.
+        if (rmin != 0 || n < CAP) {  // block-uniform
+            for (int i = tid; i < CAP; i += T) {
+                if (i < n) {
+                    keys[i] = (K)(keys[i] - rmin);
+                } else {
+                    keys[i] = (K)(rmax - rmin);
+                    if (idx_smem) idx[i] = (u16)i;
+                }
+            }
+            __syncthreads();
+        }
+        // the bits of k - kmin that may vary: all up to the top bit of the span
+        const u64 span = (u64)(K)(rmax - rmin);
+        const u64 vary = span == 0 ? 0 : (~0ull >> __clzll(span));
+        const bool carry = want_indices || gather;
+
+        for (int shift = 0; shift < BITS; shift += 8) {
+            const unsigned vb = (unsigned)(vary >> shift) & 0xffu;
+            if (vb == 0) continue;  // block-uniform
+            unsigned* h = hist + w * HS;
+            for (int d = lane; d < 256; d += 32) h[d] = 0;
+            __syncwarp();
+            K kr[ITEMS];
+            unsigned rk[ITEMS];  // rank within the warp | carried index << 16 (one register)
+            const int base = w * ITEMS * 32 + lane;
+#pragma unroll
+            for (int j = 0; j < ITEMS; ++j) {
+                const K k = keys[base + j * 32];
+                kr[j] = k;
+                const unsigned d = (unsigned)(k >> shift) & 0xffu;
+                const unsigned peers = match_digit8(d, vb);
+                const unsigned old = h[d];
+                __syncwarp();
+                if (lane == __ffs(peers) - 1) h[d] = old + __popc(peers);
+                __syncwarp();
+                rk[j] = old + __popc(peers & lt_mask);
+                if (carry) rk[j] |= (unsigned)idx[base + j * 32] << 16;
+            }
+            __syncthreads();
+            // (digit, warp) counts in digit-major order: thread t owns entries 8t .. 8t+7
+            // (read twice rather than held across the scan: registers are the scarce resource)
+            unsigned s = 0;
+#pragma unroll
+            for (int q = 0; q < 8; ++q) {
+                const int L = tid * 8 + q;
+                s += hist[(L % WARPS) * HS + L / WARPS];
+            }
+            unsigned ex = block_exclusive_scan<WARPS>(s, wsum);
+#pragma unroll
+            for (int q = 0; q < 8; ++q) {
+                const int L = tid * 8 + q;
+                const unsigned c = hist[(L % WARPS) * HS + L / WARPS];
+                hist[(L % WARPS) * HS + L / WARPS] = ex;
+                ex += c;
+            }
+            __syncthreads();
+#pragma unroll
+            for (int j = 0; j < ITEMS; ++j) {
+                const unsigned d = (unsigned)(kr[j] >> shift) & 0xffu;
+                const unsigned pos = h[d] + (rk[j] & 0xffffu);
+                keys[pos] = kr[j];
+                if (carry) idx[pos] = (u16)(rk[j] >> 16);
+            }
+            __syncthreads();
+        }
+
+        K* vr = vout + row * (long long)n;
+        long long* ir_out = iout + row * (long long)n;
+        for (int i = tid; i < n; i += T) {
+            if (want_values) vr[i] = gather ? xr[idx[i]] : from_key<K>((K)(keys[i] + rmin), mode);
+            if (want_indices) ir_out[i] = (long long)idx[i];
+        }
+    }
+}
+
+// At least 1536 threads resident per SM (3 blocks of 512, 6 of 256, ...): without the bound the
+// compiler took more than 42 registers for 64-bit keys and two blocks of 512 fit, 1.35x slower.
+#define SEGSORT_MIN_BLOCKS(WARPS) ((WARPS) >= 32 ? 1 : (48 / (WARPS) > 32 ? 32 : 48 / (WARPS)))
+
+#define SEGSORT(W, K, WARPS, ITEMS)                                                               \
+    extern "C" __global__ void __launch_bounds__(32 * WARPS, SEGSORT_MIN_BLOCKS(WARPS))           \
+    xp_segsort_##W##_##WARPS##x##ITEMS(const K* __restrict__ x, K* __restrict__ vout,             \
+                                       long long* __restrict__ iout, long long nrows, int n,      \
+                                       int mode, int want_values, int want_indices) {             \
+        segsort<K, WARPS, ITEMS>(x, vout, iout, nrows, n, mode, want_values, want_indices);       \
+    }
+
+// The (warps, items per thread) tiers of sort.py's SEGSORT_CONFIGS: capacity 32*warps*items.
+#define SEGSORT_ALL(W, K)                                                                         \
+    SEGSORT(W, K, 1, 4)                                                                           \
+    SEGSORT(W, K, 4, 4)                                                                           \
+    SEGSORT(W, K, 8, 4)                                                                           \
+    SEGSORT(W, K, 8, 8)                                                                           \
+    SEGSORT(W, K, 16, 8)                                                                          \
+    SEGSORT(W, K, 32, 8)                                                                          \
+    SEGSORT(W, K, 32, 16)
+
+SEGSORT_ALL(1, u8)
+SEGSORT_ALL(2, u16)
+SEGSORT_ALL(4, u32)
+SEGSORT_ALL(8, u64)
+
+// ---- short rows: one warp per row, ranks by counting ---------------------------------------
+//
+// Rows of at most 32*IW elements (IW = 1, 2): lane l holds positions l, l+32, ...; an element's
+// place is the number of keys below it plus the number of equal keys before it (stable), from
+// n shuffles: far fewer instructions than the radix passes with their 256-bin histograms, and
+// eight rows share a block instead of one row a block. Values are written from the raw bits the
+// lane holds, so NaN payloads and zero signs are kept.
+template <typename K, int IW>
+__device__ __forceinline__ void warpsort(const K* __restrict__ x, K* __restrict__ vout,
+                                         long long* __restrict__ iout, long long nrows, int n,
+                                         int mode, int want_values, int want_indices) {
+    const int lane = threadIdx.x & 31;
+    const long long nwarps = ((long long)gridDim.x * blockDim.x) >> 5;
+    for (long long row = ((long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5; row < nrows;
+         row += nwarps) {
+        const K* xr = x + row * (long long)n;
+        K raw[IW], key[IW];
+        unsigned rank[IW];
+#pragma unroll
+        for (int t = 0; t < IW; ++t) {
+            const int p = lane + 32 * t;
+            raw[t] = p < n ? xr[p] : (K)0;
+            key[t] = p < n ? to_key<K>(raw[t], mode) : (K)~(K)0;  // padding: after every key
+            rank[t] = 0;
+        }
+#pragma unroll
+        for (int s = 0; s < IW; ++s) {
+            const int m = min(32, n - 32 * s);  // row-uniform
+            for (int j = 0; j < m; ++j) {
+                const K kf = (K)__shfl_sync(FULL_MASK, key[s], j);
+#pragma unroll
+                for (int t = 0; t < IW; ++t)
+                    rank[t] += (kf < key[t]) | ((kf == key[t]) & (j + 32 * s < lane + 32 * t));
+            }
+        }
+        K* vr = vout + row * (long long)n;
+        long long* ir = iout + row * (long long)n;
+#pragma unroll
+        for (int t = 0; t < IW; ++t) {
+            const int p = lane + 32 * t;
+            if (p < n) {
+                if (want_values) vr[rank[t]] = raw[t];
+                if (want_indices) ir[rank[t]] = p;
+            }
+        }
+    }
+}
+
+#define WARPSORT(W, K, IW)                                                                        \
+    extern "C" __global__ void __launch_bounds__(256)                                             \
+    xp_warpsort_##W##_##IW(const K* __restrict__ x, K* __restrict__ vout,                         \
+                           long long* __restrict__ iout, long long nrows, int n, int mode,        \
+                           int want_values, int want_indices) {                                   \
+        warpsort<K, IW>(x, vout, iout, nrows, n, mode, want_values, want_indices);                \
+    }
+
+WARPSORT(1, u8, 1)
+WARPSORT(1, u8, 2)
+WARPSORT(2, u16, 1)
+WARPSORT(2, u16, 2)
+WARPSORT(4, u32, 1)
+WARPSORT(4, u32, 2)
+WARPSORT(8, u64, 1)
+WARPSORT(8, u64, 2)
+
+// ---- long rows (n > L_MAX): a global LSD radix sort, several blocks per row -----------------
+//
+// Rows are cut into tiles of LT = 4096; per 8-bit pass: xp_lsort_hist counts each tile's digits
+// (counts[row][digit][tile]), xp_lsort_scan (plus the digit totals' prefix, added in the
+// scatter) turns them into exclusive offsets in digit-major, tile-minor order (a tile's elements
+// of one digit go after those of every earlier tile: stable), and xp_lsort_scatter ranks its
+// tile stably as the block sort does, stages it in shared memory ordered by digit, and writes
+// each digit's run to its offset (runs, not single scattered elements, reach global memory).
+// Digits are those of k - kmin of the row (xp_lsort_prep), so only the passes up to the largest
+// span's top bit run (the host reads the row statistics once). Indices travel as int32
+// positions in the row. Tile padding takes digit `vb` (every varying bit set): the largest
+// digit, after every real element, never written out.
+
+#define LWARPS 16
+#define LITEMS 8
+#define LT (32 * LWARPS * LITEMS)
+
+// keys[i] = to_key(x[i]); pos[i] = i % n when carried; stat[row] = {min key, max key, special}
+template <typename K>
+__device__ __forceinline__ void lsort_prep(const K* __restrict__ x, K* __restrict__ keys,
+                                           int* __restrict__ pos, u64* __restrict__ stat,
+                                           long long row0, int n, int mode, int carry) {
+    __shared__ u64 red[3];
+    const long long row = row0 + blockIdx.y;
+    const int t0 = blockIdx.x * LT;
+    if (threadIdx.x == 0) { red[0] = ~0ull; red[1] = 0; red[2] = 0; }
+    __syncthreads();
+    K kmin = (K)~(K)0, kmax = 0;
+    bool special = false;
+    const long long base = row * (long long)n;
+    for (int i = t0 + threadIdx.x; i < min(n, t0 + LT); i += blockDim.x) {
+        const K k = to_key<K>(x[base + i], mode, special);
+        keys[base + i] = k;
+        if (carry) pos[base + i] = i;
+        kmin = k < kmin ? k : kmin;
+        kmax = k > kmax ? k : kmax;
+    }
+    u64 lo = kmin, hi = kmax;
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+        const u64 a = __shfl_xor_sync(FULL_MASK, lo, o), b = __shfl_xor_sync(FULL_MASK, hi, o);
+        lo = a < lo ? a : lo;
+        hi = b > hi ? b : hi;
+    }
+    if ((threadIdx.x & 31) == 0) { atomicMin(&red[0], lo); atomicMax(&red[1], hi); }
+    if (__syncthreads_or(special) && threadIdx.x == 0) red[2] = 1;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        atomicMin(&stat[3 * row], red[0]);
+        atomicMax(&stat[3 * row + 1], red[1]);
+        if (red[2]) atomicOr(&stat[3 * row + 2], 1ull);
+    }
+}
+
+template <typename K>
+__device__ __forceinline__ void lsort_hist(const K* __restrict__ keys, const u64* __restrict__ stat,
+                                           unsigned* __restrict__ counts, long long row0, int n,
+                                           int ntiles, int shift) {
+    __shared__ unsigned h[LWARPS][256];
+    const long long row = row0 + blockIdx.y;
+    const int t = blockIdx.x, w = threadIdx.x >> 5;
+    for (int d = threadIdx.x; d < LWARPS * 256; d += blockDim.x) (&h[0][0])[d] = 0;
+    __syncthreads();
+    const K kmin = (K)stat[3 * row];
+    const K* kr = keys + row * (long long)n;
+    for (int i = t * LT + threadIdx.x; i < min(n, (t + 1) * LT); i += blockDim.x)
+        atomicAdd(&h[w][(unsigned)((K)(kr[i] - kmin) >> shift) & 0xffu], 1u);
+    __syncthreads();
+    unsigned* c = counts + row * 256ll * ntiles;
+    for (int d = threadIdx.x; d < 256; d += blockDim.x) {
+        unsigned s = 0;
+#pragma unroll
+        for (int q = 0; q < LWARPS; ++q) s += h[q][d];
+        c[(long long)d * ntiles + t] = s;
+    }
+}
+
+// block (d, row): exclusive scan of counts[row][d][0 .. ntiles) in place (coalesced chunks of
+// 1024 with a running carry) and the digit's total to dtot[row][d]; xp_lsort_scatter adds the
+// exclusive prefix of the totals. One block per digit keeps a single long row (1-D sorts, 16k
+// tiles) as parallel as many short ones.
+extern "C" __global__ void __launch_bounds__(1024)
+xp_lsort_scan(unsigned* __restrict__ counts, unsigned* __restrict__ dtot, long long row0,
+              int ntiles) {
+    __shared__ unsigned wsum[32];
+    const long long row = row0 + blockIdx.y;
+    unsigned* c = counts + (row * 256 + blockIdx.x) * (long long)ntiles;
+    unsigned carry = 0;
+    for (int b = 0; b < ntiles; b += 1024) {
+        const int i = b + threadIdx.x;
+        const unsigned v = i < ntiles ? c[i] : 0u;
+        const unsigned ex = block_exclusive_scan<32>(v, wsum);
+        if (i < ntiles) c[i] = carry + ex;
+        // the chunk's total: the last thread's inclusive sum, through shared memory
+        __syncthreads();
+        if (threadIdx.x == 1023) wsum[0] = ex + v;
+        __syncthreads();
+        carry += wsum[0];
+    }
+    if (threadIdx.x == 0) dtot[row * 256 + blockIdx.x] = carry;
+}
+
+// Rows of few tiles (sort.py: LSORT_SCAN_ROWS_MAX): one block of 256 per row, thread d scans
+// digit d serially: 256 blocks of 1024 per row would be mostly idle there.
+extern "C" __global__ void __launch_bounds__(256)
+xp_lsort_scan_rows(unsigned* __restrict__ counts, unsigned* __restrict__ dtot, long long row0,
+                   int ntiles) {
+    const long long row = row0 + blockIdx.x;
+    unsigned* c = counts + (row * 256 + threadIdx.x) * (long long)ntiles;
+    unsigned carry = 0;
+    for (int t = 0; t < ntiles; ++t) {
+        const unsigned v = c[t];
+        c[t] = carry;
+        carry += v;
+    }
+    dtot[row * 256 + threadIdx.x] = carry;
+}
+
+template <typename K>
+__device__ __forceinline__ void lsort_scatter(const K* __restrict__ ksrc,
+                                              const int* __restrict__ psrc,
+                                              K* __restrict__ kdst, int* __restrict__ pdst,
+                                              const u64* __restrict__ stat,
+                                              const unsigned* __restrict__ offsets,
+                                              const unsigned* __restrict__ dtot, long long row0,
+                                              int n, int ntiles, int shift, unsigned vb,
+                                              int carry) {
+    constexpr int HS = 257;
+    extern __shared__ __align__(16) unsigned char lsmem[];
+    K* skeys = reinterpret_cast<K*>(lsmem);
+    int* spos = reinterpret_cast<int*>(skeys + LT);
+    unsigned* hist = reinterpret_cast<unsigned*>(spos + LT);
+    unsigned* wsum = hist + LWARPS * HS;
+    unsigned* dstart = wsum + 32;  // 256: the tile's first local position of each digit
+    unsigned* dpre = dstart + 256;  // 256: the row's first position of each digit
+    const long long row = row0 + blockIdx.y;
+    const int t = blockIdx.x, tid = threadIdx.x, lane = tid & 31, w = tid >> 5;
+    const unsigned lt_mask = (1u << lane) - 1u;
+    const int t0 = t * LT, valid = min(LT, n - t0);
+    const K kmin = (K)stat[3 * row];
+    const K* kr = ksrc + row * (long long)n + t0;
+    const int* pr = psrc + row * (long long)n + t0;
+    {
+        const unsigned v = tid < 256 ? dtot[row * 256 + tid] : 0u;
+        const unsigned ex = block_exclusive_scan<LWARPS>(v, wsum);
+        if (tid < 256) dpre[tid] = ex;
+    }
+    unsigned* h = hist + w * HS;
+    for (int d = lane; d < 256; d += 32) h[d] = 0;
+    __syncwarp();
+    unsigned dg[LITEMS], rk[LITEMS];
+    K kk[LITEMS];
+    int pp[LITEMS];
+    const int base = w * LITEMS * 32 + lane;
+#pragma unroll
+    for (int j = 0; j < LITEMS; ++j) {
+        const int i = base + j * 32;
+        unsigned d = vb;  // padding: the largest digit
+        if (i < valid) {
+            kk[j] = kr[i];
+            if (carry) pp[j] = pr[i];
+            d = (unsigned)((K)(kk[j] - kmin) >> shift) & 0xffu;
+        }
+        dg[j] = d;
+        const unsigned peers = match_digit8(d, vb);
+        const unsigned old = h[d];
+        __syncwarp();
+        if (lane == __ffs(peers) - 1) h[d] = old + __popc(peers);
+        __syncwarp();
+        rk[j] = old + __popc(peers & lt_mask);
+    }
+    __syncthreads();
+    unsigned s = 0;
+#pragma unroll
+    for (int q = 0; q < 8; ++q) {
+        const int L = tid * 8 + q;
+        s += hist[(L % LWARPS) * HS + L / LWARPS];
+    }
+    unsigned ex = block_exclusive_scan<LWARPS>(s, wsum);
+#pragma unroll
+    for (int q = 0; q < 8; ++q) {
+        const int L = tid * 8 + q;
+        const unsigned c = hist[(L % LWARPS) * HS + L / LWARPS];
+        hist[(L % LWARPS) * HS + L / LWARPS] = ex;
+        if (L % LWARPS == 0) dstart[L / LWARPS] = ex;
+        ex += c;
+    }
+    __syncthreads();
+#pragma unroll
+    for (int j = 0; j < LITEMS; ++j) {
+        const unsigned p = h[dg[j]] + rk[j];
+        if (p < (unsigned)valid) {
+            skeys[p] = kk[j];
+            if (carry) spos[p] = pp[j];
+        }
+    }
+    __syncthreads();
+    const unsigned* off = offsets + row * 256ll * ntiles;
+    K* kd = kdst + row * (long long)n;
+    int* pd = pdst + row * (long long)n;
+    for (int i = tid; i < valid; i += blockDim.x) {
+        const K k = skeys[i];
+        const unsigned d = (unsigned)((K)(k - kmin) >> shift) & 0xffu;
+        const long long g = (long long)dpre[d] + off[(long long)d * ntiles + t] +
+                            (i - (int)dstart[d]);
+        kd[g] = k;
+        if (carry) pd[g] = spos[i];
+    }
+}
+
+// values (from keys, or the original bits for rows holding NaN or -0.0) and int64 indices
+template <typename K>
+__device__ __forceinline__ void lsort_final(const K* __restrict__ x, const K* __restrict__ keys,
+                                            const int* __restrict__ pos,
+                                            const u64* __restrict__ stat, K* __restrict__ vout,
+                                            long long* __restrict__ iout, long long row0, int n,
+                                            int mode, int want_values, int want_indices) {
+    const long long row = row0 + blockIdx.y;
+    const long long base = row * (long long)n;
+    const bool gather = stat[3 * row + 2] != 0;
+    for (int i = blockIdx.x * LT + threadIdx.x; i < min(n, (blockIdx.x + 1) * LT);
+         i += blockDim.x) {
+        if (want_values)
+            vout[base + i] = gather ? x[base + pos[base + i]] : from_key<K>(keys[base + i], mode);
+        if (want_indices) iout[base + i] = pos[base + i];
+    }
+}
+
+#define LSORT(W, K)                                                                               \
+    extern "C" __global__ void __launch_bounds__(32 * LWARPS)                                     \
+    xp_lsort_prep_##W(const K* x, K* keys, int* pos, u64* stat, long long row0, int n, int mode,  \
+                      int carry) {                                                                \
+        lsort_prep<K>(x, keys, pos, stat, row0, n, mode, carry);                                  \
+    }                                                                                             \
+    extern "C" __global__ void __launch_bounds__(32 * LWARPS)                                     \
+    xp_lsort_hist_##W(const K* keys, const u64* stat, unsigned* counts, long long row0, int n,    \
+                      int ntiles, int shift) {                                                    \
+        lsort_hist<K>(keys, stat, counts, row0, n, ntiles, shift);                                \
+    }                                                                                             \
+    extern "C" __global__ void __launch_bounds__(32 * LWARPS)                                     \
+    xp_lsort_scatter_##W(const K* ksrc, const int* psrc, K* kdst, int* pdst, const u64* stat,     \
+                         const unsigned* offsets, const unsigned* dtot, long long row0, int n,    \
+                         int ntiles, int shift, unsigned vb, int carry) {                         \
+        lsort_scatter<K>(ksrc, psrc, kdst, pdst, stat, offsets, dtot, row0, n, ntiles, shift, vb, \
+                         carry);                                                                  \
+    }                                                                                             \
+    extern "C" __global__ void __launch_bounds__(32 * LWARPS)                                     \
+    xp_lsort_final_##W(const K* x, const K* keys, const int* pos, const u64* stat, K* vout,       \
+                       long long* iout, long long row0, int n, int mode, int want_values,         \
+                       int want_indices) {                                                        \
+        lsort_final<K>(x, keys, pos, stat, vout, iout, row0, n, mode, want_values, want_indices); \
+    }
+
+LSORT(1, u8)
+LSORT(2, u16)
+LSORT(4, u32)
+LSORT(8, u64)
+
+// ---- small-integer set functions: a histogram over every possible value ---------------------
+//
+// bin = raw bits ^ flip (flip: the sign bit of int8/int16, else 0), so bins run in value order.
+// hist[bin] (u64) counts, first[bin] (u64, preset to ~0) is the smallest flat index holding it.
+
+// 8-bit data: a block-private histogram in shared memory, replicated 32 times, copy = lane and
+// laid out [bin][lane], so a warp's 32 atomics always hit 32 distinct banks and never the same
+// address (no serialisation however few distinct values the data has). 16-byte loads.
+extern "C" __global__ void __launch_bounds__(256)
+xp_unique_hist8(const u8* __restrict__ x, long long n, long long head, unsigned flip,
+                u64* __restrict__ hist, u64* __restrict__ first, int want_first) {
+    __shared__ unsigned sh[256 * 32];
+    __shared__ u64 sfirst[256];
+    const int tid = threadIdx.x, lane = tid & 31;
+    for (int i = tid; i < 256 * 32; i += blockDim.x) sh[i] = 0;
+    for (int i = tid; i < 256; i += blockDim.x) sfirst[i] = ~0ull;
+    __syncthreads();
+    const long long gtid = (long long)blockIdx.x * blockDim.x + tid;
+    const long long stride = (long long)gridDim.x * blockDim.x;
+    // first: the atomic only when the recorded index is larger (a read is cheap; once the
+    // bin's early hits are in, later indices skip it; values only decrease, so never wrongly)
+    auto add = [&](unsigned b, long long i) {
+        atomicAdd(&sh[b * 32 + lane], 1u);
+        if (want_first && sfirst[b] > (u64)i) atomicMin(&sfirst[b], (u64)i);
+    };
+    if (gtid < head) add((unsigned)x[gtid] ^ flip, gtid);
+    const long long nvec = (n - head) / 16;
+    const uint4* xv = reinterpret_cast<const uint4*>(x + head);
+    for (long long v = gtid; v < nvec; v += stride) {
+        const uint4 q = xv[v];
+        const unsigned words[4] = {q.x, q.y, q.z, q.w};
+        const long long i0 = head + v * 16;
+#pragma unroll
+        for (int j = 0; j < 16; ++j)
+            add(((words[j >> 2] >> (8 * (j & 3))) & 0xffu) ^ flip, i0 + j);
+    }
+    for (long long i = head + nvec * 16 + gtid; i < n; i += stride) add((unsigned)x[i] ^ flip, i);
+    __syncthreads();
+    for (int b = tid; b < 256; b += blockDim.x) {
+        unsigned s = 0;
+        for (int c = 0; c < 32; ++c) s += sh[b * 32 + ((c + b) & 31)];  // rotated: no conflicts
+        if (s) atomicAdd(&hist[b], (u64)s);
+        if (want_first && sfirst[b] != ~0ull) atomicMin(&first[b], sfirst[b]);
+    }
+}
+
+// bool (bytes 0 or 1): a popcount of each 16-byte vector counts the Trues, no histogram needed;
+// a thread's first True and first False are its first hits (its indices increase), then a warp
+// minimum and one global atomic per warp.
+__device__ __forceinline__ int first_byte_nonzero(const unsigned (&w)[4]) {
+#pragma unroll
+    for (int k = 0; k < 4; ++k)
+        if (w[k]) return 4 * k + ((__ffs(w[k]) - 1) >> 3);
+    return -1;
+}
+
+extern "C" __global__ void __launch_bounds__(256)
+xp_unique_hist_bool(const u8* __restrict__ x, long long n, long long head, unsigned flip,
+                    u64* __restrict__ hist, u64* __restrict__ first, int want_first) {
+    const long long gtid = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    const long long stride = (long long)gridDim.x * blockDim.x;
+    u64 ones = 0, seen = 0, f0 = ~0ull, f1 = ~0ull;
+    auto one = [&](unsigned v, long long i) {
+        ones += v;
+        ++seen;
+        if (v) f1 = min(f1, (u64)i);
+        else f0 = min(f0, (u64)i);
+    };
+    if (gtid < head) one(x[gtid], gtid);
+    const long long nvec = (n - head) / 16;
+    const uint4* xv = reinterpret_cast<const uint4*>(x + head);
+    for (long long v = gtid; v < nvec; v += stride) {
+        const uint4 q = xv[v];
+        const int c = __popc(q.x) + __popc(q.y) + __popc(q.z) + __popc(q.w);
+        ones += c;
+        seen += 16;
+        if (want_first) {
+            const long long i0 = head + v * 16;
+            if (f1 == ~0ull && c) {
+                const unsigned w[4] = {q.x, q.y, q.z, q.w};
+                f1 = (u64)(i0 + first_byte_nonzero(w));
+            }
+            if (f0 == ~0ull && c < 16) {
+                const unsigned w[4] = {q.x ^ 0x01010101u, q.y ^ 0x01010101u, q.z ^ 0x01010101u,
+                                       q.w ^ 0x01010101u};
+                f0 = (u64)(i0 + first_byte_nonzero(w));
+            }
+        }
+    }
+    for (long long i = head + nvec * 16 + gtid; i < n; i += stride) one(x[i], i);
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+        ones += __shfl_xor_sync(FULL_MASK, ones, o);
+        seen += __shfl_xor_sync(FULL_MASK, seen, o);
+        f0 = min(f0, __shfl_xor_sync(FULL_MASK, f0, o));
+        f1 = min(f1, __shfl_xor_sync(FULL_MASK, f1, o));
+    }
+    if ((threadIdx.x & 31) == 0) {
+        if (seen - ones) atomicAdd(&hist[0], seen - ones);
+        if (ones) atomicAdd(&hist[1], ones);
+        if (want_first) {
+            if (f0 != ~0ull) atomicMin(&first[0], f0);
+            if (f1 != ~0ull) atomicMin(&first[1], f1);
+        }
+    }
+}
+
+// 16-bit data: 65536 32-bit counters (256 KiB) do not fit a block's shared memory, half of them
+// do: block b counts the values whose low bit is b & 1 (so any range of values splits evenly)
+// over chunk b >> 1 of the data, in a 128 KiB shared histogram, then adds its nonzero bins to
+// the global one once. Reading the input twice costs less than a global atomic per element
+// (L2 contention on few distinct values made that 8x slower).
+// Few distinct values would serialise the shared atomics on one address: a warp whose first
+// value of a vector repeats among its lanes merges lanes of one value with __match_any_sync for
+// that vector; other warps (spread data) skip the costly match and add one by one.
+// first: global, the atomic only when the recorded index is larger (see xp_unique_hist8).
+__device__ __forceinline__ void hist16_add(unsigned b, long long i, unsigned half,
+                                           unsigned* sh, u64* first, int want_first,
+                                           unsigned active, bool merge) {
+    const bool mine = (b & 1u) == half;
+    if (merge) {
+        const unsigned key = mine ? b : 0xffffffffu;  // the other half: one idle group
+        const unsigned peers = __match_any_sync(active, key);
+        if (mine && (threadIdx.x & 31) == __ffs(peers) - 1) {
+            // the lowest lane holds the smallest index of its peers
+            atomicAdd(&sh[b >> 1], (unsigned)__popc(peers));
+            if (want_first && first[b] > (u64)i) atomicMin(&first[b], (u64)i);
+        }
+    } else if (mine) {
+        atomicAdd(&sh[b >> 1], 1u);
+        if (want_first && first[b] > (u64)i) atomicMin(&first[b], (u64)i);
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(1024, 1)
+xp_unique_hist16(const u16* __restrict__ x, long long n, long long head, unsigned flip,
+                 u64* __restrict__ hist, u64* __restrict__ first, int want_first) {
+    extern __shared__ unsigned sh16[];  // 32768 counters: bins 2k + half
+    const unsigned half = blockIdx.x & 1u;
+    for (int k = threadIdx.x; k < 32768; k += blockDim.x) sh16[k] = 0;
+    __syncthreads();
+    const long long gtid = (long long)(blockIdx.x >> 1) * blockDim.x + threadIdx.x;
+    const long long stride = (long long)(gridDim.x >> 1) * blockDim.x;
+    if (gtid < head)
+        hist16_add((unsigned)x[gtid] ^ flip, gtid, half, sh16, first, want_first,
+                   __activemask(), true);
+    const long long nvec = (n - head) / 8;
+    const uint4* xv = reinterpret_cast<const uint4*>(x + head);
+    for (long long v = gtid; v < nvec; v += stride) {
+        const uint4 q = xv[v];
+        const unsigned words[4] = {q.x, q.y, q.z, q.w};
+        const long long i0 = head + v * 8;
+        const unsigned active = __activemask();
+        const unsigned b0 = (q.x & 0xffffu) ^ flip;
+        const bool merge = __any_sync(active, __popc(__match_any_sync(active, b0)) > 2);
+#pragma unroll
+        for (int j = 0; j < 8; ++j)
+            hist16_add(((words[j >> 1] >> (16 * (j & 1))) & 0xffffu) ^ flip, i0 + j, half, sh16,
+                       first, want_first, active, merge);
+    }
+    for (long long i = head + nvec * 8 + gtid; i < n; i += stride)
+        hist16_add((unsigned)x[i] ^ flip, i, half, sh16, first, want_first, __activemask(), true);
+    __syncthreads();
+    for (int k = threadIdx.x; k < 32768; k += blockDim.x) {
+        const unsigned c = sh16[k];
+        if (c) atomicAdd(&hist[2u * k + half], (u64)c);
+    }
+}
+
+// One block of 1024 threads over the nb bins (256 or 65536): rank[bin] = number of present bins
+// before it; the present bins' values, counts and first indices go to position rank; the number
+// of unique values to *nuniq (the one number the host reads back).
+template <typename V>
+__device__ void unique_scan(const u64* __restrict__ hist, const u64* __restrict__ first, int nb,
+                            unsigned flip, V* __restrict__ values, long long* __restrict__ counts,
+                            long long* __restrict__ first_out, int* __restrict__ rank,
+                            long long* __restrict__ nuniq) {
+    __shared__ unsigned wsum[32];
+    const int per = (nb + 1023) / 1024;
+    const int b0 = threadIdx.x * per;
+    unsigned s = 0;
+    for (int b = b0; b < b0 + per && b < nb; ++b) s += hist[b] != 0;
+    unsigned r = block_exclusive_scan<32>(s, wsum);
+    if (threadIdx.x == 1023) *nuniq = (long long)(r + s);
+    for (int b = b0; b < b0 + per && b < nb; ++b) {
+        rank[b] = (int)r;
+        const u64 c = hist[b];
+        if (c) {
+            values[r] = (V)(b ^ flip);
+            if (counts) counts[r] = (long long)c;
+            if (first_out) first_out[r] = (long long)first[b];
+            ++r;
+        }
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(1024)
+xp_unique_scan8(const u64* hist, const u64* first, int nb, unsigned flip, u8* values,
+                long long* counts, long long* first_out, int* rank, long long* nuniq) {
+    unique_scan<u8>(hist, first, nb, flip, values, counts, first_out, rank, nuniq);
+}
+
+extern "C" __global__ void __launch_bounds__(1024)
+xp_unique_scan16(const u64* hist, const u64* first, int nb, unsigned flip, u16* values,
+                 long long* counts, long long* first_out, int* rank, long long* nuniq) {
+    unique_scan<u16>(hist, first, nb, flip, values, counts, first_out, rank, nuniq);
+}
+
+// inverse[i] = rank[bin of x[i]], the table in shared memory. 8-bit: one element per thread
+// per step keeps each warp's 8-byte stores one contiguous 256-byte run.
+extern "C" __global__ void __launch_bounds__(256)
+xp_unique_inverse8(const u8* __restrict__ x, long long n, unsigned flip,
+                   const int* __restrict__ rank, long long* __restrict__ out) {
+    __shared__ int srank[256];
+    for (int i = threadIdx.x; i < 256; i += blockDim.x) srank[i] = rank[i];
+    __syncthreads();
+    const long long stride = (long long)gridDim.x * blockDim.x;
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride)
+        out[i] = srank[(unsigned)x[i] ^ flip];
+}
+
+// 16-bit: the table as u16 (ranks < 65536) in 128 KiB of shared memory, one block of 1024 per
+// SM; four independent elements per thread per step keep enough stores in flight.
+extern "C" __global__ void __launch_bounds__(1024, 1)
+xp_unique_inverse16(const u16* __restrict__ x, long long n, unsigned flip,
+                    const int* __restrict__ rank, long long* __restrict__ out) {
+    extern __shared__ u16 srank16[];
+    for (int k = threadIdx.x; k < 65536; k += blockDim.x) srank16[k] = (u16)rank[k];
+    __syncthreads();
+    const long long T = blockDim.x;
+    for (long long s = (long long)blockIdx.x * 4 * T; s < n; s += (long long)gridDim.x * 4 * T) {
+        unsigned b[4];
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+            const long long i = s + j * T + threadIdx.x;
+            b[j] = i < n ? ((unsigned)x[i] ^ flip) : 0u;
+        }
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+            const long long i = s + j * T + threadIdx.x;
+            if (i < n) out[i] = (long long)srank16[b[j]];
+        }
+    }
+}
+
+// ---- searchsorted: one binary search per query, on keys --------------------------------------
+// left: the first i with key(a[i]) >= key(v); right: the first i with key(a[i]) > key(v).
+// On keys NaN is the largest value and -0.0 equals +0.0, exactly NumPy's order.
+// When `staged` (sort.py: the sorted array fits _SEARCH_STAGE_BYTES) the array is first
+// turned into keys in shared memory, so the searches' dependent loads are shared-memory reads.
+template <typename K>
+__device__ void searchsorted(const K* __restrict__ a, long long n, const K* __restrict__ v,
+                             long long m, long long* __restrict__ out, int mode, int right,
+                             int staged) {
+    extern __shared__ __align__(16) unsigned char ss_smem[];
+    K* sa = reinterpret_cast<K*>(ss_smem);
+    if (staged) {
+        for (int k = threadIdx.x; k < (int)n; k += blockDim.x) sa[k] = to_key<K>(a[k], mode);
+        __syncthreads();
+    }
+    const long long stride = (long long)gridDim.x * blockDim.x;
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < m; i += stride) {
+        const K key = to_key<K>(v[i], mode);
+        long long lo = 0, hi = n;
+        if (staged) {
+            int l = 0, h = (int)n;
+            while (l < h) {
+                const int mid = (l + h) >> 1;
+                const K km = sa[mid];
+                if (right ? km <= key : km < key) l = mid + 1;
+                else h = mid;
+            }
+            lo = l;
+        } else {
+            while (lo < hi) {
+                const long long mid = (lo + hi) >> 1;
+                const K km = to_key<K>(__ldg(&a[mid]), mode);
+                if (right ? km <= key : km < key) lo = mid + 1;
+                else hi = mid;
+            }
+        }
+        out[i] = lo;
+    }
+}
+
+#define SEARCHSORTED(W, K)                                                                        \
+    extern "C" __global__ void __launch_bounds__(256)                                             \
+    xp_searchsorted_##W(const K* __restrict__ a, long long n, const K* __restrict__ v,            \
+                        long long m, long long* __restrict__ out, int mode, int right,            \
+                        int staged) {                                                             \
+        searchsorted<K>(a, n, v, m, out, mode, right, staged);                                    \
+    }
+
+SEARCHSORTED(1, u8)
+SEARCHSORTED(2, u16)
+SEARCHSORTED(4, u32)
+SEARCHSORTED(8, u64)

@@ -1,0 +1,356 @@
+"""Launchers of sort.cu on the current CuPy device and stream: the segmented (last-axis) stable
+sort/argsort (a warp per short row, a block per row up to L_MAX, several blocks per longer row),
+histogram set functions of small integers, and searchsorted.
+
+The caller validates everything; nothing here checks user input. The pure-Python part (key
+modes, ``plan_segsort``, ``smem_bytes``, ``lsort_smem``, ``lsort_passes``, ``hist16_chunks``,
+``kernel_names``, the NumPy model of the key transform ``to_key``) is tested without a GPU.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ._runtime import device_info, grid, load_kernel, source
+
+__all__ = ["WARP_ITEMS", "WARP_ROWS", "SEGSORT_CONFIGS", "L_MAX", "LSORT_TILE",
+           "LSORT_SCAN_ROWS_MAX", "SMALL_UNIQUE_DTYPES", "key_mode", "to_key", "plan_segsort",
+           "smem_bytes", "lsort_smem", "lsort_passes", "hist16_chunks", "kernel_names",
+           "segmented_sort", "small_unique", "searchsorted"]
+
+# (warps, items per thread) of the block sort tiers in sort.cu (SEGSORT_ALL), smallest first;
+# a row goes to the smallest tier holding it. Capacity 32 * warps * items.
+# Rows of at most 32 * IW elements (IW in WARP_ITEMS) go to xp_warpsort (a warp per row, ranks
+# by counting, WARP_ROWS rows a block), longer ones to the radix tiers.
+WARP_ITEMS = (1, 2)
+WARP_ROWS = 8
+SEGSORT_CONFIGS = ((1, 4), (4, 4), (8, 4), (8, 8), (16, 8), (32, 8), (32, 16))
+L_MAX = max(32 * w * i for w, i in SEGSORT_CONFIGS)  # 16384: longer rows: xp_lsort (or None)
+KEY_WIDTHS = (1, 2, 4, 8)
+_HIST_STRIDE = 257       # sort.cu: HS, one padded 256-counter histogram per warp
+_SMEM_OPTIN = 232448     # sm_90's per-block opt-in shared memory; the device's value is used
+_DEFAULT_SMEM = 49152    # above this a kernel must opt in (cuFuncSetAttribute)
+
+_HIST16_SMEM = 32768 * 4  # xp_unique_hist16: half of the 65536 bins as 32-bit counters
+_INV16_SMEM = 65536 * 2   # xp_unique_inverse16: the rank table as u16
+_SEARCH_STAGE_BYTES = 16384  # searchsorted: sorted arrays up to this size searched in shared
+                              # memory (kept small so several blocks per SM still fit)
+
+MODE_UNSIGNED, MODE_SIGNED, MODE_FLOAT = 0, 1, 2
+SMALL_UNIQUE_DTYPES = ("bool", "int8", "uint8", "int16", "uint16")
+
+
+def key_mode(dtype) -> int:
+    """sort.cu's MODE_* for a NumPy dtype: bool/unsigned, signed, or floating."""
+    kind = np.dtype(dtype).kind
+    if kind in "bu":
+        return MODE_UNSIGNED
+    if kind == "i":
+        return MODE_SIGNED
+    if kind == "f" and np.dtype(dtype).itemsize in (4, 8):  # sort.cu knows binary32/64 only
+        return MODE_FLOAT
+    raise TypeError(f"sort keys are bool, integers or floats, not {np.dtype(dtype)}")
+
+
+def to_key(a: np.ndarray) -> np.ndarray:
+    """NumPy model of sort.cu's to_key: the order-preserving unsigned key of each element
+    (NaN the largest, -0.0 the key of +0.0). Used by tests to pin the device transform down."""
+    a = np.asarray(a)
+    ut = np.dtype(f"u{a.dtype.itemsize}")
+    bits = np.ascontiguousarray(a).view(ut).copy()
+    sign = ut.type(1 << (8 * a.dtype.itemsize - 1))
+    mode = key_mode(a.dtype)
+    if mode == MODE_SIGNED:
+        return bits ^ sign
+    if mode == MODE_FLOAT:
+        key = np.where(bits & sign, ~bits, bits | sign).astype(ut)
+        key[a == 0] = sign
+        key[np.isnan(a)] = ~ut.type(0)
+        return key
+    return bits
+
+
+def smem_bytes(warps: int, items: int, width: int, carry_index: bool) -> int:
+    """Dynamic shared memory of one block sort (sort.cu's segsort layout)."""
+    cap = 32 * warps * items
+    return cap * width + 32 + 32 * 4 + warps * _HIST_STRIDE * 4 + (cap * 2 if carry_index else 0)
+
+
+def plan_segsort(n: int, width: int, mode: int, want_indices: bool,
+                 smem_limit: int = _SMEM_OPTIN):
+    """(kernel name, threads, dynamic shared bytes, rows per block) of the tier sorting rows
+    of length n (1 <= n), or None when no tier holds a row (n > L_MAX) within smem_limit.
+    Float rows may need the index array (values of NaN and -0.0 are gathered by index), so it
+    is sized in."""
+    for iw in WARP_ITEMS:
+        if n <= 32 * iw:
+            return f"xp_warpsort_{width}_{iw}", 32 * WARP_ROWS, 0, WARP_ROWS
+    carry = bool(want_indices) or mode == MODE_FLOAT
+    for warps, items in SEGSORT_CONFIGS:
+        if 32 * warps * items >= n:
+            smem = smem_bytes(warps, items, width, carry)
+            if smem > smem_limit:
+                return None
+            return f"xp_segsort_{width}_{warps}x{items}", 32 * warps, smem, 1
+    return None
+
+
+def hist16_chunks(n: int, sm_count: int) -> int:
+    """Chunks of the 16-bit histogram (two blocks each, one per half of the bins): enough to
+    fill the SMs (one 128 KiB block each), but about 2**18 elements or more per block, since
+    every block adds up to 32768 bins to the global histogram at its end."""
+    return max(1, min(sm_count // 2, n >> 18))
+
+
+def kernel_names() -> list[str]:
+    """Every kernel name a launcher here can request."""
+    return ([f"xp_segsort_{w}_{a}x{b}" for w in KEY_WIDTHS for a, b in SEGSORT_CONFIGS]
+            + [f"xp_warpsort_{w}_{i}" for w in KEY_WIDTHS for i in WARP_ITEMS]
+            + [f"xp_lsort_{k}_{w}" for k in ("prep", "hist", "scatter", "final")
+               for w in KEY_WIDTHS] + ["xp_lsort_scan", "xp_lsort_scan_rows"]
+            + [f"xp_unique_{k}{b}" for k in ("hist", "scan", "inverse") for b in (8, 16)]
+            + ["xp_unique_hist_bool"]
+            + [f"xp_searchsorted_{w}" for w in KEY_WIDTHS])
+
+
+def _kernel(name):
+    return load_kernel(source("sort.cu"), name)
+
+
+_optin: dict = {}  # device id -> max opt-in shared memory per block
+_raised: set = set()  # (device, kernel ptr) already allowed its dynamic shared memory
+
+
+def _smem_limit(cp) -> int:
+    dev = cp.cuda.runtime.getDevice()
+    lim = _optin.get(dev)
+    if lim is None:
+        attrs = cp.cuda.Device(dev).attributes
+        lim = _optin[dev] = int(attrs.get("MaxSharedMemoryPerBlockOptin", _DEFAULT_SMEM))
+    return lim
+
+
+def _allow_smem(cp, kern, smem: int):
+    """Opt the kernel in to dynamic shared memory above 48 KiB: the device's whole opt-in
+    limit, once per kernel, so every launch that fits the device fits the kernel."""
+    if smem <= _DEFAULT_SMEM:
+        return
+    key = (cp.cuda.runtime.getDevice(), kern.ptr)
+    if key in _raised:
+        return
+    from cupy.cuda import driver
+    driver.funcSetAttribute(kern.ptr, driver.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                            _smem_limit(cp))
+    _raised.add(key)
+
+
+def segmented_sort(cp, x, want_values: bool, want_indices: bool):
+    """Stable ascending sort of each row (last axis) of the C-contiguous CuPy array x (bool,
+    integer or float dtype; NaNs last in their order, -0.0 == +0.0 in stable order).
+
+    Returns (values or None, int64 indices or None), both of x's shape. Rows of at most 64
+    elements: a warp each; up to L_MAX: a block each, in shared memory; longer: the multi-block
+    radix sort (xp_lsort_*, which reads the rows' key range back to the host once). None when
+    no path here serves the rows best: a single row longer than L_MAX (a 1-D sort; CuPy's is
+    at torch's speed there), n >= 2**31, or a device without the shared memory: the caller
+    falls back. Float values are bit-exact, NaN payloads and zero signs included (rows
+    holding NaN or -0.0 gather them by index)."""
+    shape = x.shape
+    n = shape[-1] if x.ndim else 1
+    size = x.size
+    nrows = size // n if n else 0
+    values = cp.empty(shape, dtype=x.dtype) if want_values else None
+    indices = cp.empty(shape, dtype=np.int64) if want_indices else None
+    if size == 0:
+        return values, indices
+    mode = key_mode(x.dtype)
+    width = x.dtype.itemsize
+    plan = plan_segsort(n, width, mode, want_indices, _smem_limit(cp))
+    if plan is None:
+        # one long row (a 1-D sort): CuPy's (CUB's) sort is as fast as torch's, and faster
+        # than these kernels, so the caller's fallback serves it
+        if nrows > 1 and n < 2**31 and _smem_limit(cp) >= lsort_smem(width):
+            _long_sort(cp, x, values, indices, nrows, n, mode, width)
+            return values, indices
+        return None
+    name, threads, smem, rows_per_block = plan
+    kern = _kernel(name)
+    _allow_smem(cp, kern, smem)
+    # rows loop inside the kernels for the rest
+    blocks = min(-(-nrows // rows_per_block), device_info(cp).sm_count * 64)
+    null = np.uint64(0)
+    kern((blocks,), (threads,),
+         (x, values if want_values else null, indices if want_indices else null,
+          np.int64(nrows), np.int32(n), np.int32(mode), np.int32(bool(want_values)),
+          np.int32(bool(want_indices))), shared_mem=smem)
+    return values, indices
+
+
+LSORT_TILE = 4096  # sort.cu: LT, the tile of the long-row radix sort (16 warps x 8 items)
+LSORT_SCAN_ROWS_MAX = 64  # tiles per row up to which a thread per digit scans (xp_lsort_scan_rows)
+
+
+def lsort_smem(width: int) -> int:
+    """Dynamic shared memory of xp_lsort_scatter: the tile's keys and int32 positions, the
+    16 x 257 warp histograms, 32 scan words, the 256 digit starts in the tile and in the row."""
+    return LSORT_TILE * (width + 4) + 16 * _HIST_STRIDE * 4 + 32 * 4 + 2 * 256 * 4
+
+
+def lsort_passes(span: int, width: int) -> list[tuple[int, int]]:
+    """(shift, varying bits of the digit) of each radix pass the long-row sort runs when the
+    largest row span (kmax - kmin in key space) is ``span``: the bytes up to span's top bit."""
+    if span <= 0:
+        return []
+    vary = (1 << span.bit_length()) - 1
+    return [(shift, (vary >> shift) & 0xFF) for shift in range(0, 8 * width, 8)
+            if (vary >> shift) & 0xFF]
+
+
+def _long_sort(cp, x, values, indices, nrows: int, n: int, mode: int, width: int):
+    """Rows longer than L_MAX: the multi-block radix sort of sort.cu (xp_lsort_*), into the
+    allocated values / indices (either may be None)."""
+    ut = np.dtype(f"u{width}")
+    carry = indices is not None or mode == MODE_FLOAT
+    total = nrows * n
+    ntiles = -(-n // LSORT_TILE)
+    keys = [cp.empty(total, dtype=ut), cp.empty(total, dtype=ut)]
+    pos = [cp.empty(total if carry else 1, dtype=np.int32) for _ in range(2)]
+    stat = cp.empty((nrows, 3), dtype=np.uint64)
+    stat[:, 0] = np.uint64(2**64 - 1)
+    stat[:, 1:] = 0
+    counts = cp.empty(nrows * 256 * ntiles, dtype=np.uint32)
+    dtot = cp.empty(nrows * 256, dtype=np.uint32)
+    threads = 512
+    smem = lsort_smem(width)
+    scatter = _kernel(f"xp_lsort_scatter_{width}")
+    _allow_smem(cp, scatter, smem)
+    chunks = [(r0, min(65535, nrows - r0)) for r0 in range(0, nrows, 65535)]  # grid y limit
+    for r0, rows in chunks:
+        _kernel(f"xp_lsort_prep_{width}")(
+            (ntiles, rows), (threads,),
+            (x, keys[0], pos[0], stat, np.int64(r0), np.int32(n), np.int32(mode),
+             np.int32(carry)))
+    st = stat.get()  # the one host read: which passes any row needs
+    span = int((st[:, 1] - st[:, 0]).max())
+    src = 0
+    for shift, vb in lsort_passes(span, width):
+        for r0, rows in chunks:
+            _kernel(f"xp_lsort_hist_{width}")(
+                (ntiles, rows), (threads,),
+                (keys[src], stat, counts, np.int64(r0), np.int32(n), np.int32(ntiles),
+                 np.int32(shift)))
+            sargs = (counts, dtot, np.int64(r0), np.int32(ntiles))
+            if ntiles <= LSORT_SCAN_ROWS_MAX:
+                _kernel("xp_lsort_scan_rows")((rows,), (256,), sargs)
+            else:
+                _kernel("xp_lsort_scan")((256, rows), (1024,), sargs)
+            scatter((ntiles, rows), (threads,),
+                    (keys[src], pos[src], keys[1 - src], pos[1 - src], stat, counts, dtot,
+                     np.int64(r0), np.int32(n), np.int32(ntiles), np.int32(shift),
+                     np.uint32(vb), np.int32(carry)), shared_mem=smem)
+        src = 1 - src
+    null = np.uint64(0)
+    for r0, rows in chunks:
+        _kernel(f"xp_lsort_final_{width}")(
+            (ntiles, rows), (threads,),
+            (x, keys[src], pos[src], stat, values if values is not None else null,
+             indices if indices is not None else null, np.int64(r0), np.int32(n),
+             np.int32(mode), np.int32(values is not None), np.int32(indices is not None)))
+
+
+def small_unique(cp, x, want_counts: bool, want_inverse: bool, want_indices: bool) -> dict:
+    """The set functions of x (bool, int8, uint8, int16 or uint16; any shape and strides) by a
+    histogram over all 256 / 65536 possible values.
+
+    Returns {"values": sorted unique values (x's dtype, 1-D)} plus, when asked,
+    "counts" (int64, 1-D), "indices" (int64, 1-D: the first occurrence in C order of x) and
+    "inverse_indices" (int64, shape x.shape, C order: values[inverse] == x). Reads one number
+    back to the host (how many unique values), nothing else. Non-contiguous x is copied to C
+    order first."""
+    dt = x.dtype
+    width = dt.itemsize
+    nb = 1 << (8 * width)
+    flip = (1 << (8 * width - 1)) if dt.kind == "i" else 0
+    flat = cp.ascontiguousarray(x).reshape(-1)
+    if dt.kind == "b":
+        flat = flat.view(np.uint8)
+    n = flat.size
+    out = {}
+    if n == 0:
+        out["values"] = cp.empty(0, dtype=dt)
+        if want_counts:
+            out["counts"] = cp.empty(0, dtype=np.int64)
+        if want_indices:
+            out["indices"] = cp.empty(0, dtype=np.int64)
+        if want_inverse:
+            out["inverse_indices"] = cp.empty(x.shape, dtype=np.int64)
+        return out
+    bits = 8 * width
+    stream = cp.cuda.get_current_stream().ptr
+    hist = cp.empty(2 * nb, dtype=np.uint64)  # counts, then first indices
+    cp.cuda.runtime.memsetAsync(hist.data.ptr, 0, nb * 8, stream)
+    if want_indices:
+        cp.cuda.runtime.memsetAsync(hist.data.ptr + nb * 8, 0xFF, nb * 8, stream)
+    first = hist[nb:]
+    per_vec = 16 // width
+    head = min(n, ((-flat.data.ptr) % 16) // width)
+    nvec = (n - head) // per_vec
+    hargs = (flat, np.int64(n), np.int64(head), np.uint32(flip), hist, first,
+             np.int32(bool(want_indices)))
+    if dt.kind == "b":
+        _kernel("xp_unique_hist_bool")((grid(cp, max(nvec, 1), 256, 8),), (256,), hargs)
+    elif bits == 8:
+        _kernel("xp_unique_hist8")((grid(cp, max(nvec, 1), 256, 4),), (256,), hargs)
+    else:
+        kern = _kernel("xp_unique_hist16")
+        _allow_smem(cp, kern, _HIST16_SMEM)
+        _kernel("xp_unique_hist16")((2 * hist16_chunks(n, device_info(cp).sm_count),), (1024,),
+                                    hargs, shared_mem=_HIST16_SMEM)
+    values = cp.empty(nb, dtype=dt)
+    counts = cp.empty(nb, dtype=np.int64) if want_counts else None
+    firsts = cp.empty(nb, dtype=np.int64) if want_indices else None
+    rank = cp.empty(nb + 2, dtype=np.int32)  # the last 8 bytes: the number of unique values
+    nuniq = rank[nb:].view(np.int64)
+    null = np.uint64(0)
+    _kernel(f"xp_unique_scan{bits}")(
+        (1,), (1024,),
+        (hist, first, np.int32(nb), np.uint32(flip), values,
+         counts if want_counts else null, firsts if want_indices else null, rank, nuniq))
+    inverse = None
+    if want_inverse:
+        inverse = cp.empty(x.shape, dtype=np.int64)
+        iargs = (flat, np.int64(n), np.uint32(flip), rank, inverse)
+        if bits == 8:
+            _kernel("xp_unique_inverse8")((grid(cp, n, 256, 16),), (256,), iargs)
+        else:
+            kern = _kernel("xp_unique_inverse16")
+            _allow_smem(cp, kern, _INV16_SMEM)
+            kern((grid(cp, n, 4 * 1024, 1),), (1024,), iargs, shared_mem=_INV16_SMEM)
+    k = int(nuniq.get()[0])  # the one device-to-host transfer
+    out["values"] = values[:k]
+    if want_counts:
+        out["counts"] = counts[:k]
+    if want_indices:
+        out["indices"] = firsts[:k]
+    if want_inverse:
+        out["inverse_indices"] = inverse
+    return out
+
+
+def searchsorted(cp, sorted_1d, x2, side: str):
+    """int64 insertion indices of every element of x2 (any shape and strides) into the sorted
+    1-D sorted_1d of the same dtype (bool, integer or float); side "left" or "right". NaN sorts
+    last and -0.0 equals +0.0 (NumPy's order): a NaN query with "left" gives the first NaN."""
+    a = cp.ascontiguousarray(sorted_1d)
+    v = cp.ascontiguousarray(x2)
+    out = cp.empty(x2.shape, dtype=np.int64)
+    m = v.size
+    if m == 0:
+        return out
+    width = a.dtype.itemsize
+    smem = a.size * width
+    staged = smem <= _SEARCH_STAGE_BYTES
+    _kernel(f"xp_searchsorted_{width}")(
+        (grid(cp, m, 256, 16),), (256,),
+        (a, np.int64(a.size), v, np.int64(m), out, np.int32(key_mode(a.dtype)),
+         np.int32(side == "right"), np.int32(staged)), shared_mem=smem if staged else 0)
+    return out
