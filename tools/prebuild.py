@@ -146,9 +146,19 @@ def moment_units():
                 yield from _programs(g, [out], [_standin(d, shape)])
 
 
+def sort_units():
+    """The sorts of 4- and 8-byte keys (float32/int32, float64/int64), the histogram set
+    functions (in every unit) and searchsorted."""
+    from xp_cuda._kernels import sort as S
+    for name, unit in S.units().items():
+        if name.startswith(("xp_segsort_4", "xp_segsort_8", "xp_warpsort_4", "xp_warpsort_8",
+                            "xp_searchsorted_4", "xp_searchsorted_8", "xp_unique")):
+            yield unit, (), name
+
+
 FAMILIES = {"elementwise": elementwise_units, "reduction": reduction_units,
             "moments": moment_units, "eager": eager_units, "creation": creation_units,
-            "vecdot": vecdot_units, "scan": scan_units}
+            "vecdot": vecdot_units, "scan": scan_units, "sort": sort_units}
 
 
 def units():

@@ -17,6 +17,7 @@ from .._kernels.elementwise import Plan as _Plan
 from .._kernels.fusion import Launch as _Launch
 from .._kernels import reduction as _reduction
 from .._kernels import scan as _scan
+from .._kernels import sort as _sort
 from .._kernels.reduction import reduce_eager as _reduce_eager
 from .._kernels.vecdot import vecdot_cuda as _vecdot
 from ._base import _NO_SWITCH, FAST, Backend
@@ -223,11 +224,55 @@ class CudaBackend(Backend):
         # Our kernel reads both inputs through their strides as their own dtypes.
         return _vecdot(d1, d2, axis, dtype._np)
 
+    def _segmented(self, data, axis, want_values):
+        """Our segmented radix sort along `axis` (made last and C-contiguous), or None where it
+        has no path (one long 1-D row: CuPy's Thrust sort is as fast there)."""
+        cp = self.xp
+        if data.dtype.kind == "c" or data.ndim == 0:
+            return None
+        last = data.ndim - 1
+        moved = data if axis == last else cp.moveaxis(data, axis, last)
+        with self.ctx():
+            if not moved.flags.c_contiguous:
+                moved = _eager.astype(cp, moved, moved.dtype.name, self.device.index)
+            got = _sort.segmented_sort(cp, moved, want_values, not want_values)
+        if got is None:
+            return None
+        out = got[0] if want_values else got[1]
+        return out if axis == last else cp.moveaxis(out, last, axis)
+
     def stable_argsort(self, data, axis: int):
-        return self.xp.argsort(data, axis=axis)  # CuPy's sorts are stable (Thrust) and take no kind
+        out = self._segmented(data, axis, False)
+        if out is None:  # CuPy's sorts are stable (Thrust) and take no kind
+            with self.ctx():
+                return self.xp.argsort(data, axis=axis)
+        return out
 
     def stable_sort(self, data, axis: int):
-        return self.xp.sort(data, axis=axis)
+        out = self._segmented(data, axis, True)
+        if out is None:
+            with self.ctx():
+                return self.xp.sort(data, axis=axis)
+        return out
+
+    def unique(self, data, want_index, want_inverse, want_counts):
+        if data.dtype.name not in _sort.SMALL_UNIQUE_DTYPES:
+            return super().unique(data, want_index, want_inverse, want_counts)
+        with self.ctx():  # at most 65536 values: a histogram, no sort
+            out = _sort.small_unique(self.xp, data, want_counts, want_inverse, want_index)
+        if want_inverse:
+            out["inverse_indices"] = out["inverse_indices"].reshape(data.shape)
+        return out
+
+    def searchsorted(self, a, v, side, dtype):
+        cp = self.xp
+        if dtype.kind == "complex":
+            return super().searchsorted(a, v, side, dtype)
+        with self.ctx():
+            a = self.astype(a, dtype, False)
+            if not a.flags.c_contiguous:
+                a = _eager.astype(cp, a, dtype.name, self.device.index)
+            return _sort.searchsorted(cp, a, self.astype(v, dtype, False), side)
 
     def linalg_errors(self) -> tuple:
         return (np.linalg.LinAlgError, getattr(self.xp.linalg, "LinAlgError",

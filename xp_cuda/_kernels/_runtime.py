@@ -100,21 +100,22 @@ def source_hash(name: str) -> str:
 
 def instance_units(text: str, macros: dict) -> dict:
     """kernel name -> the source to compile for it, for a pre-instantiated family: ``text``
-    without its instantiation lines ``MACRO(N, ...)`` (each macro of ``macros``, which maps it
-    to the name templates one line makes from its first argument N), plus the one line that
-    makes the kernel. Kernels written out in the text (no macro) are in every unit, under
+    without its instantiation lines ``MACRO(A0, A1, ...)`` (each macro of ``macros``, which
+    maps it to the name templates one line makes: str.format of the line's arguments), plus
+    the one line that makes the kernel. Kernels written out in the text (no macro) are in every unit, under
     their own names when listed in macros[None]. A first call then compiles one instance, not
     the whole family (seconds for a dozen dtypes); CI compiles the whole file, which proves
     every line."""
     import re
-    pattern = re.compile(r"^(%s)\((\w+)(?:,[^\n]*)?\)[ \t]*$"
+    pattern = re.compile(r"^(%s)\(([^()\n]*)\)[ \t]*$"
                          % "|".join(re.escape(m) for m in macros if m), re.M)
     body = pattern.sub("", text)
     out = {name: body for name in macros.get(None, ())}
     for m in pattern.finditer(text):
         unit = body + "\n" + m.group(0) + "\n"
+        args = [a.strip() for a in m.group(2).split(",")]
         for template in macros[m.group(1)]:
-            out[template.format(m.group(2))] = unit
+            out[template.format(*args)] = unit
     return out
 
 

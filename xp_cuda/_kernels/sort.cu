@@ -263,19 +263,35 @@ __device__ __forceinline__ void segsort(const K* __restrict__ x, K* __restrict__
     }
 
 // The (warps, items per thread) tiers of sort.py's SEGSORT_CONFIGS: capacity 32*warps*items.
-#define SEGSORT_ALL(W, K)                                                                         \
-    SEGSORT(W, K, 1, 4)                                                                           \
-    SEGSORT(W, K, 4, 4)                                                                           \
-    SEGSORT(W, K, 8, 4)                                                                           \
-    SEGSORT(W, K, 8, 8)                                                                           \
-    SEGSORT(W, K, 16, 8)                                                                          \
-    SEGSORT(W, K, 32, 8)                                                                          \
-    SEGSORT(W, K, 32, 16)
-
-SEGSORT_ALL(1, u8)
-SEGSORT_ALL(2, u16)
-SEGSORT_ALL(4, u32)
-SEGSORT_ALL(8, u64)
+// One instantiation per line: the runtime compiles the line a call needs (sort.units).
+SEGSORT(1, u8, 1, 4)
+SEGSORT(1, u8, 4, 4)
+SEGSORT(1, u8, 8, 4)
+SEGSORT(1, u8, 8, 8)
+SEGSORT(1, u8, 16, 8)
+SEGSORT(1, u8, 32, 8)
+SEGSORT(1, u8, 32, 16)
+SEGSORT(2, u16, 1, 4)
+SEGSORT(2, u16, 4, 4)
+SEGSORT(2, u16, 8, 4)
+SEGSORT(2, u16, 8, 8)
+SEGSORT(2, u16, 16, 8)
+SEGSORT(2, u16, 32, 8)
+SEGSORT(2, u16, 32, 16)
+SEGSORT(4, u32, 1, 4)
+SEGSORT(4, u32, 4, 4)
+SEGSORT(4, u32, 8, 4)
+SEGSORT(4, u32, 8, 8)
+SEGSORT(4, u32, 16, 8)
+SEGSORT(4, u32, 32, 8)
+SEGSORT(4, u32, 32, 16)
+SEGSORT(8, u64, 1, 4)
+SEGSORT(8, u64, 4, 4)
+SEGSORT(8, u64, 8, 4)
+SEGSORT(8, u64, 8, 8)
+SEGSORT(8, u64, 16, 8)
+SEGSORT(8, u64, 32, 8)
+SEGSORT(8, u64, 32, 16)
 
 // ---- short rows: one warp per row, ranks by counting ---------------------------------------
 //

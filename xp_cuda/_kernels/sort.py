@@ -8,9 +8,11 @@ modes, ``plan_segsort``, ``smem_bytes``, ``lsort_smem``, ``lsort_passes``, ``his
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
-from ._runtime import device_info, grid, load_kernel, source
+from ._runtime import device_info, grid, instance_units, load_kernel, source
 
 __all__ = ["WARP_ITEMS", "WARP_ROWS", "SEGSORT_CONFIGS", "L_MAX", "LSORT_TILE",
            "LSORT_SCAN_ROWS_MAX", "SMALL_UNIQUE_DTYPES", "key_mode", "to_key", "plan_segsort",
@@ -112,8 +114,20 @@ def kernel_names() -> list[str]:
             + [f"xp_searchsorted_{w}" for w in KEY_WIDTHS])
 
 
+@functools.lru_cache(maxsize=None)
+def units() -> dict:
+    """kernel name -> the source the runtime compiles for it: one instantiation line of sort.cu
+    (the whole file takes 10 s to compile; a first sort waits for its one tier's kernel)."""
+    macros = {None: [n for n in kernel_names() if n.startswith(("xp_unique", "xp_lsort_scan"))],
+              "SEGSORT": ["xp_segsort_{0}_{2}x{3}"],
+              "WARPSORT": ["xp_warpsort_{0}_{2}"],
+              "LSORT": [f"xp_lsort_{k}_{{0}}" for k in ("prep", "hist", "scatter", "final")],
+              "SEARCHSORTED": ["xp_searchsorted_{0}"]}
+    return instance_units(source("sort.cu"), macros)
+
+
 def _kernel(name):
-    return load_kernel(source("sort.cu"), name)
+    return load_kernel(units()[name], name)
 
 
 _optin: dict = {}  # device id -> max opt-in shared memory per block
