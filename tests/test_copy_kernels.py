@@ -127,7 +127,10 @@ def test_plan_broadcast_stride_zero():
     assert (p.path, p.shape, p.src_strides) == ("rows", (40, 30), (0, 4))
     s2 = np.broadcast_to(np.empty((40, 1), F4), (40, 30))
     q = _plan(np.empty((40, 30), F4), s2)
-    assert (q.path, q.src_strides) == ("strided", (4, 0))
+    assert (q.path, q.src_strides) == ("flat", (4, 0))  # short rows, contiguous destination
+    out = np.empty((40, 60), F4)
+    r = _plan(out[:, ::2], s2)   # the same into a strided destination
+    assert (r.path, r.src_strides, r.dst_strides) == ("strided", (4, 0), (240, 8))
 
 
 def test_plan_scalar_broadcast():
@@ -206,7 +209,7 @@ def test_mapping_repeat_int():
     y = np.empty(1000, np.int8)
     s2 = np.broadcast_to(y.reshape(1000, 1), (1000, 3))  # repeat(y, 3)
     q = _plan(np.empty((1000, 3), np.int8), s2)
-    assert q.path == "strided" and q.src_strides == (1, 0)
+    assert q.path == "flat" and q.src_strides == (1, 0) and q.shape == (1000, 3)
 
 
 def test_mapping_reshape_copy():
@@ -326,14 +329,15 @@ def test_every_launcher_kernel_compiles():
     entries = set(re.findall(r"\.entry (\w+)\(", ptx))
     missing = set(K.kernel_names()) - entries
     assert not missing, f"kernels named by copy.py but absent from the PTX: {sorted(missing)}"
-    assert len(K.kernel_names()) == 25
+    assert len(K.kernel_names()) == 30
 
 
 def test_struct_sizes_match_the_source():
     """The launchers fill the argument structs cell by cell: the constants must agree."""
     src = K.source("copy.cu")
-    for name, val in (("XC_MAXND", K.MAXND), ("XC_MAXPARTS", K.MAXPARTS), ("XC_TILE", K.TILE),
-                      ("XC_TROWS", K.TROWS), ("XC_UNROLL", K.UNROLL)):
+    for name, val in (("XC_MAXND", K.MAXND), ("XC_MAXPARTS", K.MAXPARTS),
+                      ("XC_FLATND", K.FLATND), ("XC_THREADS", K.THREADS),
+                      ("XC_UNROLL", K.UNROLL)):
         assert re.search(rf"#define {name} (\d+)", src).group(1) == str(val), name
     for struct, fields in (("MoveArgs", K._MOVE_FIELDS), ("TransArgs", K._TRANS_FIELDS),
                            ("ConcatArgs", K._CONCAT_FIELDS)):

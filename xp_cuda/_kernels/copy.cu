@@ -24,10 +24,13 @@ struct __align__(8) b16 { u64 lo, hi; };
 
 #define XC_MAXND 32     // MAXND in copy.py: outer / batch dims one launch walks
 #define XC_MAXPARTS 32  // MAXPARTS in copy.py: concatenated parts one launch reads
-#define XC_TILE 32      // TILE in copy.py: transpose tile edge (elements)
-#define XC_TROWS 8      // thread rows of a transpose block (XC_TILE x XC_TROWS threads)
-#define XC_UNROLL 2     // chunks in flight per thread: a single 16-byte load per thread left
-                        // too few bytes in flight to cover HBM latency
+#define XC_FLATND 4     // FLATND in copy.py: dims the flat strided kernel walks
+#define XC_THREADS 256  // THREADS in copy.py: threads of every block
+#ifndef XC_UNROLL
+#define XC_UNROLL 4     // UNROLL in copy.py: chunks in flight per thread (one 16-byte load per
+                        // thread left too few bytes in flight to cover HBM latency)
+#endif
+#define XC_SEG (XC_THREADS * XC_UNROLL)  // chunks of a row segment (one block step)
 
 template <typename T> struct Pack {
     static constexpr int V = sizeof(T) >= 16 ? 1 : 16 / (int)sizeof(T);
@@ -44,21 +47,84 @@ struct MoveArgs {
                          // along the gathered axis)
     i64 cpr;             // chunks per row: ceil((n + V - 1) / V) with shift, else ceil(n / V)
     i64 rows;            // product of the outer dims
-    i64 nd, gdim, shift, pad;  // outer dims; the outer dim read through idx (-1: none)
+    i64 nd, gdim, shift; // outer dims; the outer dim read through idx (-1: none); see above
+    i64 segs;            // > 0: long rows, a block moves one segment (XC_SEG chunks) of a row
+                         // per step (one row lookup per block); 0: a thread per chunk
     i64 shape[XC_MAXND], dstr[XC_MAXND], sstr[XC_MAXND];  // outer dims, outermost first
 };
 
+// Byte offsets of outer row r in dst and src (the gathered dim through the indices).
+template <typename IT>
+__device__ __forceinline__ void locate(const MoveArgs& a, IT r, i64& doff, i64& soff) {
+    doff = 0;
+    soff = 0;
+    const i64* idx = (const i64*)a.idx;
+    for (int d = (int)a.nd - 1; d >= 0; --d) {
+        const IT n = (IT)a.shape[d];
+        const IT q = r / n;
+        const IT k = r - q * n;
+        r = q;
+        doff += (i64)k * a.dstr[d];
+        soff += (d == (int)a.gdim ? idx[k] : (i64)k) * a.sstr[d];
+    }
+}
+
+// Chunk j of a row (elements [j, j + V) clipped to [0, n)) into registers.
 // MODE 0: the source's inner dim is contiguous (rows); 1: any source stride (0 included);
 // 2: the inner dim is gathered, element j read at src + idx[j] * ssi.
-template <typename T, int MODE, typename IT>
-__device__ __forceinline__ void move_loop(const MoveArgs& a) {
+template <typename T, int MODE>
+__device__ __forceinline__ void load_chunk(const MoveArgs& a, const char* srow, i64 j,
+                                           Pack<T>& p) {
     constexpr int V = Pack<T>::V;
     constexpr int S = (int)sizeof(T);
+    const bool full = j >= 0 && j + V <= a.n;
+    if (MODE == 0) {
+        const char* s = srow + j * S;
+        if (full && aligned16(s)) {
+            p.u = *(const uint4*)s;
+        } else {
+#pragma unroll
+            for (int k = 0; k < V; ++k)
+                if (j + k >= 0 && j + k < a.n) p.t[k] = *(const T*)(s + k * S);
+        }
+    } else if (MODE == 1) {
+#pragma unroll
+        for (int k = 0; k < V; ++k)
+            if (j + k >= 0 && j + k < a.n) p.t[k] = *(const T*)(srow + (j + k) * a.ssi);
+    } else {
+        const i64* idx = (const i64*)a.idx;
+#pragma unroll
+        for (int k = 0; k < V; ++k)
+            if (j + k >= 0 && j + k < a.n) p.t[k] = *(const T*)(srow + idx[j + k] * a.ssi);
+    }
+}
+
+template <typename T>
+__device__ __forceinline__ void store_chunk(char* drow, i64 j, i64 n, i64 dsi, const Pack<T>& p) {
+    constexpr int V = Pack<T>::V;
+    constexpr int S = (int)sizeof(T);
+    char* d = drow + j * dsi;
+    if (j >= 0 && j + V <= n && dsi == S && aligned16(d)) {
+        *(uint4*)d = p.u;
+    } else {
+#pragma unroll
+        for (int k = 0; k < V; ++k)
+            if (j + k >= 0 && j + k < n) *(T*)(drow + (j + k) * dsi) = p.t[k];
+    }
+}
+
+template <typename T>
+__device__ __forceinline__ i64 head(const MoveArgs& a, const char* drow) {
+    return a.shift ? (i64)(((u64)drow & 15) / sizeof(T)) : 0;
+}
+
+// A thread per chunk: short rows, where a block per row would idle most of its threads.
+template <typename T, int MODE, typename IT>
+__device__ __forceinline__ void move_chunks(const MoveArgs& a) {
+    constexpr int V = Pack<T>::V;
     const IT cpr = (IT)a.cpr;
     const IT total = (IT)a.rows * cpr;
     const IT step = (IT)gridDim.x * blockDim.x;
-    const i64* idx = (const i64*)a.idx;
-    const int nd = (int)a.nd, gdim = (int)a.gdim;
     for (IT g0 = (IT)blockIdx.x * blockDim.x + threadIdx.x; g0 < total; g0 += XC_UNROLL * step) {
         Pack<T> p[XC_UNROLL];
         char* drow[XC_UNROLL];
@@ -68,69 +134,131 @@ __device__ __forceinline__ void move_loop(const MoveArgs& a) {
             const IT g = g0 + (IT)u * step;
             j0[u] = a.n;  // no chunk: nothing loaded or stored
             if (g >= total) continue;
-            IT r = g / cpr;
+            const IT r = g / cpr;
             const IT c = g - r * cpr;
-            i64 doff = 0, soff = 0;
-            for (int d = nd - 1; d >= 0; --d) {
-                const IT n = (IT)a.shape[d];
-                const IT q = r / n;
-                const IT k = r - q * n;
-                r = q;
-                doff += (i64)k * a.dstr[d];
-                soff += (d == gdim ? idx[k] : (i64)k) * a.sstr[d];
-            }
+            i64 doff, soff;
+            locate<IT>(a, r, doff, soff);
             drow[u] = (char*)a.dst + doff;
-            const char* srow = (const char*)a.src + soff;
-            const i64 o = a.shift ? (i64)(((u64)drow[u] & 15) / S) : 0;
-            const i64 j = (i64)c * V - o;
+            const i64 j = (i64)c * V - head<T>(a, drow[u]);
             j0[u] = j;
-            if (j >= a.n) continue;  // a row's slack chunk
-            const bool full = j >= 0 && j + V <= a.n;
-            if (MODE == 0) {
-                const char* s = srow + j * S;
-                if (full && aligned16(s)) {
-                    p[u].u = *(const uint4*)s;
-                } else {
+            if (j < a.n) load_chunk<T, MODE>(a, (const char*)a.src + soff, j, p[u]);
+        }
 #pragma unroll
-                    for (int k = 0; k < V; ++k)
-                        if (j + k >= 0 && j + k < a.n) p[u].t[k] = *(const T*)(s + k * S);
-                }
-            } else if (MODE == 1) {
+        for (int u = 0; u < XC_UNROLL; ++u)
+            if (j0[u] < a.n) store_chunk<T>(drow[u], j0[u], a.n, a.dsi, p[u]);
+    }
+}
+
+// A block per row segment: long rows; the row lookup (divisions, an index load) is paid once
+// per XC_SEG chunks, and each thread has XC_UNROLL loads in flight.
+template <typename T, int MODE>
+__device__ __forceinline__ void move_segments(const MoveArgs& a) {
+    constexpr int V = Pack<T>::V;
+    const i64 tasks = a.rows * a.segs;
+    for (i64 t = blockIdx.x; t < tasks; t += gridDim.x) {
+        const i64 r = t / a.segs;
+        const i64 sg = t - r * a.segs;
+        i64 doff, soff;
+        locate<u64>(a, (u64)r, doff, soff);
+        char* drow = (char*)a.dst + doff;
+        const char* srow = (const char*)a.src + soff;
+        const i64 o = head<T>(a, drow);
+        const i64 c0 = sg * XC_SEG + threadIdx.x;
+        Pack<T> p[XC_UNROLL];
 #pragma unroll
-                for (int k = 0; k < V; ++k)
-                    if (j + k >= 0 && j + k < a.n) p[u].t[k] = *(const T*)(srow + (j + k) * a.ssi);
-            } else {
-#pragma unroll
-                for (int k = 0; k < V; ++k)
-                    if (j + k >= 0 && j + k < a.n)
-                        p[u].t[k] = *(const T*)(srow + idx[j + k] * a.ssi);
-            }
+        for (int u = 0; u < XC_UNROLL; ++u) {
+            const i64 c = c0 + u * XC_THREADS;
+            const i64 j = c * V - o;
+            if (c < a.cpr && j < a.n) load_chunk<T, MODE>(a, srow, j, p[u]);
         }
 #pragma unroll
         for (int u = 0; u < XC_UNROLL; ++u) {
-            const i64 j = j0[u];
-            if (j >= a.n) continue;
-            char* d = drow[u] + j * a.dsi;
-            if (j >= 0 && j + V <= a.n && a.dsi == S && aligned16(d)) {
-                *(uint4*)d = p[u].u;
-            } else {
-#pragma unroll
-                for (int k = 0; k < V; ++k)
-                    if (j + k >= 0 && j + k < a.n) *(T*)(drow[u] + (j + k) * a.dsi) = p[u].t[k];
-            }
+            const i64 c = c0 + u * XC_THREADS;
+            const i64 j = c * V - o;
+            if (c < a.cpr && j < a.n) store_chunk<T>(drow, j, a.n, a.dsi, p[u]);
         }
     }
 }
 
 template <typename T, int MODE>
 __device__ __forceinline__ void move(const MoveArgs& a) {
-    // 32-bit index arithmetic where the chunk count fits: its divisions are several times
-    // cheaper than 64-bit ones (the branch is uniform)
-    if ((u64)a.rows * (u64)a.cpr + (u64)(XC_UNROLL + 1) * gridDim.x * blockDim.x
-        < 0xffffffffull)
-        move_loop<T, MODE, u32>(a);
+    if (a.segs) {
+        move_segments<T, MODE>(a);
+    } else if ((u64)a.rows * (u64)a.cpr + (u64)(XC_UNROLL + 1) * gridDim.x * blockDim.x
+               < 0xffffffffull) {
+        // 32-bit index arithmetic where the chunk count fits: its divisions are several times
+        // cheaper than 64-bit ones (the branch is uniform)
+        move_chunks<T, MODE, u32>(a);
+    } else {
+        move_chunks<T, MODE, u64>(a);
+    }
+}
+
+// ---- strided copy into a contiguous destination: short inner rows (repeat, small moves) ------
+// The destination is walked flat in 16-byte chunks whatever the row length; each chunk finds
+// its first element's source offset by division, then steps an odometer over (at most
+// XC_FLATND) dims, so rows of 3 elements cost no idle threads and no per-element divisions.
+
+template <typename T, typename IT>
+__device__ __forceinline__ void flat_loop(const MoveArgs& a) {
+    constexpr int V = Pack<T>::V;
+    constexpr int S = (int)sizeof(T);
+    const i64 n = a.n;
+    const i64 o = (i64)(((u64)a.dst & 15) / S);
+    const IT total = (IT)((n + o + V - 1) / V);
+    const IT step = (IT)gridDim.x * blockDim.x;
+    // dims right-aligned into XC_FLATND slots (leading slots: size 1, stride 0)
+    IT sh[XC_FLATND];
+    i64 st[XC_FLATND];
+    const int lead = XC_FLATND - (int)a.nd;
+#pragma unroll
+    for (int d = 0; d < XC_FLATND; ++d) {
+        sh[d] = d < lead ? 1 : (IT)a.shape[d - lead];
+        st[d] = d < lead ? 0 : a.sstr[d - lead];
+    }
+    for (IT g = (IT)blockIdx.x * blockDim.x + threadIdx.x; g < total; g += step) {
+        const i64 j = (i64)g * V - o;
+        IT e = (IT)(j < 0 ? 0 : j);
+        IT c[XC_FLATND];
+        i64 soff = 0;
+#pragma unroll
+        for (int d = XC_FLATND - 1; d >= 0; --d) {
+            if (d < lead) {  // uniform: no division by the padding slots
+                c[d] = 0;
+                continue;
+            }
+            const IT q = e / sh[d];
+            c[d] = e - q * sh[d];
+            e = q;
+            soff += (i64)c[d] * st[d];
+        }
+        Pack<T> p;
+#pragma unroll
+        for (int k = 0; k < V; ++k) {
+            if (j + k < 0 || j + k >= n) continue;
+            p.t[k] = *(const T*)((const char*)a.src + soff);
+            // advance the odometer by one element
+            soff += st[XC_FLATND - 1];
+            c[XC_FLATND - 1] += 1;
+#pragma unroll
+            for (int d = XC_FLATND - 1; d > 0; --d) {
+                if (c[d] == sh[d]) {
+                    c[d] = 0;
+                    soff += st[d - 1] - (i64)sh[d] * st[d];
+                    c[d - 1] += 1;
+                }
+            }
+        }
+        store_chunk<T>((char*)a.dst, j, n, S, p);
+    }
+}
+
+template <typename T>
+__device__ __forceinline__ void flat(const MoveArgs& a) {
+    if ((u64)a.n + 16 + (u64)gridDim.x * blockDim.x * 17 < 0xffffffffull)
+        flat_loop<T, u32>(a);
     else
-        move_loop<T, MODE, u64>(a);
+        flat_loop<T, u64>(a);
 }
 
 // ---- tiled transpose: a = the destination's contiguous dim, b = the source's ----------------
@@ -144,13 +272,21 @@ struct TransArgs {
     i64 shape[XC_MAXND], dstr[XC_MAXND], sstr[XC_MAXND];
 };
 
-// Pad each tile row to an odd number of 4-byte banks: the column reads of the store phase
-// then hit distinct banks for every element size.
-template <typename T> struct TilePad { static constexpr int P = sizeof(T) >= 4 ? 1 : 4 / (int)sizeof(T); };
+// Tile edge: 64 elements (16 loads in flight per thread: a 32-edge tile left too few bytes in
+// flight, 0.54 of a copy for float32) except 16-byte elements (a 64-edge tile would need 64 KiB
+// of shared memory, past the static limit). TILE_OF in copy.py.
+template <typename T> struct Tile {
+    static constexpr int E = sizeof(T) >= 16 ? 32 : 64;
+    static constexpr int R = XC_THREADS / E;  // thread rows
+    // pad each tile row to an odd number of 4-byte banks: the column reads of the store phase
+    // then hit distinct banks for every element size
+    static constexpr int P = sizeof(T) >= 4 ? 1 : 4 / (int)sizeof(T);
+};
 
 template <typename T>
 __device__ __forceinline__ void transpose(const TransArgs& a) {
-    __shared__ T tile[XC_TILE][XC_TILE + TilePad<T>::P];
+    constexpr int E = Tile<T>::E, R = Tile<T>::R;
+    __shared__ T tile[E][E + Tile<T>::P];
     const i64 tasks = a.batch * a.ta * a.tb;
     const int tx = threadIdx.x, ty = threadIdx.y;
     for (i64 t = blockIdx.x; t < tasks; t += gridDim.x) {
@@ -168,19 +304,19 @@ __device__ __forceinline__ void transpose(const TransArgs& a) {
             doff += k * a.dstr[d];
             soff += k * a.sstr[d];
         }
-        const i64 a0 = ia * XC_TILE, b0 = ib * XC_TILE;
+        const i64 a0 = ia * E, b0 = ib * E;
         const char* s = (const char*)a.src + soff;
         char* dp = (char*)a.dst + doff;
         // load: threadIdx.x walks b, the source's contiguous dim
 #pragma unroll
-        for (int k = ty; k < XC_TILE; k += XC_TROWS) {
+        for (int k = ty; k < E; k += R) {
             const i64 ai = a0 + k, bj = b0 + tx;
             if (ai < a.na && bj < a.nb) tile[k][tx] = *(const T*)(s + ai * a.ssa + bj * a.ssb);
         }
         __syncthreads();
         // store: threadIdx.x walks a, the destination's contiguous dim
 #pragma unroll
-        for (int k = ty; k < XC_TILE; k += XC_TROWS) {
+        for (int k = ty; k < E; k += R) {
             const i64 ai = a0 + tx, bj = b0 + k;
             if (ai < a.na && bj < a.nb) *(T*)(dp + ai * a.dsa + bj * a.dsb) = tile[tx][k];
         }
@@ -195,20 +331,48 @@ struct ConcatArgs {
     i64 rows;        // product of the dims before the axis
     i64 row_stride;  // bytes between output rows
     i64 width;       // columns (elements) this launch writes per row
-    i64 cpr, shift, nparts, pad;
+    i64 cpr, shift, nparts, segs;  // segs as in MoveArgs
     i64 src[XC_MAXPARTS];         // part addresses
     i64 w[XC_MAXPARTS];           // part row widths (elements)
     i64 start[XC_MAXPARTS + 1];   // first column of each part, relative to dst; start[nparts] = width
 };
 
+// Output chunk j (columns [j, j + V) of row `row`) from the parts; q: a part at or before the
+// one holding column max(j, 0).
+template <typename T>
+__device__ __forceinline__ void concat_chunk(const ConcatArgs& a, i64 row, i64 j, int q,
+                                             Pack<T>& p) {
+    constexpr int V = Pack<T>::V;
+    constexpr int S = (int)sizeof(T);
+    const int np = (int)a.nparts;
+    const i64 jf = j < 0 ? 0 : j;
+    while (jf >= a.start[q + 1]) ++q;  // the part holding the chunk's first column
+    if (j >= 0 && j + V <= a.start[q + 1]) {  // whole chunk in one part
+        const char* s = (const char*)a.src[q] + (row * a.w[q] + j - a.start[q]) * S;
+        if (aligned16(s)) {
+            p.u = *(const uint4*)s;
+        } else {
+#pragma unroll
+            for (int k = 0; k < V; ++k) p.t[k] = *(const T*)(s + k * S);
+        }
+    } else {
+#pragma unroll
+        for (int k = 0; k < V; ++k) {
+            const i64 jk = j + k;
+            if (jk < 0 || jk >= a.width) continue;
+            while (q < np - 1 && jk >= a.start[q + 1]) ++q;
+            p.t[k] = *(const T*)((const char*)a.src[q] + (row * a.w[q] + jk - a.start[q]) * S);
+        }
+    }
+}
+
 template <typename T, typename IT>
-__device__ __forceinline__ void concat_loop(const ConcatArgs& a) {
+__device__ __forceinline__ void concat_chunks(const ConcatArgs& a) {
     constexpr int V = Pack<T>::V;
     constexpr int S = (int)sizeof(T);
     const IT cpr = (IT)a.cpr;
     const IT total = (IT)a.rows * cpr;
     const IT step = (IT)gridDim.x * blockDim.x;
-    const int np = (int)a.nparts;
     for (IT g0 = (IT)blockIdx.x * blockDim.x + threadIdx.x; g0 < total; g0 += XC_UNROLL * step) {
         Pack<T> p[XC_UNROLL];
         char* drow[XC_UNROLL];
@@ -221,55 +385,56 @@ __device__ __forceinline__ void concat_loop(const ConcatArgs& a) {
             const IT row = g / cpr;
             const IT c = g - row * cpr;
             drow[u] = (char*)a.dst + (i64)row * a.row_stride;
-            const i64 o = a.shift ? (i64)(((u64)drow[u] & 15) / S) : 0;
-            const i64 j = (i64)c * V - o;
+            const i64 j = (i64)c * V - (a.shift ? (i64)(((u64)drow[u] & 15) / S) : 0);
             j0[u] = j;
-            if (j >= a.width) continue;
-            const i64 jf = j < 0 ? 0 : j;
-            int q = 0;
-            while (jf >= a.start[q + 1]) ++q;  // the part holding the chunk's first column
-            if (j >= 0 && j + V <= a.start[q + 1]) {  // whole chunk in one part
-                const char* s = (const char*)a.src[q] + ((i64)row * a.w[q] + j - a.start[q]) * S;
-                if (aligned16(s)) {
-                    p[u].u = *(const uint4*)s;
-                } else {
+            if (j < a.width) concat_chunk<T>(a, (i64)row, j, 0, p[u]);
+        }
 #pragma unroll
-                    for (int k = 0; k < V; ++k) p[u].t[k] = *(const T*)(s + k * S);
-                }
-            } else {
+        for (int u = 0; u < XC_UNROLL; ++u)
+            if (j0[u] < a.width) store_chunk<T>(drow[u], j0[u], a.width, S, p[u]);
+    }
+}
+
+template <typename T>
+__device__ __forceinline__ void concat_segments(const ConcatArgs& a) {
+    constexpr int V = Pack<T>::V;
+    constexpr int S = (int)sizeof(T);
+    const i64 tasks = a.rows * a.segs;
+    for (i64 t = blockIdx.x; t < tasks; t += gridDim.x) {
+        const i64 row = t / a.segs;
+        const i64 sg = t - row * a.segs;
+        char* drow = (char*)a.dst + row * a.row_stride;
+        const i64 o = a.shift ? (i64)(((u64)drow & 15) / S) : 0;
+        // the part holding the segment's first column: once per block step
+        const i64 first = sg * XC_SEG * V - o;
+        int q = 0;
+        while ((first < 0 ? 0 : first) >= a.start[q + 1]) ++q;
+        const i64 c0 = sg * XC_SEG + threadIdx.x;
+        Pack<T> p[XC_UNROLL];
 #pragma unroll
-                for (int k = 0; k < V; ++k) {
-                    const i64 jk = j + k;
-                    if (jk < 0 || jk >= a.width) continue;
-                    while (q < np - 1 && jk >= a.start[q + 1]) ++q;
-                    p[u].t[k] = *(const T*)((const char*)a.src[q]
-                                            + ((i64)row * a.w[q] + jk - a.start[q]) * S);
-                }
-            }
+        for (int u = 0; u < XC_UNROLL; ++u) {
+            const i64 c = c0 + u * XC_THREADS;
+            const i64 j = c * V - o;
+            if (c < a.cpr && j < a.width) concat_chunk<T>(a, row, j, q, p[u]);
         }
 #pragma unroll
         for (int u = 0; u < XC_UNROLL; ++u) {
-            const i64 j = j0[u];
-            if (j >= a.width) continue;
-            char* d = drow[u] + j * S;
-            if (j >= 0 && j + V <= a.width && aligned16(d)) {
-                *(uint4*)d = p[u].u;
-            } else {
-#pragma unroll
-                for (int k = 0; k < V; ++k)
-                    if (j + k >= 0 && j + k < a.width) *(T*)(d + k * S) = p[u].t[k];
-            }
+            const i64 c = c0 + u * XC_THREADS;
+            const i64 j = c * V - o;
+            if (c < a.cpr && j < a.width) store_chunk<T>(drow, j, a.width, S, p[u]);
         }
     }
 }
 
 template <typename T>
 __device__ __forceinline__ void concat(const ConcatArgs& a) {
-    if ((u64)a.rows * (u64)a.cpr + (u64)(XC_UNROLL + 1) * gridDim.x * blockDim.x
-        < 0xffffffffull)
-        concat_loop<T, u32>(a);
+    if (a.segs)
+        concat_segments<T>(a);
+    else if ((u64)a.rows * (u64)a.cpr + (u64)(XC_UNROLL + 1) * gridDim.x * blockDim.x
+             < 0xffffffffull)
+        concat_chunks<T, u32>(a);
     else
-        concat_loop<T, u64>(a);
+        concat_chunks<T, u64>(a);
 }
 
 // ---- the extern "C" names: one set per element size ----------------------------------------
@@ -281,7 +446,9 @@ __device__ __forceinline__ void concat(const ConcatArgs& a) {
     xp_copy_strided_##S(const __grid_constant__ MoveArgs a) { move<T, 1>(a); }                \
     extern "C" __global__ void __launch_bounds__(256)                                         \
     xp_gather_##S(const __grid_constant__ MoveArgs a) { move<T, 2>(a); }                      \
-    extern "C" __global__ void __launch_bounds__(XC_TILE * XC_TROWS)                          \
+    extern "C" __global__ void __launch_bounds__(256)                                         \
+    xp_copy_flat_##S(const __grid_constant__ MoveArgs a) { flat<T>(a); }                      \
+    extern "C" __global__ void __launch_bounds__(256)                                         \
     xp_transpose_##S(const __grid_constant__ TransArgs a) { transpose<T>(a); }                \
     extern "C" __global__ void __launch_bounds__(256)                                         \
     xp_concat_##S(const __grid_constant__ ConcatArgs a) { concat<T>(a); }

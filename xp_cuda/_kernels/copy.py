@@ -31,8 +31,14 @@ inner dim whose bytes form an aligned power of two up to 16 becomes one wider el
 - ``transpose``: the destination's inner dim contiguous, the source's contiguous dim another
   one, both at least ``TRANSPOSE_MIN`` long: 32x32 tiles through shared memory over those two
   dims, every other dim a batch (``xp_transpose_<size>``);
+- ``flat``: the destination contiguous, at most ``FLATND`` dims, short inner rows
+  (``repeat``, small moved dims): the destination walked flat in 16-byte chunks, each chunk's
+  source offsets stepped by an odometer (``xp_copy_flat_<size>``);
 - ``strided``: anything else, any strides, broadcast included (``xp_copy_strided_<size>``):
-  the same 16-byte destination chunks, element loads.
+  the rows' 16-byte destination chunks, element loads.
+
+Rows of at least THREADS chunks go a block per row segment (the row's offsets computed once
+per SEG chunks); shorter rows a thread per chunk.
 
 How the namespace's functions map onto these primitives (the caller builds the views; each
 line is what the planner tests below check):
@@ -69,21 +75,27 @@ import numpy as np
 
 from ._runtime import device_info, driver_launch, load_kernel, source
 
-__all__ = ["MAXND", "MAXPARTS", "TILE", "THREADS", "TRANSPOSE_MIN", "ITEM_SIZES", "CopyPlan",
+__all__ = ["tile_of", "run_copy", "run_gather", "MAXND", "MAXPARTS", "FLATND", "THREADS", "TRANSPOSE_MIN", "ITEM_SIZES", "CopyPlan",
            "GatherPlan", "ConcatStep", "kernel_names", "plan_copy", "plan_gather",
            "plan_concat", "copy_into", "concat", "gather"]
 
 MAXND = 32        # XC_MAXND: outer dims one launch walks (more are walked here, in Python)
 MAXPARTS = 32     # XC_MAXPARTS: parts one concat launch reads
-TILE = 32         # XC_TILE: transpose tile edge, elements
-TROWS = 8         # XC_TROWS: thread rows of a transpose block
-THREADS = 256     # threads of a row / concat block
-UNROLL = 2        # XC_UNROLL: chunks in flight per thread
+FLATND = 4        # XC_FLATND: dims of a "flat" copy
+THREADS = 256     # XC_THREADS: threads of every block
+UNROLL = 4        # XC_UNROLL: chunks in flight per thread
+SEG = THREADS * UNROLL  # XC_SEG: chunks of a row segment, one block step of a long row
+FLAT_ROW_BYTES = 256  # strided rows shorter than this go "flat" when dst is contiguous
 TRANSPOSE_MIN = 16  # both tiled dims at least this long, else a tile is mostly idle threads
 BLOCKS_PER_SM = 16  # grid-stride cap of every kernel
 ITEM_SIZES = (1, 2, 4, 8, 16)
-_KINDS = ("copy_rows", "copy_strided", "gather", "transpose", "concat")
+_KINDS = ("copy_rows", "copy_strided", "copy_flat", "gather", "transpose", "concat")
 _MEMCPY_D2D = 3   # cudaMemcpyDeviceToDevice
+
+
+def tile_of(itemsize: int) -> int:
+    """Transpose tile edge (Tile<T>::E in copy.cu): 64, or 32 for 16-byte elements."""
+    return 32 if itemsize >= 16 else 64
 
 
 def kernel_names() -> list[str]:
@@ -105,7 +117,7 @@ class CopyPlan:
     dim) and ``tile_dim`` (the source's); for the others ``tile_dim`` is -1. ``shift``: rows
     are not all 16-byte aligned in the destination, so chunks move per row (see copy.cu).
     """
-    path: str                  # "empty" | "memcpy" | "rows" | "transpose" | "strided"
+    path: str                  # "empty" | "memcpy" | "rows" | "transpose" | "flat" | "strided"
     itemsize: int
     shape: tuple = ()
     dst_strides: tuple = ()
@@ -217,6 +229,10 @@ def plan_copy(shape, dst_strides, src_strides, itemsize: int, dst_align: int = 0
         cands = [i for i in range(len(sh) - 1) if abs(src[i]) == S and sh[i] >= TRANSPOSE_MIN]
         if cands:
             return CopyPlan("transpose", S, tile_dim=cands[-1], **geo)
+    dst_contiguous = all(dst[i] == dst[i + 1] * sh[i + 1] for i in range(len(sh) - 1))
+    if (dst[-1] == S and dst_contiguous and len(sh) <= FLATND
+            and sh[-1] * S < FLAT_ROW_BYTES):
+        return CopyPlan("flat", S, **geo)
     return CopyPlan("strided", S, shift=shift, **geo)
 
 
@@ -327,6 +343,29 @@ def _blocks(cp, work: int) -> int:
     return max(1, min(-(-work // (THREADS * UNROLL)), device_info(cp).sm_count * BLOCKS_PER_SM))
 
 
+def _segments(cp, rows: int, cpr: int) -> tuple[int, int]:
+    """(segments per row, blocks): rows of THREADS chunks or more go a block per segment (the
+    row lookup paid once per SEG chunks), shorter ones a thread per chunk (segs = 0)."""
+    if cpr >= THREADS:
+        segs = -(-cpr // SEG)
+        return segs, max(1, min(rows * segs, device_info(cp).sm_count * BLOCKS_PER_SM))
+    return 0, _blocks(cp, rows * cpr)
+
+
+def _flat(cp, plan: CopyPlan, dst_ptr, src_ptr):
+    S, sh = plan.itemsize, plan.shape
+    n = math.prod(sh)
+    a = np.zeros(_MOVE_FIELDS + 3 * MAXND, dtype=np.int64)
+    nd = len(sh)
+    a[:12] = (dst_ptr, src_ptr, 0, n, S, 0, 0, 1, nd, -1, 0, 0)
+    a[12:12 + nd] = sh
+    a[12 + 2 * MAXND:12 + 2 * MAXND + nd] = plan.src_strides
+    V = max(1, 16 // S)
+    work = -(-(n + V - 1) // V)
+    blocks = max(1, min(-(-work // THREADS), device_info(cp).sm_count * BLOCKS_PER_SM))
+    _launch(cp, f"xp_copy_flat_{S}", blocks, (THREADS, 1), a)
+
+
 def _memcpy(cp, dst_ptr, src_ptr, nbytes):
     if nbytes:
         cp.cuda.runtime.memcpyAsync(dst_ptr, src_ptr, nbytes, _MEMCPY_D2D,
@@ -358,13 +397,13 @@ def _move(cp, kind, S, dst_ptr, src_ptr, idx_ptr, shape, dstr, sstr, gdim, shift
         assert gdim >= 0, "a gathered dim beyond MAXND outer dims"
     rows = math.prod(oshape)
     nd = len(oshape)
+    segs, blocks = _segments(cp, rows, cpr)
     a = np.zeros(_MOVE_FIELDS + 3 * MAXND, dtype=np.int64)
-    a[3:12] = (n, dstr[-1], sstr[-1], cpr, rows, nd, gdim, shift, 0)
+    a[3:12] = (n, dstr[-1], sstr[-1], cpr, rows, nd, gdim, shift, segs)
     a[12:12 + nd] = oshape
     a[12 + MAXND:12 + MAXND + nd] = odst
     a[12 + 2 * MAXND:12 + 2 * MAXND + nd] = osrc
     a[2] = idx_ptr
-    blocks = _blocks(cp, rows * cpr)
     name = f"xp_{kind}_{S}"
     for do, so in offs:
         a[0] = dst_ptr + do
@@ -379,7 +418,8 @@ def _transpose(cp, plan: CopyPlan, dst_ptr, src_ptr):
     offs, bshape, bdst, bsrc = _outer_split(tuple(sh[i] for i in rest),
                                             tuple(dst[i] for i in rest),
                                             tuple(src[i] for i in rest), MAXND)
-    ta, tb = -(-na // TILE), -(-nb // TILE)
+    tile = tile_of(plan.itemsize)
+    ta, tb = -(-na // tile), -(-nb // tile)
     batch, nd = math.prod(bshape), len(bshape)
     a = np.zeros(_TRANS_FIELDS + 3 * MAXND, dtype=np.int64)
     a[2:12] = (na, nb, dst[-1], dst[b], src[-1], src[b], ta, tb, batch, nd)
@@ -391,7 +431,7 @@ def _transpose(cp, plan: CopyPlan, dst_ptr, src_ptr):
     for do, so in offs:
         a[0] = dst_ptr + do
         a[1] = src_ptr + so
-        _launch(cp, name, blocks, (TILE, TROWS), a)
+        _launch(cp, name, blocks, (tile, THREADS // tile), a)
 
 
 def run_copy(cp, plan: CopyPlan, dst_ptr: int, src_ptr: int) -> None:
@@ -403,6 +443,8 @@ def run_copy(cp, plan: CopyPlan, dst_ptr: int, src_ptr: int) -> None:
         _memcpy(cp, d, s, plan.nbytes)
     elif plan.path == "transpose":
         _transpose(cp, plan, d, s)
+    elif plan.path == "flat":
+        _flat(cp, plan, d, s)
     else:
         kind = "copy_rows" if plan.path == "rows" else "copy_strided"
         _move(cp, kind, plan.itemsize, d, s, 0, plan.shape, plan.dst_strides,
@@ -450,8 +492,9 @@ def _concat_launch(cp, group, axis, inner, S, dst_ptr, outer, row_stride, width)
     V = max(1, 16 // S)
     shift = _needs_shift(S, dst_ptr, (row_stride,) if outer > 1 else ())
     cpr = -(-(width + (V - 1 if shift else 0)) // V)
+    segs, blocks = _segments(cp, outer, cpr)
     a = np.zeros(_CONCAT_FIELDS + 3 * MAXPARTS + 1, dtype=np.int64)
-    a[:8] = (dst_ptr, outer, row_stride, width, cpr, shift, len(group), 0)
+    a[:8] = (dst_ptr, outer, row_stride, width, cpr, shift, len(group), segs)
     col = 0
     for k, p in enumerate(group):
         w = p.shape[axis] * inner
@@ -460,7 +503,7 @@ def _concat_launch(cp, group, axis, inner, S, dst_ptr, outer, row_stride, width)
         a[8 + 2 * MAXPARTS + k] = col
         col += w
     a[8 + 2 * MAXPARTS + len(group)] = col
-    _launch(cp, f"xp_concat_{S}", _blocks(cp, outer * cpr), (THREADS, 1), a)
+    _launch(cp, f"xp_concat_{S}", blocks, (THREADS, 1), a)
 
 
 def gather(cp, x, indices, axis: int, out):
