@@ -80,6 +80,19 @@ def test_plan_batched_permutation(perm):
     assert math.prod(p.shape) == x.size
 
 
+def test_transpose_of_small_elements_moves_words():
+    x = np.empty((4096, 1024), np.int8)
+    p = _plan(np.empty((1024, 4096), np.int8), x.T)
+    assert p.path == "transpose" and K.transpose_packed(p, 0, 0)
+    assert K.tile_of(1, True) == 128 and K.tile_of(2, True) == 64 and K.tile_of(4) == 64
+    assert not K.transpose_packed(p, 0, 2)          # source base off a 4-byte boundary
+    y = np.empty((33, 17), np.int16)                # 17 is no whole number of words
+    q = _plan(np.empty((17, 33), np.int16), y.T)
+    assert q.path == "transpose" and not K.transpose_packed(q, 0, 0)
+    z = np.empty((64, 64), F4)
+    assert not K.transpose_packed(_plan(z, z.T), 0, 0)  # 4-byte elements are words already
+
+
 def test_plan_moveaxis_keeps_contiguous_rows():
     # moving an outer axis leaves the inner one in place: rows, not a transpose
     x = np.empty((5, 6, 70), F4)
@@ -425,6 +438,10 @@ COPY_CASES = {
     "neg_both": ((37, 65), lambda a: a[::-2, ::-1]),
     "transpose_4097_1025": ((4097, 1025), lambda a: a.T),
     "transpose_odd_small": ((33, 17), lambda a: a.T),
+    "transpose_words": ((132, 1028), lambda a: a.T),
+    "transpose_words_sliced": ((136, 1032), lambda a: a[4:132, 8:1028].T),
+    "perm_words": ((3, 40, 52), lambda a: a.transpose(0, 2, 1)),
+    "perm_words_outer": ((40, 3, 52), lambda a: a.transpose(2, 1, 0)),
     "perm_021": ((5, 67, 45), lambda a: a.transpose(0, 2, 1)),
     "perm_201": ((5, 67, 45), lambda a: a.transpose(2, 0, 1)),
     "perm_120": ((5, 67, 45), lambda a: a.transpose(1, 2, 0)),

@@ -269,8 +269,31 @@ struct TransArgs {
     i64 dsa, dsb, ssa, ssb;  // their byte strides in dst and src
     i64 ta, tb;            // tiles along a and b
     i64 batch, nd;         // product and count of the batch dims
+    i64 packed, pad;       // 1: 1- and 2-byte elements moved as 4-byte words (see below)
     i64 shape[XC_MAXND], dstr[XC_MAXND], sstr[XC_MAXND];
 };
+
+// Batch offsets of tile task t, and its tile origins along a and b.
+__device__ __forceinline__ void tile_task(const TransArgs& a, i64 t, int E, i64& doff, i64& soff,
+                                          i64& a0, i64& b0) {
+    // a fastest: consecutive blocks write neighbouring destination tiles
+    i64 r = t / a.ta;
+    const i64 ia = t - r * a.ta;
+    const i64 bi = r / a.tb;
+    const i64 ib = r - bi * a.tb;
+    doff = 0;
+    soff = 0;
+    r = bi;
+    for (int d = (int)a.nd - 1; d >= 0; --d) {
+        const i64 q = r / a.shape[d];
+        const i64 k = r - q * a.shape[d];
+        r = q;
+        doff += k * a.dstr[d];
+        soff += k * a.sstr[d];
+    }
+    a0 = ia * E;
+    b0 = ib * E;
+}
 
 // Tile edge: 64 elements (16 loads in flight per thread: a 32-edge tile left too few bytes in
 // flight, 0.54 of a copy for float32) except 16-byte elements (a 64-edge tile would need 64 KiB
@@ -284,37 +307,24 @@ template <typename T> struct Tile {
 };
 
 template <typename T>
-__device__ __forceinline__ void transpose(const TransArgs& a) {
+__device__ __forceinline__ void transpose_elems(const TransArgs& a) {
     constexpr int E = Tile<T>::E, R = Tile<T>::R;
     __shared__ T tile[E][E + Tile<T>::P];
     const i64 tasks = a.batch * a.ta * a.tb;
-    const int tx = threadIdx.x, ty = threadIdx.y;
+    const int tx = threadIdx.x % E, ty = threadIdx.x / E;
     for (i64 t = blockIdx.x; t < tasks; t += gridDim.x) {
-        // a fastest: consecutive blocks write neighbouring destination tiles
-        i64 r = t / a.ta;
-        const i64 ia = t - r * a.ta;
-        const i64 bi = r / a.tb;
-        const i64 ib = r - bi * a.tb;
-        i64 doff = 0, soff = 0;
-        r = bi;
-        for (int d = (int)a.nd - 1; d >= 0; --d) {
-            const i64 q = r / a.shape[d];
-            const i64 k = r - q * a.shape[d];
-            r = q;
-            doff += k * a.dstr[d];
-            soff += k * a.sstr[d];
-        }
-        const i64 a0 = ia * E, b0 = ib * E;
+        i64 doff, soff, a0, b0;
+        tile_task(a, t, E, doff, soff, a0, b0);
         const char* s = (const char*)a.src + soff;
         char* dp = (char*)a.dst + doff;
-        // load: threadIdx.x walks b, the source's contiguous dim
+        // load: tx walks b, the source's contiguous dim
 #pragma unroll
         for (int k = ty; k < E; k += R) {
             const i64 ai = a0 + k, bj = b0 + tx;
             if (ai < a.na && bj < a.nb) tile[k][tx] = *(const T*)(s + ai * a.ssa + bj * a.ssb);
         }
         __syncthreads();
-        // store: threadIdx.x walks a, the destination's contiguous dim
+        // store: tx walks a, the destination's contiguous dim
 #pragma unroll
         for (int k = ty; k < E; k += R) {
             const i64 ai = a0 + tx, bj = b0 + k;
@@ -322,6 +332,60 @@ __device__ __forceinline__ void transpose(const TransArgs& a) {
         }
         __syncthreads();
     }
+}
+
+// 1- and 2-byte elements: a lane moving one element per access made the int8 transpose 0.14 of
+// a copy. Here a lane loads a 4-byte word (P elements) along b and stores one along a; the
+// host checks both tiled dims are whole words (na, nb multiples of P, every other stride and
+// both bases multiples of 4). Tile rows are E + 1 elements: the column reads of the store phase
+// (P consecutive rows per lane) then fall in distinct banks.
+template <typename T>
+__device__ __forceinline__ void transpose_words(const TransArgs& a) {
+    constexpr int S = (int)sizeof(T);
+    constexpr int P = 4 / S;
+    constexpr int E = 32 * P;  // 32 words a tile row
+    constexpr int R = XC_THREADS / 32;
+    __shared__ T tile[E][E + 1];
+    const i64 tasks = a.batch * a.ta * a.tb;
+    const int tx = threadIdx.x % 32, ty = threadIdx.x / 32;
+    for (i64 t = blockIdx.x; t < tasks; t += gridDim.x) {
+        i64 doff, soff, a0, b0;
+        tile_task(a, t, E, doff, soff, a0, b0);
+        const char* s = (const char*)a.src + soff;
+        char* dp = (char*)a.dst + doff;
+#pragma unroll
+        for (int k = ty; k < E; k += R) {
+            const i64 ai = a0 + k, bw = b0 + tx * P;
+            if (ai < a.na && bw < a.nb) {
+                const u32 w = *(const u32*)(s + ai * a.ssa + bw * S);
+#pragma unroll
+                for (int q = 0; q < P; ++q) tile[k][tx * P + q] = (T)(w >> (8 * S * q));
+            }
+        }
+        __syncthreads();
+#pragma unroll
+        for (int k = ty; k < E; k += R) {
+            const i64 aw = a0 + tx * P, bj = b0 + k;
+            if (aw < a.na && bj < a.nb) {
+                u32 w = 0;
+#pragma unroll
+                for (int q = 0; q < P; ++q) w |= (u32)tile[tx * P + q][k] << (8 * S * q);
+                *(u32*)(dp + aw * S + bj * a.dsb) = w;
+            }
+        }
+        __syncthreads();
+    }
+}
+
+template <typename T>
+__device__ __forceinline__ void transpose(const TransArgs& a) {
+    if constexpr (sizeof(T) < 4) {
+        if (a.packed) {
+            transpose_words<T>(a);
+            return;
+        }
+    }
+    transpose_elems<T>(a);
 }
 
 // ---- concatenation of C-contiguous parts: one launch walks the output ------------------------

@@ -75,7 +75,7 @@ import numpy as np
 
 from ._runtime import device_info, driver_launch, load_kernel, source
 
-__all__ = ["tile_of", "run_copy", "run_gather", "MAXND", "MAXPARTS", "FLATND", "THREADS", "TRANSPOSE_MIN", "ITEM_SIZES", "CopyPlan",
+__all__ = ["tile_of", "transpose_packed", "run_copy", "run_gather", "MAXND", "MAXPARTS", "FLATND", "THREADS", "TRANSPOSE_MIN", "ITEM_SIZES", "CopyPlan",
            "GatherPlan", "ConcatStep", "kernel_names", "plan_copy", "plan_gather",
            "plan_concat", "copy_into", "concat", "gather"]
 
@@ -93,9 +93,27 @@ _KINDS = ("copy_rows", "copy_strided", "copy_flat", "gather", "transpose", "conc
 _MEMCPY_D2D = 3   # cudaMemcpyDeviceToDevice
 
 
-def tile_of(itemsize: int) -> int:
-    """Transpose tile edge (Tile<T>::E in copy.cu): 64, or 32 for 16-byte elements."""
+def tile_of(itemsize: int, packed: bool = False) -> int:
+    """Transpose tile edge in elements (copy.cu): 32 four-byte words for the packed 1- and
+    2-byte kernel, else 64 (32 for 16-byte elements)."""
+    if packed:
+        return 32 * (4 // itemsize)
     return 32 if itemsize >= 16 else 64
+
+
+def transpose_packed(plan: "CopyPlan", dst_align: int, src_align: int) -> bool:
+    """Can a 1- or 2-byte transpose move 4-byte words: both tiled dims whole words, every
+    other stride and both (offset) bases 4-byte aligned?"""
+    S = plan.itemsize
+    if S >= 4:
+        return False
+    P = 4 // S
+    sh, dst, src, b = plan.shape, plan.dst_strides, plan.src_strides, plan.tile_dim
+    if src[b] != S or sh[-1] % P or sh[b] % P:
+        return False
+    others = [v for i in range(len(sh)) for v in (dst[i], src[i]) if i not in (b, len(sh) - 1)]
+    others += [dst[b], src[-1], dst_align + plan.dst_offset, src_align + plan.src_offset]
+    return all(v % 4 == 0 for v in others)
 
 
 def kernel_names() -> list[str]:
@@ -322,7 +340,7 @@ def plan_concat(out_shape, axis: int, parts) -> tuple:
 # ---- launching ------------------------------------------------------------------------------
 
 _MOVE_FIELDS = 12      # MoveArgs: scalars before the three per-dim arrays
-_TRANS_FIELDS = 12     # TransArgs
+_TRANS_FIELDS = 14     # TransArgs
 _CONCAT_FIELDS = 8     # ConcatArgs: scalars before src, w, start
 
 
@@ -411,38 +429,39 @@ def _move(cp, kind, S, dst_ptr, src_ptr, idx_ptr, shape, dstr, sstr, gdim, shift
         _launch(cp, name, blocks, (THREADS, 1), a)
 
 
-def _transpose(cp, plan: CopyPlan, dst_ptr, src_ptr):
+def _transpose(cp, plan: CopyPlan, dst_ptr, src_ptr, packed: bool):
     sh, dst, src, b = plan.shape, plan.dst_strides, plan.src_strides, plan.tile_dim
     na, nb = sh[-1], sh[b]
     rest = [i for i in range(len(sh) - 1) if i != b]
     offs, bshape, bdst, bsrc = _outer_split(tuple(sh[i] for i in rest),
                                             tuple(dst[i] for i in rest),
                                             tuple(src[i] for i in rest), MAXND)
-    tile = tile_of(plan.itemsize)
+    tile = tile_of(plan.itemsize, packed)
     ta, tb = -(-na // tile), -(-nb // tile)
     batch, nd = math.prod(bshape), len(bshape)
     a = np.zeros(_TRANS_FIELDS + 3 * MAXND, dtype=np.int64)
-    a[2:12] = (na, nb, dst[-1], dst[b], src[-1], src[b], ta, tb, batch, nd)
-    a[12:12 + nd] = bshape
-    a[12 + MAXND:12 + MAXND + nd] = bdst
-    a[12 + 2 * MAXND:12 + 2 * MAXND + nd] = bsrc
+    a[2:14] = (na, nb, dst[-1], dst[b], src[-1], src[b], ta, tb, batch, nd, int(packed), 0)
+    a[14:14 + nd] = bshape
+    a[14 + MAXND:14 + MAXND + nd] = bdst
+    a[14 + 2 * MAXND:14 + 2 * MAXND + nd] = bsrc
     blocks = max(1, min(batch * ta * tb, device_info(cp).sm_count * BLOCKS_PER_SM))
     name = f"xp_transpose_{plan.itemsize}"
     for do, so in offs:
         a[0] = dst_ptr + do
         a[1] = src_ptr + so
-        _launch(cp, name, blocks, (tile, THREADS // tile), a)
+        _launch(cp, name, blocks, (THREADS, 1), a)
 
 
 def run_copy(cp, plan: CopyPlan, dst_ptr: int, src_ptr: int) -> None:
-    """Execute a CopyPlan between two device addresses (the arrays' data pointers)."""
+    """Execute a CopyPlan between two device addresses (the arrays' data pointers, whose
+    values modulo 16 are the ones the plan was made for)."""
     if plan.path == "empty":
         return
     d, s = dst_ptr + plan.dst_offset, src_ptr + plan.src_offset
     if plan.path == "memcpy":
         _memcpy(cp, d, s, plan.nbytes)
     elif plan.path == "transpose":
-        _transpose(cp, plan, d, s)
+        _transpose(cp, plan, d, s, transpose_packed(plan, dst_ptr % 16, src_ptr % 16))
     elif plan.path == "flat":
         _flat(cp, plan, d, s)
     else:
