@@ -252,6 +252,20 @@ def test_plan_concat_single_row_single_part_is_memcpy():
     assert steps == (K.ConcatStep("memcpy", (0,), 0, 16), K.ConcatStep("copy", (1,), 16, 20))
 
 
+def test_plan_concat_large_single_row_parts_are_memcpys():
+    big = K.MEMCPY_MIN // 4
+    parts = [((big,), True), ((3,), True), ((5,), True), ((big,), True), ((7,), False)]
+    steps = K.plan_concat((2 * big + 15,), 0, parts, itemsize=4)
+    assert steps == (K.ConcatStep("memcpy", (0,), 0, big),
+                     K.ConcatStep("kernel", (1, 2), big, 8),
+                     K.ConcatStep("memcpy", (3,), big + 8, big),
+                     K.ConcatStep("copy", (4,), 2 * big + 8, 7))
+    # with several output rows the same parts share one kernel
+    rows = K.plan_concat((2, 2 * big + 8), 1, [((2, big), True), ((2, 8), True),
+                                              ((2, big), True)], itemsize=4)
+    assert [s.kind for s in rows] == ["kernel"]
+
+
 def test_plan_concat_splits_beyond_maxparts():
     n = K.MAXPARTS + 5
     steps = K.plan_concat((n, 3), 0, [((1, 3), True)] * n)

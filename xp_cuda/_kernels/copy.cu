@@ -313,8 +313,11 @@ __device__ __forceinline__ void tile_task(const TransArgs& a, i64 t, int E, i64&
 // Tile edge: 64 elements (16 loads in flight per thread: a 32-edge tile left too few bytes in
 // flight, 0.54 of a copy for float32) except 16-byte elements (a 64-edge tile would need 64 KiB
 // of shared memory, past the static limit). TILE_OF in copy.py.
+#ifndef XC_TILE_WIDE
+#define XC_TILE_WIDE 64  // TILE_WIDE in copy.py
+#endif
 template <typename T> struct Tile {
-    static constexpr int E = sizeof(T) >= 16 ? 32 : 64;
+    static constexpr int E = sizeof(T) >= 16 ? 32 : XC_TILE_WIDE;
     static constexpr int R = XC_THREADS / E;  // thread rows
     // pad each tile row to an odd number of 4-byte banks: the column reads of the store phase
     // then hit distinct banks for every element size
