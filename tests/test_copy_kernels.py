@@ -364,7 +364,7 @@ def test_struct_sizes_match_the_source():
     src = K.source("copy.cu")
     for name, val in (("XC_MAXND", K.MAXND), ("XC_MAXPARTS", K.MAXPARTS),
                       ("XC_FLATND", K.FLATND), ("XC_THREADS", K.THREADS),
-                      ("XC_UNROLL", K.UNROLL)):
+                      ("XC_UNROLL", K.UNROLL), ("XC_SEG_UNROLL", K.SEG_UNROLL)):
         assert re.search(rf"#define {name} (\d+)", src).group(1) == str(val), name
     for struct, fields in (("MoveArgs", K._MOVE_FIELDS), ("TransArgs", K._TRANS_FIELDS),
                            ("ConcatArgs", K._CONCAT_FIELDS)):
