@@ -31,10 +31,11 @@ struct __align__(8) b16 { u64 lo, hi; };
                         // thread left too few bytes in flight to cover HBM latency)
 #endif
 #ifndef XC_SEG_UNROLL
-#define XC_SEG_UNROLL 8  // SEG_UNROLL in copy.py: chunks per thread of a row segment. Measured
-                         // on the H200 against 4: concat along axis 1 0.93 vs 0.92 of a copy,
-                         // flip 0.94 vs 0.91; the thread-per-chunk mapping lost at 8 (gathers
-                         // of rows 0.53 vs 0.79), hence two constants
+#define XC_SEG_UNROLL 4  // SEG_UNROLL in copy.py: chunks per thread of a row segment. With 8
+                         // for both mappings (H200): concat along axis 1 0.93 vs 0.92 of a
+                         // copy, flip 0.94 vs 0.91, but gathers of rows 0.53 vs 0.79 (a thread
+                         // per chunk). 8 here alone is unmeasured: it raises the registers of
+                         // the whole kernel (64 -> 66), so one block fewer per SM for both
 #endif
 #define XC_SEG (XC_THREADS * XC_SEG_UNROLL)  // chunks of a row segment (one block step)
 
