@@ -29,16 +29,18 @@ inner dim whose bytes form an aligned power of two up to 16 becomes one wider el
   (``xp_copy_rows_<size>``), destination chunks aligned per row even in a slice of a wider
   output, source loads vectorised where aligned;
 - ``transpose``: the destination's inner dim contiguous, the source's contiguous dim another
-  one, both at least ``TRANSPOSE_MIN`` long: 32x32 tiles through shared memory over those two
-  dims, every other dim a batch (``xp_transpose_<size>``);
+  one, both at least ``TRANSPOSE_MIN`` long: tiles through shared memory over those two dims
+  (64x64 elements, 32x32 of 16 bytes; 1- and 2-byte elements as 4-byte words where both dims
+  are whole words), every other dim a batch (``xp_transpose_<size>``);
 - ``flat``: the destination contiguous, at most ``FLATND`` dims, short inner rows
   (``repeat``, small moved dims): the destination walked flat in 16-byte chunks, each chunk's
   source offsets stepped by an odometer (``xp_copy_flat_<size>``);
 - ``strided``: anything else, any strides, broadcast included (``xp_copy_strided_<size>``):
   the rows' 16-byte destination chunks, element loads.
 
-Rows of at least THREADS chunks go a block per row segment (the row's offsets computed once
-per SEG chunks); shorter rows a thread per chunk.
+Rows of at least SEG chunks go a block per row segment (the row's offsets computed once per
+SEG chunks); shorter rows a thread per chunk. Kernels are loaded on first use; the one module
+(every name below) compiles once.
 
 Measured on one H200 (fraction of a device-to-device copy of the same bytes, read + written;
 peers in the same run): concat of three (8192, 8192) float32 along axis 0 0.99 (torch 0.96,
@@ -84,9 +86,10 @@ import numpy as np
 
 from ._runtime import device_info, driver_launch, load_kernel, source
 
-__all__ = ["tile_of", "transpose_packed", "run_copy", "run_gather", "MAXND", "MAXPARTS", "FLATND", "THREADS", "TRANSPOSE_MIN", "ITEM_SIZES", "CopyPlan",
-           "GatherPlan", "ConcatStep", "kernel_names", "plan_copy", "plan_gather",
-           "plan_concat", "copy_into", "concat", "gather"]
+__all__ = ["MAXND", "MAXPARTS", "FLATND", "THREADS", "TRANSPOSE_MIN", "MEMCPY_MIN", "ITEM_SIZES",
+           "CopyPlan", "GatherPlan", "ConcatStep", "kernel_names", "tile_of",
+           "transpose_packed", "plan_copy", "plan_gather", "plan_concat", "run_copy",
+           "run_gather", "copy_into", "concat", "gather"]
 
 MAXND = 32        # XC_MAXND: outer dims one launch walks (more are walked here, in Python)
 MAXPARTS = 32     # XC_MAXPARTS: parts one concat launch reads
@@ -95,9 +98,9 @@ THREADS = 256     # XC_THREADS: threads of every block
 UNROLL = 4        # XC_UNROLL: chunks in flight per thread (a thread per chunk)
 SEG_UNROLL = 4    # XC_SEG_UNROLL: chunks per thread of a row segment
 SEG = THREADS * SEG_UNROLL  # XC_SEG: chunks of a row segment, one block step of a long row
-TILE_WIDE = 64     # XC_TILE_WIDE: transpose tile edge of elements up to 8 bytes
-FLAT_ROW_BYTES = 256
-MEMCPY_MIN = 1 << 20  # concat: single-row parts this large go by cudaMemcpyAsync  # strided rows shorter than this go "flat" when dst is contiguous
+TILE_WIDE = 64    # XC_TILE_WIDE: transpose tile edge of elements up to 8 bytes
+FLAT_ROW_BYTES = 256  # strided rows shorter than this go "flat" when dst is contiguous
+MEMCPY_MIN = 1 << 20  # concat: single-row parts this large go by cudaMemcpyAsync
 TRANSPOSE_MIN = 16  # both tiled dims at least this long, else a tile is mostly idle threads
 BLOCKS_PER_SM = 16  # grid-stride cap of every kernel
 ITEM_SIZES = (1, 2, 4, 8, 16)
