@@ -446,7 +446,7 @@ struct ConcatArgs {
     i64 cpr, shift, nparts, segs;  // segs as in MoveArgs
     i64 src[XC_MAXPARTS];         // part addresses
     i64 w[XC_MAXPARTS];           // part row widths (elements)
-    i64 start[XC_MAXPARTS + 1];   // first column of each part, relative to dst; start[nparts] = width
+    i64 start[XC_MAXPARTS + 1];   // first column of each part (relative to dst); then width
 };
 
 // Output chunk j (columns [j, j + V) of row `row`) from the parts; q: a part at or before the

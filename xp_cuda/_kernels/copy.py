@@ -277,8 +277,8 @@ def plan_gather(x_shape, x_strides, axis: int, m: int, itemsize: int, x_align: i
     if m == 0 or any(n == 0 for i, n in enumerate(x_shape) if i != axis):
         return GatherPlan("empty", itemsize)
     # [n, x stride, gathered?] in output order; size-1 dims dropped except the gathered one
-    dims = [[m if i == axis else n, s, i == axis] for i, (n, s) in enumerate(zip(x_shape, x_strides))
-            if i == axis or n != 1]
+    dims = [[m if i == axis else n, s, i == axis]
+            for i, (n, s) in enumerate(zip(x_shape, x_strides)) if i == axis or n != 1]
     S = itemsize
     w = _word(S, [x_align, out_align] + [d[1] for d in dims])
     if w < S:
