@@ -512,6 +512,7 @@ def concat(cp, parts, axis: int, out):
     """out = the parts joined along ``axis`` (out C-contiguous, of the joined shape)."""
     if out.size == 0:
         return out
+    axis = axis + out.ndim if axis < 0 else axis
     S = out.itemsize
     infos = [(p.shape, bool(p.flags.c_contiguous) and p.data.ptr % S == 0) for p in parts]
     outer = math.prod(out.shape[:axis])
