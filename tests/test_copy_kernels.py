@@ -1,0 +1,649 @@
+"""Copy kernels (copy.cu / copy.py): the planners on any machine, NVRTC compilation of every
+kernel name, and on a GPU every plan path against NumPy, bit for bit, for every element size."""
+import math
+import re
+
+import numpy as np
+import pytest
+
+from xp_cuda._devices import cuda_device_count
+from xp_cuda._kernels import copy as K
+
+F4 = np.float32
+
+
+def _plan(dst, src, dst_align=0, src_align=0):
+    """plan_copy of two NumPy arrays (their strides are the ones CuPy gives the same views)."""
+    return K.plan_copy(dst.shape, dst.strides, src.strides, dst.itemsize, dst_align, src_align)
+
+
+def _gplan(x, axis, m, x_align=0, out_align=0):
+    return K.plan_gather(x.shape, x.strides, axis, m, x.itemsize, x_align, out_align)
+
+
+# ---- copy planner ---------------------------------------------------------------------------
+
+def test_plan_contiguous_is_one_memcpy():
+    x = np.empty((3, 5, 7), F4)
+    p = _plan(x, x)
+    assert (p.path, p.shape, p.nbytes, p.itemsize) == ("memcpy", (105,), 420, 4)
+
+
+@pytest.mark.parametrize("shape", [(), (1,), (1, 1, 1)])
+def test_plan_single_element_is_memcpy(shape):
+    x = np.empty(shape, np.complex128)
+    p = _plan(x, x)
+    assert p.path == "memcpy" and p.nbytes == 16
+
+
+@pytest.mark.parametrize("shape", [(0,), (3, 0, 2)])
+def test_plan_empty(shape):
+    x = np.empty(shape, F4)
+    assert _plan(x, x).path == "empty"
+
+
+def test_plan_slice_of_bigger_out_is_rows_with_shift():
+    out = np.empty((10, 1002), F4)
+    dst = out[:, 1:1001]
+    p = _plan(dst, np.empty((10, 1000), F4), dst_align=4)  # one float past an aligned base
+    assert (p.path, p.shape, p.dst_strides, p.src_strides) == ("rows", (10, 1000), (4008, 4),
+                                                                (4000, 4))
+    assert p.shift == 1
+    q = _plan(np.empty((10, 1000), F4), np.empty((10, 1000), F4)[:, :])
+    assert q.path == "memcpy"
+
+
+def test_plan_aligned_rows_need_no_shift():
+    out = np.empty((8, 64), F4)
+    p = _plan(out[:, :32], np.empty((8, 32), F4))
+    assert (p.path, p.shift) == ("rows", 0)
+
+
+def test_plan_transpose_2d():
+    x = np.empty((4097, 1025), F4)
+    out = np.empty((1025, 4097), F4)
+    p = _plan(out, x.T)
+    assert p.path == "transpose"
+    assert p.shape == (1025, 4097) and p.dst_strides == (4097 * 4, 4)
+    assert p.src_strides == (4, 1025 * 4) and p.tile_dim == 0
+
+
+@pytest.mark.parametrize("perm", [(0, 2, 1), (2, 0, 1), (1, 2, 0), (2, 1, 0)])
+def test_plan_batched_permutation(perm):
+    x = np.empty((20, 40, 50), F4)
+    src = x.transpose(perm)
+    out = np.empty(src.shape, F4)
+    p = _plan(out, src)
+    assert p.path == "transpose"
+    # the tiled dims: the destination's contiguous one (last) and the source's contiguous one
+    assert p.dst_strides[-1] == 4 and abs(p.src_strides[p.tile_dim]) == 4
+    assert math.prod(p.shape) == x.size
+
+
+def test_transpose_of_small_elements_moves_words():
+    x = np.empty((4096, 1024), np.int8)
+    p = _plan(np.empty((1024, 4096), np.int8), x.T)
+    assert p.path == "transpose" and K.transpose_packed(p, 0, 0)
+    assert K.tile_of(1, True) == 128 and K.tile_of(2, True) == 64 and K.tile_of(4) == 64
+    assert not K.transpose_packed(p, 0, 2)          # source base off a 4-byte boundary
+    y = np.empty((33, 17), np.int16)                # 17 is no whole number of words
+    q = _plan(np.empty((17, 33), np.int16), y.T)
+    assert q.path == "transpose" and not K.transpose_packed(q, 0, 0)
+    z = np.empty((64, 64), F4)
+    assert not K.transpose_packed(_plan(z, z.T), 0, 0)  # 4-byte elements are words already
+
+
+def test_plan_moveaxis_keeps_contiguous_rows():
+    # moving an outer axis leaves the inner one in place: rows, not a transpose
+    x = np.empty((5, 6, 70), F4)
+    src = np.moveaxis(x, 0, 1)
+    p = _plan(np.empty(src.shape, F4), src)
+    assert p.path == "rows" and p.shape == (6, 5, 70)
+
+
+def test_plan_short_transposed_dim_is_strided():
+    x = np.empty((1000, 3), F4)   # (3, 1000) <- x.T: a tile would be 3/32 busy
+    p = _plan(np.empty((3, 1000), F4), x.T)
+    assert p.path == "strided"
+
+
+def test_plan_flip_outer_dim_is_rows():
+    x = np.empty((50, 70), F4)
+    p = _plan(np.empty_like(x), x[::-1])
+    assert (p.path, p.src_strides) == ("rows", (-280, 4))
+
+
+def test_plan_flip_inner_dim_is_strided():
+    x = np.empty((50, 70), F4)
+    p = _plan(np.empty_like(x), x[:, ::-1])
+    assert (p.path, p.src_strides) == ("strided", (280, -4))
+
+
+def test_plan_flip_1d_is_strided():
+    x = np.empty(1001, np.int16)
+    p = _plan(np.empty_like(x), x[::-1])
+    assert (p.path, p.shape, p.src_strides) == ("strided", (1001,), (-2,))
+
+
+def test_plan_negative_destination_turned_around():
+    x = np.empty((20, 30), F4)
+    out = np.empty((20, 30), F4)
+    # writing out[::-1] = x[::-1] is a plain contiguous copy once both dims turn around
+    p = _plan(out[::-1], x[::-1])
+    assert p.path == "memcpy"
+    assert p.dst_offset == -19 * 120 and p.src_offset == -19 * 120
+
+
+def test_plan_broadcast_stride_zero():
+    src = np.broadcast_to(np.empty((1, 30), F4), (40, 30))
+    p = _plan(np.empty((40, 30), F4), src)
+    assert (p.path, p.shape, p.src_strides) == ("rows", (40, 30), (0, 4))
+    s2 = np.broadcast_to(np.empty((40, 1), F4), (40, 30))
+    q = _plan(np.empty((40, 30), F4), s2)
+    assert (q.path, q.src_strides) == ("flat", (4, 0))  # short rows, contiguous destination
+    out = np.empty((40, 60), F4)
+    r = _plan(out[:, ::2], s2)   # the same into a strided destination
+    assert (r.path, r.src_strides, r.dst_strides) == ("strided", (4, 0), (240, 8))
+
+
+def test_plan_scalar_broadcast():
+    src = np.broadcast_to(np.float64(1.5), (3, 5, 7))
+    p = _plan(np.empty((3, 5, 7)), src)
+    assert (p.path, p.shape, p.src_strides) == ("strided", (105,), (0,))
+
+
+def test_plan_misaligned_elements_move_as_words():
+    x = np.empty((10, 20), np.complex128)
+    p = _plan(x, x, dst_align=8, src_align=8)  # complex128 at an 8-byte offset
+    assert p.itemsize == 8 and p.path == "memcpy" and p.nbytes == x.nbytes
+
+
+def test_plan_short_inner_rows_widen():
+    x = np.empty((100, 2), F4)
+    src = np.empty((200, 2), F4)[::2]  # rows of two floats, every other row
+    p = _plan(x, src)
+    assert (p.itemsize, p.shape, p.dst_strides, p.src_strides) == (8, (100,), (8,), (16,))
+    assert p.path == "strided"
+    # misaligned rows cannot widen
+    q = _plan(x, src, src_align=4)
+    assert q.itemsize == 4 and q.path == "rows"
+
+
+# ---- the namespace's functions mapped onto the copy planner ---------------------------------
+
+def test_mapping_permute_dims():
+    x = np.empty((64, 48, 32), F4)
+    src = np.transpose(x, (2, 0, 1))
+    assert _plan(np.empty(src.shape, F4), src).path == "transpose"
+
+
+def test_mapping_flip_all_axes():
+    x = np.empty((64, 48), F4)
+    p = _plan(np.empty_like(x), np.flip(x))
+    assert p.path == "strided" and p.src_strides == (-4,) and p.shape == (64 * 48,)
+
+
+def test_mapping_roll_two_slices():
+    x = np.empty((10, 1000), F4)
+    out = np.empty_like(x)
+    k = 3  # roll by 3 along axis 1: out[:, 3:] = x[:, :997]; out[:, :3] = x[:, 997:]
+    a = _plan(out[:, k:], x[:, :-k], dst_align=12)
+    b = _plan(out[:, :k], x[:, -k:], src_align=(997 * 4) % 16)
+    assert a.path == "rows" and a.shift == 1 and a.shape == (10, 997)
+    assert b.path in ("rows", "strided") and math.prod(b.shape) * b.itemsize == 10 * 3 * 4
+    # along axis 0 both halves are contiguous blocks
+    c = _plan(out[k:], x[:-k])
+    assert c.path == "memcpy"
+
+
+def test_mapping_tile():
+    x = np.empty((30, 40), F4)
+    reps = (2, 3)
+    src = np.broadcast_to(x.reshape(1, 30, 1, 40), (2, 30, 3, 40))
+    out = np.empty((2, 30, 3, 40), F4)
+    p = _plan(out, src)
+    assert p.path == "rows" and p.shape == (2, 30, 3, 40)
+    assert p.src_strides == (0, 160, 0, 4)
+    assert out.reshape(60, 120).shape == tuple(r * d for r, d in zip(reps, x.shape))
+
+
+def test_mapping_tile_1d_wide_rows_merge():
+    x = np.empty(1000, F4)
+    src = np.broadcast_to(x.reshape(1, 1000), (5, 1000))
+    p = _plan(np.empty((5, 1000), F4), src)
+    assert (p.path, p.shape, p.src_strides) == ("rows", (5, 1000), (0, 4))
+
+
+def test_mapping_repeat_int():
+    x = np.empty((30, 40), F4)
+    src = np.broadcast_to(x.reshape(30, 1, 40), (30, 4, 40))  # repeat(x, 4, axis=0)
+    p = _plan(np.empty((30, 4, 40), F4), src)
+    assert p.path == "rows" and p.src_strides == (160, 0, 4)
+    y = np.empty(1000, np.int8)
+    s2 = np.broadcast_to(y.reshape(1000, 1), (1000, 3))  # repeat(y, 3)
+    q = _plan(np.empty((1000, 3), np.int8), s2)
+    assert q.path == "flat" and q.src_strides == (1, 0) and q.shape == (1000, 3)
+
+
+def test_mapping_reshape_copy():
+    x = np.empty((20, 30), F4)[:, ::2]    # reshape of a non-contiguous view copies
+    out = np.empty((300,), F4)
+    p = _plan(out.reshape(x.shape), x)
+    assert p.path == "strided" and p.src_strides == (8,) and p.shape == (300,)
+
+
+def test_mapping_stack_parts_are_concat():
+    parts = [((1, 4, 5), True), ((1, 4, 5), True)]
+    steps = K.plan_concat((2, 4, 5), 0, parts)
+    assert steps == (K.ConcatStep("kernel", (0, 1), 0, 40),)
+
+
+# ---- concat planner -------------------------------------------------------------------------
+
+def test_plan_concat_runs_and_copies():
+    shape = (3, 10, 4)
+    parts = [((3, 2, 4), True), ((3, 0, 4), True), ((3, 3, 4), True), ((3, 5, 4), False)]
+    steps = K.plan_concat(shape, 1, parts)
+    assert steps == (K.ConcatStep("kernel", (0, 2), 0, 20), K.ConcatStep("copy", (3,), 20, 20))
+
+
+def test_plan_concat_single_row_single_part_is_memcpy():
+    steps = K.plan_concat((9, 4), 0, [((4, 4), True), ((5, 4), False)])
+    assert steps == (K.ConcatStep("memcpy", (0,), 0, 16), K.ConcatStep("copy", (1,), 16, 20))
+
+
+def test_plan_concat_large_single_row_parts_are_memcpys():
+    big = K.MEMCPY_MIN // 4
+    parts = [((big,), True), ((3,), True), ((5,), True), ((big,), True), ((7,), False)]
+    steps = K.plan_concat((2 * big + 15,), 0, parts, itemsize=4)
+    assert steps == (K.ConcatStep("memcpy", (0,), 0, big),
+                     K.ConcatStep("kernel", (1, 2), big, 8),
+                     K.ConcatStep("memcpy", (3,), big + 8, big),
+                     K.ConcatStep("copy", (4,), 2 * big + 8, 7))
+    # with several output rows the same parts share one kernel
+    rows = K.plan_concat((2, 2 * big + 8), 1, [((2, big), True), ((2, 8), True),
+                                              ((2, big), True)], itemsize=4)
+    assert [s.kind for s in rows] == ["kernel"]
+
+
+def test_plan_concat_splits_beyond_maxparts():
+    n = K.MAXPARTS + 5
+    steps = K.plan_concat((n, 3), 0, [((1, 3), True)] * n)
+    assert [s.kind for s in steps] == ["kernel", "kernel"]
+    assert steps[0].parts == tuple(range(K.MAXPARTS)) and steps[1].col == 3 * K.MAXPARTS
+    assert steps[1].width == 15
+
+
+def test_plan_concat_empty_output():
+    assert K.plan_concat((0, 5), 1, [((0, 2), True), ((0, 3), True)]) == ()
+
+
+# ---- gather planner ---------------------------------------------------------------------------
+
+def test_plan_gather_scalars_1d():
+    x = np.empty(1 << 20, F4)
+    p = _gplan(x, 0, 1 << 24)
+    assert (p.path, p.shape, p.src_strides, p.gdim) == ("scalars", (1 << 24,), (4,), 0)
+
+
+def test_plan_gather_rows_axis0():
+    x = np.empty((1000, 64), F4)
+    p = _gplan(x, 0, 77)
+    assert (p.path, p.shape, p.dst_strides, p.src_strides, p.gdim) == (
+        "rows", (77, 64), (256, 4), (256, 4), 0)
+    assert p.shift == 0
+
+
+def test_plan_gather_middle_axis_merges_inner():
+    x = np.empty((4, 50, 6, 7), F4)
+    p = _gplan(x, 1, 9)
+    assert (p.path, p.shape, p.src_strides, p.gdim) == ("rows", (4, 9, 42), (8400, 168, 4), 1)
+
+
+def test_plan_gather_last_axis_of_2d():
+    x = np.empty((30, 50), np.int16)
+    p = _gplan(x, 1, 11)
+    assert (p.path, p.shape, p.src_strides, p.gdim) == ("scalars", (30, 11), (100, 2), 1)
+
+
+def test_plan_gather_transposed_source_is_strided():
+    x = np.empty((50, 30), F4).T   # (30, 50), inner stride 120
+    p = _gplan(x, 0, 5)
+    assert (p.path, p.src_strides) == ("strided", (4, 120))
+
+
+def test_plan_gather_short_rows_widen():
+    x = np.empty((1000, 2), np.float64)  # rows of 16 bytes: one element each
+    p = _gplan(x, 0, 10)
+    assert (p.path, p.itemsize, p.shape) == ("scalars", 16, (10,))
+
+
+def test_plan_gather_single_index_keeps_the_axis():
+    x = np.empty((5, 7), F4)
+    p = _gplan(x, 0, 1)
+    assert p.path == "rows" and p.shape == (1, 7) and p.gdim == 0
+
+
+def test_plan_gather_empty():
+    assert _gplan(np.empty((5, 7), F4), 0, 0).path == "empty"
+    assert _gplan(np.empty((0, 7), F4), 1, 3).path == "empty"
+
+
+def test_mapping_repeat_counts_is_gather():
+    # repeat(x, counts, axis=0) = gather(x, idx, 0) with idx from the caller's scan
+    x = np.empty((6, 5), F4)
+    counts = np.array([0, 2, 1, 3, 0, 1])
+    idx = np.searchsorted(np.cumsum(counts), np.arange(counts.sum()), side="right")
+    assert idx.tolist() == [1, 1, 2, 3, 3, 3, 5]
+    assert _gplan(x, 0, idx.size).path == "rows"
+
+
+# ---- NVRTC: every kernel a launcher can ask for exists in the compiled source ----------------
+
+def _nvrtc_reason():
+    try:
+        from cupy_backends.cuda.libs import nvrtc
+        nvrtc.getVersion()
+    except Exception as e:
+        return f"NVRTC unavailable: {e!r}"
+    return None
+
+
+@pytest.mark.skipif(_nvrtc_reason() is not None, reason=str(_nvrtc_reason()))
+def test_every_launcher_kernel_compiles():
+    from xp_cuda._kernels import kernel_sources, nvrtc_compile
+    ptx = nvrtc_compile(kernel_sources()["copy.cu"], name="copy.cu")
+    entries = set(re.findall(r"\.entry (\w+)\(", ptx))
+    missing = set(K.kernel_names()) - entries
+    assert not missing, f"kernels named by copy.py but absent from the PTX: {sorted(missing)}"
+    assert len(K.kernel_names()) == 30
+
+
+def test_struct_sizes_match_the_source():
+    """The launchers fill the argument structs cell by cell: the constants must agree."""
+    src = K.source("copy.cu")
+    for name, val in (("XC_MAXND", K.MAXND), ("XC_MAXPARTS", K.MAXPARTS),
+                      ("XC_FLATND", K.FLATND), ("XC_THREADS", K.THREADS),
+                      ("XC_UNROLL", K.UNROLL), ("XC_SEG_UNROLL", K.SEG_UNROLL)):
+        assert re.search(rf"#define {name} (\d+)", src).group(1) == str(val), name
+    for struct, fields in (("MoveArgs", K._MOVE_FIELDS), ("TransArgs", K._TRANS_FIELDS),
+                           ("ConcatArgs", K._CONCAT_FIELDS)):
+        body = src.split(f"struct {struct} {{")[1].split("};")[0]
+        scalars = body.split("[")[0]  # the declarations before the first array
+        names = re.findall(r"(\w+)\s*[,;]", re.sub(r"//[^\n]*", "", scalars))
+        names = [n for n in names if n not in ("i64",)]
+        assert len(names) == fields, (struct, names)
+
+
+# ---- GPU: every plan path against NumPy, bit for bit -----------------------------------------
+
+cuda = pytest.mark.skipif(cuda_device_count() == 0, reason="no usable CUDA GPU here")
+DTYPES = [np.bool_, np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.float32,
+          np.int64, np.uint64, np.float64, np.complex64, np.complex128]
+SIZE_DTYPES = [np.int8, np.int16, np.float32, np.float64, np.complex128]  # one per item size
+
+
+def _rand(rng, shape, dtype):
+    """Random bits of every kind, with -0.0, NaNs of odd payloads and infinities sprinkled in."""
+    dtype = np.dtype(dtype)
+    n = math.prod(shape)
+    if dtype == np.bool_:
+        return (rng.integers(0, 2, n) == 1).reshape(shape)
+    raw = rng.integers(0, 256, n * dtype.itemsize, dtype=np.uint8)
+    a = raw.view(dtype).reshape(shape).copy()
+    if dtype.kind in "fc" and n:
+        flat = a.reshape(-1).view(np.float32 if dtype in (np.float32, np.complex64)
+                                  else np.float64)
+        k = max(1, flat.size // 7)
+        pos = rng.integers(0, flat.size, k)
+        specials = (np.array([-0.0, np.inf, -np.inf, 0.0], dtype=flat.dtype))
+        flat[pos[: k // 2]] = specials[rng.integers(0, 4, k // 2)]
+        ibits = flat.view(np.uint32 if flat.dtype == np.float32 else np.uint64)
+        nan = (np.uint32(0x7fc12345) if flat.dtype == np.float32
+               else np.uint64(0xfff4000000abcdef))
+        ibits[pos[k // 2:]] = nan
+    return a
+
+
+def _bits(a):
+    a = np.ascontiguousarray(a)
+    return a.reshape(-1).view(np.uint8)
+
+
+def _check(got, ref, what):
+    import cupy as cp
+    g = cp.asnumpy(got)
+    assert g.shape == ref.shape and g.dtype == ref.dtype, (what, g.shape, ref.shape)
+    gb, rb = _bits(g), _bits(ref)
+    if not np.array_equal(gb, rb):
+        bad = np.flatnonzero(gb != rb)
+        raise AssertionError(f"{what}: {bad.size} of {rb.size} bytes differ, first at byte "
+                             f"{bad[0]} (got {gb[bad[0]]}, want {rb[bad[0]]})")
+
+
+def _src_view(cp, rng, dtype, base_shape, view):
+    """(host array, device view) of the same view of random data."""
+    h = _rand(rng, base_shape, dtype)
+    d = cp.asarray(h)
+    return view(h), view(d)
+
+
+def _copy_case(cp, rng, dtype, base_shape, view, out_shape=None, out_view=None):
+    hsrc, dsrc = _src_view(cp, rng, dtype, base_shape, view)
+    if out_shape is None:
+        out_shape, out_view = hsrc.shape, (lambda a: a)
+    hout = _rand(rng, out_shape, dtype)
+    dout = cp.asarray(hout)
+    out_view(hout)[...] = hsrc
+    K.copy_into(cp, out_view(dout), dsrc)
+    return dout, hout
+
+
+COPY_CASES = {
+    "0d": ((), lambda a: a),
+    "empty": ((3, 0, 4), lambda a: a),
+    "size1": ((1,), lambda a: a),
+    "odd_1001": ((1001,), lambda a: a),
+    "odd_3_37": ((3, 37), lambda a: a),
+    "strided_1d": ((2003,), lambda a: a[::2]),
+    "neg_1d": ((1001,), lambda a: a[::-1]),
+    "neg_outer": ((37, 65), lambda a: a[::-1]),
+    "neg_inner": ((37, 65), lambda a: a[:, ::-3]),
+    "neg_both": ((37, 65), lambda a: a[::-2, ::-1]),
+    "transpose_4097_1025": ((4097, 1025), lambda a: a.T),
+    "transpose_odd_small": ((33, 17), lambda a: a.T),
+    "transpose_words": ((132, 1028), lambda a: a.T),
+    "transpose_words_sliced": ((136, 1032), lambda a: a[4:132, 8:1028].T),
+    "perm_words": ((3, 40, 52), lambda a: a.transpose(0, 2, 1)),
+    "perm_words_outer": ((40, 3, 52), lambda a: a.transpose(2, 1, 0)),
+    "perm_021": ((5, 67, 45), lambda a: a.transpose(0, 2, 1)),
+    "perm_201": ((5, 67, 45), lambda a: a.transpose(2, 0, 1)),
+    "perm_120": ((5, 67, 45), lambda a: a.transpose(1, 2, 0)),
+    "perm_210": ((5, 67, 45), lambda a: a.transpose(2, 1, 0)),
+    "perm_1023": ((3, 4, 70, 40), lambda a: a.transpose(1, 0, 3, 2)),
+    "slice_rows": ((40, 1003), lambda a: a[3:30, 1:1000]),
+    "short_transposed": ((1000, 3), lambda a: a.T),
+    "many_dims": ((2, 3, 2, 3, 2, 3, 2, 3, 5), lambda a: a[:, ::-1, :, ::2, :, ::-1, :, ::2, 1:]),
+}
+
+
+@cuda
+@pytest.mark.cuda
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("case", sorted(COPY_CASES))
+def test_copy_into_matches_numpy(dtype, case):
+    import cupy as cp
+    rng = np.random.default_rng(hash(case) % 2**32)
+    base, view = COPY_CASES[case]
+    dout, hout = _copy_case(cp, rng, dtype, base, view)
+    _check(dout, hout, f"copy_into {case} {np.dtype(dtype).name}")
+
+
+BROADCASTS = {
+    "scalar": ((), (3, 5, 7), lambda a: a),
+    "row": ((1, 37), (29, 37), lambda a: a),
+    "column": ((29, 1), (29, 37), lambda a: a),
+    "tile_2x3": ((1, 30, 1, 40), (2, 30, 3, 40), lambda a: a),
+    "repeat_int": ((1000, 1), (1000, 3), lambda a: a),
+    "inner_big": ((4, 1, 1001), (4, 6, 1001), lambda a: a),
+}
+
+
+@cuda
+@pytest.mark.cuda
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("case", sorted(BROADCASTS))
+def test_copy_into_broadcast_stride_zero(dtype, case):
+    import cupy as cp
+    rng = np.random.default_rng(7)
+    shape, target, _ = BROADCASTS[case]
+    h = _rand(rng, shape, dtype)
+    d = cp.asarray(h)
+    out = cp.asarray(_rand(rng, target, dtype))
+    K.copy_into(cp, out, cp.broadcast_to(d, target))
+    _check(out, np.broadcast_to(h, target).copy(), f"broadcast {case} {np.dtype(dtype).name}")
+
+
+@cuda
+@pytest.mark.cuda
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("sl", ["inner_offset", "inner_odd", "outer", "both_strided",
+                                "transposed_dst", "reversed_dst"])
+def test_copy_into_slice_of_larger_out(dtype, sl):
+    import cupy as cp
+    rng = np.random.default_rng(11)
+    views = {
+        "inner_offset": lambda a: a[:, 1:1001],
+        "inner_odd": lambda a: a[2:39, 3:40],
+        "outer": lambda a: a[5:25],
+        "both_strided": lambda a: a[1::2, 2::3],
+        "transposed_dst": lambda a: a[:, :37].T,
+        "reversed_dst": lambda a: a[::-1, 7:900],
+    }
+    hout = _rand(rng, (40, 1002), dtype)
+    dout = cp.asarray(hout)
+    target = views[sl](hout)
+    hsrc = _rand(rng, target.shape, dtype)
+    target[...] = hsrc
+    K.copy_into(cp, views[sl](dout), cp.asarray(hsrc))
+    _check(dout, hout, f"slice {sl} {np.dtype(dtype).name}")
+
+
+@cuda
+@pytest.mark.cuda
+@pytest.mark.parametrize("dtype", SIZE_DTYPES, ids=lambda d: np.dtype(d).name)
+def test_copy_into_misaligned_views(dtype):
+    """Element addresses off their size (a byte view shifted by one element of a smaller
+    type) move as smaller words."""
+    import cupy as cp
+    rng = np.random.default_rng(3)
+    item = np.dtype(dtype).itemsize
+    if item == 1:
+        pytest.skip("bytes are always aligned")
+    n = 301
+    hraw = rng.integers(0, 256, (n + 1) * item, dtype=np.uint8)
+    draw = cp.asarray(hraw)
+    half = item // 2
+    hsrc = hraw[half:half + n * item].view(dtype)
+    dsrc = draw[half:half + n * item].view(dtype)
+    out = cp.empty(n, dtype)
+    K.copy_into(cp, out, dsrc)
+    _check(out, hsrc.copy(), f"misaligned {np.dtype(dtype).name}")
+    out2 = cp.empty((n // 7, 7), dtype)
+    K.copy_into(cp, out2, dsrc[: (n // 7) * 7].reshape(n // 7, 7)[::-1])
+    _check(out2, hsrc[: (n // 7) * 7].reshape(n // 7, 7)[::-1].copy(), "misaligned 2-d")
+
+
+@cuda
+@pytest.mark.cuda
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("axis", [0, 1, 2])
+def test_concat_matches_numpy(dtype, axis):
+    import cupy as cp
+    rng = np.random.default_rng(axis)
+    shapes = {0: [(2, 5, 7), (0, 5, 7), (3, 5, 7), (1, 5, 7), (4, 5, 7)],
+              1: [(3, 1, 7), (3, 4, 7), (3, 0, 7), (3, 9, 7), (3, 2, 7)],
+              2: [(3, 5, 3), (3, 5, 1), (3, 5, 0), (3, 5, 37), (3, 5, 2)]}[axis]
+    hs = [_rand(rng, s, dtype) for s in shapes]
+    ds = [cp.asarray(h) for h in hs]
+    # mixed contiguity: part 3 through a transposed copy of itself, part 1 reversed
+    ds[3] = cp.ascontiguousarray(ds[3].T).T
+    ds[1] = cp.ascontiguousarray(ds[1][::-1])[::-1]
+    ref = np.concatenate(hs, axis=axis)
+    out = cp.asarray(_rand(rng, ref.shape, dtype))
+    K.concat(cp, ds, axis, out)
+    _check(out, ref, f"concat axis {axis} {np.dtype(dtype).name}")
+    out2 = cp.asarray(_rand(rng, ref.shape, dtype))
+    K.concat(cp, [cp.asarray(h) for h in hs], axis, out2)  # all contiguous: one launch
+    _check(out2, ref, f"concat contiguous axis {axis} {np.dtype(dtype).name}")
+
+
+@cuda
+@pytest.mark.cuda
+@pytest.mark.parametrize("dtype", SIZE_DTYPES, ids=lambda d: np.dtype(d).name)
+def test_concat_large_and_many_parts(dtype):
+    import cupy as cp
+    rng = np.random.default_rng(5)
+    hs = [_rand(rng, (1 + (i * 7) % 5, 129), dtype) for i in range(K.MAXPARTS + 7)]
+    ref = np.concatenate(hs, axis=0)
+    out = cp.empty(ref.shape, dtype)
+    K.concat(cp, [cp.asarray(h) for h in hs], 0, out)
+    _check(out, ref, "many parts axis 0")
+    ref1 = np.concatenate([h[:1] for h in hs], axis=1)
+    out1 = cp.empty(ref1.shape, dtype)
+    K.concat(cp, [cp.asarray(h[:1]) for h in hs], 1, out1)
+    _check(out1, ref1, "many parts axis 1")
+    big = [_rand(rng, (300, 1001), dtype) for _ in range(3)]
+    for ax in (0, 1):
+        ref2 = np.concatenate(big, axis=ax)
+        out2 = cp.empty(ref2.shape, dtype)
+        K.concat(cp, [cp.asarray(b) for b in big], ax, out2)
+        _check(out2, ref2, f"large axis {ax}")
+
+
+@cuda
+@pytest.mark.cuda
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("shape,axis", [((1001,), 0), ((3, 37), 0), ((3, 37), 1),
+                                        ((4, 6, 5), 0), ((4, 6, 5), 1), ((4, 6, 5), 2),
+                                        ((50, 2), 0), ((7, 1), 0)])
+def test_gather_matches_numpy(dtype, shape, axis):
+    import cupy as cp
+    rng = np.random.default_rng(len(shape) * 10 + axis)
+    h = _rand(rng, shape, dtype)
+    n = shape[axis]
+    idx = np.concatenate([rng.integers(0, n, 2 * n + 3), [n - 1, 0, n - 1, 0]]).astype(np.int64)
+    for view in (lambda a: a, lambda a: a[::-1], lambda a: np.swapaxes(a, 0, -1)):
+        hv = view(h)
+        dv = view(cp.asarray(h))
+        for ax in range(hv.ndim):
+            ii = idx % hv.shape[ax]
+            ref = np.take(hv, ii, axis=ax)
+            out = cp.asarray(_rand(rng, ref.shape, dtype))
+            K.gather(cp, dv, cp.asarray(ii), ax, out)
+            _check(out, ref, f"gather {shape} axis {ax} {np.dtype(dtype).name}")
+        empty = cp.empty((0,), dtype=np.int64)
+        ref = np.take(hv, np.zeros(0, np.int64), axis=0)
+        out = cp.empty(ref.shape, dtype)
+        K.gather(cp, dv, empty, 0, out)
+        assert out.shape == ref.shape
+
+
+@cuda
+@pytest.mark.cuda
+@pytest.mark.parametrize("dtype", SIZE_DTYPES, ids=lambda d: np.dtype(d).name)
+def test_gather_large(dtype):
+    import cupy as cp
+    rng = np.random.default_rng(9)
+    h = _rand(rng, (3000, 37), dtype)
+    idx = rng.integers(0, 3000, 5001).astype(np.int64)
+    for ax, ii in ((0, idx), (1, idx % 37)):
+        ref = np.take(h, ii, axis=ax)
+        out = cp.empty(ref.shape, dtype)
+        K.gather(cp, cp.asarray(h), cp.asarray(ii), ax, out)
+        _check(out, ref, f"gather large axis {ax}")
+    flat = h.reshape(-1)
+    ii = rng.integers(0, flat.size, 100003).astype(np.int64)
+    out = cp.empty(ii.size, dtype)
+    K.gather(cp, cp.asarray(flat), cp.asarray(ii), 0, out)
+    _check(out, flat[ii], "gather scalars")
