@@ -156,9 +156,16 @@ def sort_units():
             yield unit, (), name
 
 
+def copy_units():
+    from xp_cuda._kernels import copy as C
+    for name, unit in C.units().items():
+        yield unit, (), name
+
+
 FAMILIES = {"elementwise": elementwise_units, "reduction": reduction_units,
             "moments": moment_units, "eager": eager_units, "creation": creation_units,
-            "vecdot": vecdot_units, "scan": scan_units, "sort": sort_units}
+            "vecdot": vecdot_units, "scan": scan_units, "sort": sort_units,
+            "copy": copy_units}
 
 
 def units():

@@ -29,12 +29,13 @@ def take(x, indices, /, *, axis=None) -> Array:
     n = x.shape[ax]
     b = _backend_of([x, indices])
     idx = indices._data
+    lo = 0
     if indices.size:
         lo, hi = b.bounds(idx)
         if lo < -n or hi >= n:
             bad = lo if lo < -n else hi
             raise IndexError(f"take: index {bad} is out of bounds for axis {ax} of size {n}")
-    return _wrap(b.take(x._data, idx, ax), dev)
+    return _wrap(b.take(x._data, idx, ax, lo < 0), dev)
 
 
 __all__ = ["take"]

@@ -79,7 +79,7 @@ def searchsorted(x1, x2, /, *, side="left", sorter=None) -> Array:
             if lo < -n or hi >= n:
                 raise IndexError(f"searchsorted: sorter holds indices outside [-{n}, {n})")
             # Reorder x1 once here, then one plain search: the same path on both backends.
-            a = b.take(a, sorter._data, 0)
+            a = b.take(a, sorter._data, 0, lo < 0)
     return _wrap(b.searchsorted(a, x2._data, side, dt), dev)
 
 

@@ -218,8 +218,9 @@ class Backend:
         with self.ctx():
             return int(data.min()), int(data.max())
 
-    def take(self, data, idx, axis):
-        """idx: a native integer array already checked to lie in [-n, n)."""
+    def take(self, data, idx, axis, negative=True):
+        """idx: a native integer array already checked to lie in [-n, n); negative: whether
+        it may hold negative indices (False lets a backend skip wrapping them)."""
         with self.ctx():
             if idx.dtype.kind == "u":  # NumPy refuses to index with uint64; bounds make it exact
                 idx = idx.astype("int64")

@@ -551,21 +551,53 @@ __device__ __forceinline__ void concat(const ConcatArgs& a) {
 
 // ---- the extern "C" names: one set per element size ----------------------------------------
 
-#define XC_BY_SIZE(S, T)                                                                      \
-    extern "C" __global__ void __launch_bounds__(256)                                         \
-    xp_copy_rows_##S(const __grid_constant__ MoveArgs a) { move<T, 0>(a); }                   \
-    extern "C" __global__ void __launch_bounds__(256)                                         \
-    xp_copy_strided_##S(const __grid_constant__ MoveArgs a) { move<T, 1>(a); }                \
-    extern "C" __global__ void __launch_bounds__(256)                                         \
-    xp_gather_##S(const __grid_constant__ MoveArgs a) { move<T, 2>(a); }                      \
-    extern "C" __global__ void __launch_bounds__(256)                                         \
-    xp_copy_flat_##S(const __grid_constant__ MoveArgs a) { flat<T>(a); }                      \
-    extern "C" __global__ void __launch_bounds__(256)                                         \
-    xp_transpose_##S(const __grid_constant__ TransArgs a) { transpose<T>(a); }                \
-    extern "C" __global__ void __launch_bounds__(256)                                         \
+// One kernel per instantiation line: the runtime compiles the line a call needs (copy.units).
+#define XC_COPY_ROWS(S, T) \
+    extern "C" __global__ void __launch_bounds__(256) \
+    xp_copy_rows_##S(const __grid_constant__ MoveArgs a) { move<T, 0>(a); }
+#define XC_COPY_STRIDED(S, T) \
+    extern "C" __global__ void __launch_bounds__(256) \
+    xp_copy_strided_##S(const __grid_constant__ MoveArgs a) { move<T, 1>(a); }
+#define XC_GATHER(S, T) \
+    extern "C" __global__ void __launch_bounds__(256) \
+    xp_gather_##S(const __grid_constant__ MoveArgs a) { move<T, 2>(a); }
+#define XC_COPY_FLAT(S, T) \
+    extern "C" __global__ void __launch_bounds__(256) \
+    xp_copy_flat_##S(const __grid_constant__ MoveArgs a) { flat<T>(a); }
+#define XC_TRANSPOSE(S, T) \
+    extern "C" __global__ void __launch_bounds__(256) \
+    xp_transpose_##S(const __grid_constant__ TransArgs a) { transpose<T>(a); }
+#define XC_CONCAT(S, T) \
+    extern "C" __global__ void __launch_bounds__(256) \
     xp_concat_##S(const __grid_constant__ ConcatArgs a) { concat<T>(a); }
-XC_BY_SIZE(1, u8)
-XC_BY_SIZE(2, u16)
-XC_BY_SIZE(4, u32)
-XC_BY_SIZE(8, u64)
-XC_BY_SIZE(16, b16)
+
+XC_COPY_ROWS(1, u8)
+XC_COPY_ROWS(2, u16)
+XC_COPY_ROWS(4, u32)
+XC_COPY_ROWS(8, u64)
+XC_COPY_ROWS(16, b16)
+XC_COPY_STRIDED(1, u8)
+XC_COPY_STRIDED(2, u16)
+XC_COPY_STRIDED(4, u32)
+XC_COPY_STRIDED(8, u64)
+XC_COPY_STRIDED(16, b16)
+XC_GATHER(1, u8)
+XC_GATHER(2, u16)
+XC_GATHER(4, u32)
+XC_GATHER(8, u64)
+XC_GATHER(16, b16)
+XC_COPY_FLAT(1, u8)
+XC_COPY_FLAT(2, u16)
+XC_COPY_FLAT(4, u32)
+XC_COPY_FLAT(8, u64)
+XC_COPY_FLAT(16, b16)
+XC_TRANSPOSE(1, u8)
+XC_TRANSPOSE(2, u16)
+XC_TRANSPOSE(4, u32)
+XC_TRANSPOSE(8, u64)
+XC_TRANSPOSE(16, b16)
+XC_CONCAT(1, u8)
+XC_CONCAT(2, u16)
+XC_CONCAT(4, u32)
+XC_CONCAT(8, u64)
+XC_CONCAT(16, b16)

@@ -77,6 +77,8 @@ line is what the planner tests below check):
 """
 from __future__ import annotations
 
+import functools
+
 import ctypes
 import math
 from dataclasses import dataclass
@@ -84,7 +86,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from ._runtime import device_info, driver_launch, load_kernel, source
+from ._runtime import device_info, driver_launch, instance_units, load_kernel, source
 
 __all__ = ["MAXND", "MAXPARTS", "FLATND", "THREADS", "TRANSPOSE_MIN", "MEMCPY_MIN", "ITEM_SIZES",
            "CopyPlan", "GatherPlan", "ConcatStep", "kernel_names", "tile_of",
@@ -129,6 +131,14 @@ def transpose_packed(plan: "CopyPlan", dst_align: int, src_align: int) -> bool:
     others = [v for i in range(len(sh)) for v in (dst[i], src[i]) if i not in (b, len(sh) - 1)]
     others += [dst[b], src[-1], dst_align + plan.dst_offset, src_align + plan.src_offset]
     return all(v % 4 == 0 for v in others)
+
+
+@functools.lru_cache(maxsize=None)
+def units() -> dict:
+    """kernel name -> the source the runtime compiles for it: one instantiation line of copy.cu
+    (the whole file took 18 s to compile on a two-core machine)."""
+    return instance_units(source("copy.cu"),
+                          {f"XC_{k.upper()}": [f"xp_{k}_{{0}}"] for k in _KINDS})
 
 
 def kernel_names() -> list[str]:
@@ -366,7 +376,7 @@ _CONCAT_FIELDS = 8     # ConcatArgs: scalars before src, w, start
 
 
 def _kernel(name):
-    return load_kernel(source("copy.cu"), name)
+    return load_kernel(units()[name], name)
 
 
 def _launch(cp, name, blocks, threads, args):
