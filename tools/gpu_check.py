@@ -2,7 +2,7 @@
 
     python tools/gpu_check.py OUTDIR [--suite SUITE_PATH] [--max-examples N] [--skip-bench]
 
-Steps: environment, warming the kernel cache, the CUDA tests (pytest -m cuda), the official suite on cuda:0 (with
+Steps: environment, a new user's first run (tools/first_run.py), warming the kernel cache, the CUDA tests (pytest -m cuda), the official suite on cuda:0 (with
 --suite), every benchmarks/bench_*.py. Each step logs to OUTDIR/<step>.log; the summary goes to
 OUTDIR/summary.json and stdout. Later steps run even when one fails; exit 1 if any failed.
 """
@@ -107,6 +107,11 @@ def main(argv=None) -> int:
     summary: dict = {"started": time.strftime("%Y-%m-%dT%H:%M:%S")}
 
     summary["environment"] = environment(out)
+
+    # A new user's wait, measured before anything is warmed (it uses its own empty cache).
+    summary["first_run"] = run_step(out, "first_run", [py, str(ROOT / "tools" / "first_run.py"),
+                                                       "--json", str(out / "first_run.json")])
+    summary["first_run"].pop("output", None)
 
     # Compile every generated elementwise kernel for this GPU in parallel first, so the tests
     # below measure behaviour, not one-at-a-time NVRTC compiles.
