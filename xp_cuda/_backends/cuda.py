@@ -11,7 +11,6 @@ import numpy as np
 
 from .._devices import Device, cuda_device_count, cupy_module
 from .._dtypes import TypedScalar
-from .._kernels import copy as _copy
 from .._kernels import creation as _creation
 from .._kernels import eager as _eager
 from .._kernels.elementwise import Plan as _Plan
@@ -24,7 +23,6 @@ from .._kernels.vecdot import vecdot_cuda as _vecdot
 from ._base import _NO_SWITCH, FAST, Backend
 
 
-_INT64 = np.dtype("int64")
 _EAGER_STRIDED_MAX = 1 << 16  # elements: below, a launch costs more than the kernel runs
 
 
@@ -117,41 +115,6 @@ class CudaBackend(Backend):
                 layout = "".join("s" if m == "s" else "g" for m in modes)
                 return plan.strided(layout, tuple(args), shape, n)
             return plan.contiguous(layout, tuple(args), shape, n)
-
-    # ---- moving data: copy.cu (strided copies, concat, gather) ----------------------------
-    def concat(self, parts, axis, dtype):
-        cp = self.xp
-        with self.ctx():
-            if axis is None:
-                parts, axis = [p.reshape(-1) for p in parts], 0
-            parts = [p if p.dtype.name == dtype.name else self.astype(p, dtype, False)
-                     for p in parts]
-            shape = list(parts[0].shape)
-            shape[axis] = sum(p.shape[axis] for p in parts)
-            return _copy.concat(cp, parts, axis, cp.empty(tuple(shape), dtype=dtype._np))
-
-    def stack(self, parts, axis, dtype):
-        # a new axis of length one on each part, then one concat along it
-        return self.concat([p.reshape(p.shape[:axis] + (1,) + p.shape[axis:]) for p in parts],
-                           axis, dtype)
-
-    def copy(self, data):
-        cp = self.xp
-        with self.ctx():
-            return _copy.copy_into(cp, cp.empty(data.shape, dtype=data.dtype), data)
-
-    def take(self, data, idx, axis, negative=True):
-        cp = self.xp
-        with self.ctx():
-            if idx.dtype != np.int64:
-                idx = self.astype(idx, _INT64, False)
-            if not idx.flags.c_contiguous:
-                idx = _copy.copy_into(cp, cp.empty(idx.shape, dtype=idx.dtype), idx)
-            n = data.shape[axis]
-            if negative:  # indices checked to lie in [-n, n): negative ones count from the end
-                idx = cp.where(idx < 0, idx + n, idx)
-            shape = data.shape[:axis] + (idx.shape[0],) + data.shape[axis + 1:]
-            return _copy.gather(cp, data, idx, axis, cp.empty(shape, dtype=data.dtype))
 
     # ---- one-node programs of the fused generator ------------------------------------------
     def where(self, cond, x1, x2, dtype, shape):
