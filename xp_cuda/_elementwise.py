@@ -10,7 +10,7 @@ from ._array import Array, _backend_of, _wrap, check_array
 from ._backends import FAST as _FAST
 from ._dtypes import TypedScalar, in_category, promote, real_dtype
 from ._dtypes import bool as _bool
-from ._validation import article, broadcast_shapes, common_device
+from ._validation import article, broadcast_shapes, common_device, planned
 
 # Result rules: "same" = the promoted input dtype; "bool"; "real" = the real dtype of the same
 # precision (abs and real/imag of complex input).
@@ -162,17 +162,29 @@ def _apply_checked(name: str, operands) -> Array:
     """Validate, take the result dtype and shape from the tables, and make one backend call.
     The cuda backend registers the validated plan in _FAST for the hot paths above."""
     arrays = [o for o in operands if isinstance(o, Array)]
-    in_dtype, out_dtype = result_dtype(name, [o.dtype for o in operands])
+    natives = [o._data if isinstance(o, Array) else o for o in operands]
+    # The dtype and shape checks depend only on each operand's dtype and shape: memoised
+    # (a scalar operand by its dtype; its value was checked when it was typed).
+    key = (name,) + tuple((o.dtype, "s") if type(o) is TypedScalar else (o.dtype, o.shape)
+                          for o in natives)
+
+    def validate():
+        in_out = result_dtype(name, [o.dtype for o in operands])
+        if len(arrays) > 1:
+            return in_out + (broadcast_shapes([a.shape for a in arrays], name),)
+        return in_out + (arrays[0].shape,)
+    in_dtype, out_dtype, shape = planned(key, (), validate)
     if len(arrays) > 1:
-        device = common_device(arrays, name)
-        shape = broadcast_shapes([a.shape for a in arrays], name)
+        device = arrays[0]._device
+        for a in arrays:
+            if a._device is not device:
+                device = common_device(arrays, name)
+                break
         b = _backend_of(arrays)
     else:
         x = arrays[0]
-        device, shape, b = x._device, x.shape, x._b
-    out = b.elementwise(name, ELEMENTWISE[name][3],
-                        [o._data if isinstance(o, Array) else o for o in operands],
-                        in_dtype, out_dtype, shape)
+        device, b = x._device, x._b
+    out = b.elementwise(name, ELEMENTWISE[name][3], natives, in_dtype, out_dtype, shape)
     return _wrap(out, device)
 
 
