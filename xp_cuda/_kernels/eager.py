@@ -5,20 +5,15 @@ Each is the small graph input(s) -> node, planned and printed by the fused gener
 (fusion_plan, fusion_render) and run by fusion.Launch, exactly as the same call inside a fused
 function: one code path, any strides and broadcasting, 16-byte vectors where the operands are
 contiguous. The source holds no sizes, so a new shape with the same ranks and broadcast
-pattern reuses the compiled kernel; launches are kept per exact layout in a bounded LRU (the
-cache does not grow with user data).
+pattern reuses the compiled kernel; launches are kept per exact layout in the reductions'
+bounded LRU (reduction.lookup/keep: the cache does not grow with user data).
 """
 from __future__ import annotations
 
 import math
-import threading
-from collections import OrderedDict
 
 from .fusion_ir import DName, Elementwise, Graph, Input, Node, Op
-
-CACHE_SIZE = 256  # launches kept (least recently used dropped first)
-_cache: OrderedDict = OrderedDict()
-_lock = threading.Lock()
+from .reduction import keep, lookup
 
 
 def _inputs(arrays):
@@ -30,20 +25,11 @@ def run(cp, key, arrays, build, device):
     """The launch for (key, the arrays' layouts, device), built by ``build(inputs) -> [out
     node]`` on a miss; returns the outputs (new C-contiguous CuPy arrays)."""
     full = (key, device) + tuple((a.shape, a.strides) for a in arrays)
-    launch = _cache.get(full)
+    launch = lookup(full)
     if launch is None:
         from .fusion import Launch
         ins = _inputs(arrays)
-        launch = Launch(cp, Graph(ins), build(ins), list(arrays))
-        with _lock:
-            _cache[full] = launch
-            while len(_cache) > CACHE_SIZE:
-                _cache.popitem(last=False)
-    else:
-        try:
-            _cache.move_to_end(full)
-        except KeyError:  # dropped by another thread meanwhile: still valid to run
-            pass
+        launch = keep(full, Launch(cp, Graph(ins), build(ins), list(arrays)))
     return launch(arrays, ())
 
 

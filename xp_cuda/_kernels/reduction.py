@@ -69,8 +69,10 @@ def _build(cp, kind, in_name, acc_name, x, axes, keepdims):
     return Launch(cp, g, [out], [x])
 
 
-def _get(key):
-    """The cached launch of `key` on the current device (marked recently used), or None."""
+def lookup(key):
+    """The cached launch of `key` (marked recently used), or None. One bounded cache serves
+    every eager entry of the fused generator (these reductions and eager.py's one-node
+    programs): each key starts with its kind of program."""
     launch = _cache.get(key)
     if launch is not None:
         try:
@@ -80,7 +82,7 @@ def _get(key):
     return launch
 
 
-def _put(key, launch):
+def keep(key, launch):
     """Cache `launch` under `key`, dropping the least recently used beyond CACHE_SIZE."""
     with _lock:
         _cache[key] = launch
@@ -110,12 +112,8 @@ def reduce_eager(cp, kind, x, axes, keepdims, in_dtype, acc_dtype, device=None):
     if device is None:
         device = cp.cuda.runtime.getDevice()
     key = (kind, in_name, acc_name, shape, x.strides, axes, keepdims, device)
-    launch = _cache.get(key)
+    launch = lookup(key)
     if launch is not None:  # a cached layout is never empty: run it
-        try:
-            _cache.move_to_end(key)
-        except KeyError:  # dropped by another thread meanwhile: still valid to run
-            pass
         return launch((x,), ())[0]
     P = math.prod(s for i, s in enumerate(shape) if i not in axes)
     M = math.prod(shape[a] for a in axes)
@@ -125,7 +123,7 @@ def reduce_eager(cp, kind, x, axes, keepdims, in_dtype, acc_dtype, device=None):
         if kind not in _EMPTY_VALUE:
             raise ValueError(f"{kind} of an empty range has no value")
         return cp.full(out_shape(shape, axes, keepdims), _EMPTY_VALUE[kind], dtype=acc_name)
-    launch = _put(key, _build(cp, kind, in_name, acc_name, x, axes, keepdims))
+    launch = keep(key, _build(cp, kind, in_name, acc_name, x, axes, keepdims))
     return launch((x,), ())[0]
 
 
@@ -154,7 +152,7 @@ def arg_reduce(cp, kind, x, axis, keepdims, device=None):
     shape = x.shape
     key = (kind, x.dtype, shape, x.strides, axis, keepdims,
            cp.cuda.runtime.getDevice() if device is None else device)
-    launch = _get(key)
+    launch = lookup(key)
     if launch is None:  # a cached layout is never empty
         assert kind in ("argmax", "argmin"), kind
         assert x.dtype.kind in "biuf", x.dtype
@@ -163,7 +161,7 @@ def arg_reduce(cp, kind, x, axis, keepdims, device=None):
             return cp.empty(out_shape(shape, axes, keepdims), dtype="int64")
         if math.prod(shape[a] for a in axes) == 0:
             raise ValueError(f"{kind} of an empty range has no value")
-        launch = _put(key, _launch(cp, *arg_graph(kind, x.dtype.name, tuple(shape), axis,
+        launch = keep(key, _launch(cp, *arg_graph(kind, x.dtype.name, tuple(shape), axis,
                                                   keepdims), x))
     return launch((x,), ())[0]
 
@@ -201,7 +199,7 @@ def moments(cp, kind, x, axes, correction, keepdims, out_dtype, device=None):
     correction = float(correction)
     key = (kind, x.dtype, out_name, shape, x.strides, axes, keepdims, correction,
            cp.cuda.runtime.getDevice() if device is None else device)
-    launch = _get(key)
+    launch = lookup(key)
     if launch is None:  # a cached layout is never empty
         assert kind in ("var", "std"), kind
         assert x.dtype.kind == "f", x.dtype
@@ -210,7 +208,7 @@ def moments(cp, kind, x, axes, correction, keepdims, out_dtype, device=None):
             return cp.empty(oshape, dtype=out_name)
         if math.prod(shape[a] for a in axes) == 0:
             return cp.full(oshape, float("nan"), dtype=out_name)
-        launch = _put(key, _launch(cp, *moments_graph(
+        launch = keep(key, _launch(cp, *moments_graph(
             kind, x.dtype.name, tuple(shape), axes, correction, keepdims, out_name), x))
     return launch((x,), ())[0]
 
@@ -278,13 +276,13 @@ def norm_reduce(cp, x, ord, axes, keepdims, out_dtype, device=None):
     ord = float(ord)
     key = ("norm", x.dtype, out_name, shape, x.strides, axes, keepdims, ord,
            cp.cuda.runtime.getDevice() if device is None else device)
-    launch = _get(key)
+    launch = lookup(key)
     if launch is None:  # a cached layout is never empty
         oshape = out_shape(shape, axes, keepdims)
         if math.prod(s for i, s in enumerate(shape) if i not in axes) == 0:
             return cp.empty(oshape, dtype=out_name)
         if math.prod(shape[a] for a in axes) == 0:
             return cp.full(oshape, math.inf if ord < 0 else 0.0, dtype=out_name)
-        launch = _put(key, _launch(cp, *norm_graph(x.dtype.name, tuple(shape), ord, axes,
+        launch = keep(key, _launch(cp, *norm_graph(x.dtype.name, tuple(shape), ord, axes,
                                                    keepdims, out_name), x))
     return launch((x,), ())[0]
