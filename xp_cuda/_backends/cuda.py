@@ -118,17 +118,13 @@ class CudaBackend(Backend):
 
     # ---- one-node programs of the fused generator ------------------------------------------
     def where(self, cond, x1, x2, dtype, shape):
-        if self.switch is None:
-            return _eager.where(self.xp, cond, x1, x2, dtype.name, shape, self.device.index)
-        with self._dev:
+        with self.ctx():
             return _eager.where(self.xp, cond, x1, x2, dtype.name, shape, self.device.index)
 
     def astype(self, data, dtype, copy: bool):
         if not copy and data.dtype.name == dtype.name:
             return data
-        if self.switch is None:
-            return _eager.astype(self.xp, data, dtype.name, self.device.index)
-        with self._dev:
+        with self.ctx():
             return _eager.astype(self.xp, data, dtype.name, self.device.index)
 
     # ---- indexing: boolean masks by stream compaction (scan.cu) ---------------------------
@@ -167,10 +163,7 @@ class CudaBackend(Backend):
 
     # ---- reductions: the generator fused reductions use ------------------------------------
     def reduce(self, kind, data, axes, keepdims, dtype):
-        if self.switch is None:  # one GPU: nothing to make current
-            return _reduce_eager(self.xp, kind, data, axes, keepdims, data.dtype.name,
-                                 dtype.name, self.device.index)
-        with self._dev:
+        with self.ctx():
             return _reduce_eager(self.xp, kind, data, axes, keepdims, data.dtype.name,
                                  dtype.name, self.device.index)
 
@@ -274,10 +267,8 @@ class CudaBackend(Backend):
         if dtype.kind == "complex":
             return super().searchsorted(a, v, side, dtype)
         with self.ctx():
-            a = self.astype(a, dtype, False)
-            if not a.flags.c_contiguous:
-                a = _eager.astype(cp, a, dtype.name, self.device.index)
-            return _sort.searchsorted(cp, a, self.astype(v, dtype, False), side)
+            return _sort.searchsorted(cp, self.astype(a, dtype, False),
+                                      self.astype(v, dtype, False), side)
 
     def linalg_errors(self) -> tuple:
         return (np.linalg.LinAlgError, getattr(self.xp.linalg, "LinAlgError",
