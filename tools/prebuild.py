@@ -64,13 +64,8 @@ def elementwise_units():
 def _programs(graph, outs, arrays):
     """The sources fusion.Launch compiles for these layouts (its tuned variants included)."""
     from xp_cuda._kernels import fusion as F
-    first = F.Program(graph, outs, arrays, SMS, name=f"{F.KERNEL}0")
-    yield first.source, F.OPTIONS, first.name
-    if first.tunable:
-        for k, cfg in enumerate(F.CONFIGS[1:], 1):
-            p = F.Program(graph, outs, arrays, SMS, name=f"{F.KERNEL}{k}", config=cfg)
-            if p.layout != first.layout and p.gvals == first.gvals:
-                yield p.source, F.OPTIONS, p.name
+    for p in F.programs(graph, outs, arrays, SMS, tune=True):
+        yield p.source, F.OPTIONS, p.name
 
 
 REDUCTIONS = {"sum": [("float32", "float32"), ("float64", "float64"), ("int64", "int64"),

@@ -72,6 +72,20 @@ def translation_unit(programs) -> str:
                     *(p.kernel for p in programs)])
 
 
+def programs(trace, kernel_outs, in_arrays, sms, tune: bool) -> list:
+    """The Programs a Launch compiles for these layouts: the default vector shape, and with
+    ``tune`` each other shape of CONFIGS that plans a different layout with the same
+    parameters (one parameter block serves them all). tools/prebuild.py ships exactly these."""
+    prog = Program(trace, kernel_outs, in_arrays, sms, name=f"{KERNEL}0")
+    progs = [prog]
+    if tune and prog.tunable:
+        for k, cfg in enumerate(CONFIGS[1:], 1):
+            p = Program(trace, kernel_outs, in_arrays, sms, name=f"{KERNEL}{k}", config=cfg)
+            if p.layout not in [q.layout for q in progs] and p.gvals == prog.gvals:
+                progs.append(p)
+    return progs
+
+
 # ---- launcher ---------------------------------------------------------------------------------
 def _launch(*args):
     """The driver's launch, bound on first use (CuPy is imported lazily)."""
@@ -131,16 +145,10 @@ class Launch:
     def __init__(self, cp, trace, kernel_outs, in_arrays):
         self.cp = cp
         sms = device_info(cp).sm_count
-        prog = Program(trace, kernel_outs, in_arrays, sms, name=f"{KERNEL}0")
-        progs = [prog]
         moved = sum(a.nbytes for a in in_arrays) + sum(
             size(n.shape) * itemsize(n.dtype.name) for n in kernel_outs)
-        if prog.tunable and moved >= TUNE_MIN_BYTES:
-            for k, cfg in enumerate(CONFIGS[1:], 1):
-                p = Program(trace, kernel_outs, in_arrays, sms, name=f"{KERNEL}{k}", config=cfg)
-                # same parameters (gvals) in every shape: one parameter block serves them all
-                if p.layout not in [q.layout for q in progs] and p.gvals == prog.gvals:
-                    progs.append(p)
+        progs = programs(trace, kernel_outs, in_arrays, sms, moved >= TUNE_MIN_BYTES)
+        prog = progs[0]
         self.source = prog.source
         kernels = load_kernels([(p.source, p.name) for p in progs], OPTIONS)
         self.variants = [(k.kernel.ptr, p.blocks, p.blocks_scalar, p.threads)
