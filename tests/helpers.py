@@ -1,4 +1,7 @@
-"""Shared test utilities: random (never zero) data of every dtype, and the way back to NumPy."""
+"""Shared test utilities: random (never zero) data of every dtype, the way back to NumPy, and
+why NVRTC cannot compile here."""
+import functools
+
 import numpy as np
 
 import xp_cuda as xp
@@ -36,3 +39,17 @@ def random_array(rng, shape, dtype, device):
 
 __all__ = ["ALL_DTYPES", "NUMERIC", "REAL", "FLOATING", "INTEGER", "to_numpy", "random_numpy",
            "random_array"]
+
+
+@functools.lru_cache(maxsize=None)
+def nvrtc_missing():
+    """Why NVRTC cannot compile here (None when it can): the skip reason of compile tests."""
+    try:
+        from cupy_backends.cuda.libs import nvrtc
+    except Exception as e:  # no CuPy, or a broken install
+        return f"cupy_backends.cuda.libs.nvrtc cannot be imported ({e!r}); install xp-cuda[test]"
+    try:
+        nvrtc.getVersion()  # loads the NVRTC shared library
+    except Exception as e:
+        return f"NVRTC library cannot be loaded ({e!r}); install nvidia-cuda-nvrtc-cu12"
+    return None

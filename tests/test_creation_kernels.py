@@ -21,13 +21,7 @@ def _same_bits(got, ref):
 
 # ---- NVRTC: every kernel a launcher can ask for exists in the compiled source ---------------
 
-def _nvrtc_reason():
-    try:
-        from cupy_backends.cuda.libs import nvrtc
-        nvrtc.getVersion()
-    except Exception as e:
-        return f"NVRTC unavailable: {e!r}"
-    return None
+from helpers import nvrtc_missing as _nvrtc_reason  # noqa: E402  (one skip reason for compile tests)
 
 
 @pytest.mark.skipif(_nvrtc_reason() is not None, reason=str(_nvrtc_reason()))

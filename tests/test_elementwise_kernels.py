@@ -31,13 +31,7 @@ def _items(name):
 
 
 # ---- every generated kernel compiles (CI, no GPU) ---------------------------------------------
-def _nvrtc_reason():
-    try:
-        from cupy_backends.cuda.libs import nvrtc
-        nvrtc.getVersion()
-    except Exception as e:
-        return f"NVRTC unavailable: {e!r}"
-    return None
+from helpers import nvrtc_missing as _nvrtc_reason  # noqa: E402  (one skip reason for compile tests)
 
 
 @pytest.mark.skipif(_nvrtc_reason() is not None, reason=_nvrtc_reason() or "")

@@ -474,13 +474,7 @@ def test_trace_cache_keys(device, rng):
 
 
 # ---- generated CUDA: never user text; every constant and dtype compiles (CI, no GPU) ------------
-def _nvrtc_reason():
-    try:
-        from cupy_backends.cuda.libs import nvrtc
-        nvrtc.getVersion()
-    except Exception as e:
-        return repr(e)
-    return None
+from helpers import nvrtc_missing as _nvrtc_reason  # noqa: E402  (one skip reason for compile tests)
 
 
 def _programs_corpus():

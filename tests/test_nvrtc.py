@@ -4,16 +4,7 @@ import pytest
 from xp_cuda._kernels import (SOURCE_DIR, KernelCompileError, kernel_sources, nvrtc_compile)
 
 
-def _nvrtc_unavailable_reason():
-    try:
-        from cupy_backends.cuda.libs import nvrtc
-    except Exception as e:  # no CuPy, or a broken install
-        return f"cupy_backends.cuda.libs.nvrtc cannot be imported ({e!r}); install xp-cuda[test]"
-    try:
-        nvrtc.getVersion()  # loads the NVRTC shared library
-    except Exception as e:
-        return f"NVRTC library cannot be loaded ({e!r}); install nvidia-cuda-nvrtc-cu12"
-    return None
+from helpers import nvrtc_missing as _nvrtc_unavailable_reason  # noqa: E402  (one skip reason for compile tests)
 
 
 _reason = _nvrtc_unavailable_reason()

@@ -216,13 +216,7 @@ def test_new_kinds_share_the_bounded_cache(monkeypatch):
 
 
 # ---- NVRTC: every program of the new kinds compiles -----------------------------------------
-def _nvrtc_reason():
-    try:
-        from cupy_backends.cuda.libs import nvrtc
-        nvrtc.getVersion()
-    except Exception as e:
-        return repr(e)
-    return None
+from helpers import nvrtc_missing as _nvrtc_reason  # noqa: E402  (one skip reason for compile tests)
 
 
 def _cases():

@@ -21,13 +21,7 @@ ALL = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "
 INTS = ALL[1:9]
 
 
-def _nvrtc_missing():
-    try:
-        from cupy_backends.cuda.libs import nvrtc
-        nvrtc.getVersion()
-    except Exception as e:
-        return f"NVRTC unavailable ({e!r})"
-    return None
+from helpers import nvrtc_missing as _nvrtc_missing  # noqa: E402  (one skip reason for compile tests)
 
 
 # ---- NVRTC: every kernel name a launcher can request ------------------------------------------

@@ -16,13 +16,7 @@ KEY_DTYPES = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uin
               "float32", "float64"]
 
 
-def _nvrtc_reason():
-    try:
-        from cupy_backends.cuda.libs import nvrtc
-        nvrtc.getVersion()
-    except Exception as e:
-        return f"NVRTC unavailable: {e!r}"
-    return None
+from helpers import nvrtc_missing as _nvrtc_reason  # noqa: E402  (one skip reason for compile tests)
 
 
 # ---- without a GPU ---------------------------------------------------------------------------

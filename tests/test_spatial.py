@@ -454,13 +454,7 @@ def test_depth_and_paths():
     np.testing.assert_allclose(K.reduce_radius(r, 3), [0.125, -1, -1, INF, 8.0])
 
 
-def _nvrtc_reason():
-    try:
-        from cupy_backends.cuda.libs import nvrtc
-        nvrtc.getVersion()
-    except Exception as e:
-        return f"NVRTC unavailable ({e!r})"
-    return None
+from helpers import nvrtc_missing as _nvrtc_reason  # noqa: E402  (one skip reason for compile tests)
 
 
 def _variants():

@@ -23,13 +23,7 @@ _ids = [f"{a.name}-{b.name}" for a, b in PAIRS]
 needs_gpu = pytest.mark.skipif(cuda_device_count() == 0, reason="needs a usable CUDA GPU")
 
 
-def _nvrtc_missing():
-    try:
-        from cupy_backends.cuda.libs import nvrtc
-        nvrtc.getVersion()
-    except Exception as e:
-        return f"NVRTC unavailable ({e!r})"
-    return None
+from helpers import nvrtc_missing as _nvrtc_missing  # noqa: E402  (one skip reason for compile tests)
 
 
 # ---- NVRTC: every variant the launcher can produce compiles (CI, no GPU) ---------------------
