@@ -55,6 +55,48 @@ def test_repeat_and_take(device, rng, dtype):
     same(xp.take(x[0], xp.asarray(idx, dtype=xp.int8, device=device)), np.take(a[0], idx), dtype)
 
 
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
+def test_moves_of_views_match_numpy(device, rng, dtype):
+    """The functions that move data, on strided, flipped, transposed and broadcast views and
+    sizes that cross a kernel's blocks (on cuda: copy.cu's rows, strided, flat, transpose,
+    concat and gather paths)."""
+    big, B = random_array(rng, (70, 258), dtype, device)
+    views = {"strided": (big[1::2, 3::2], B[1::2, 3::2]),
+             "flipped": (big[::-1, ::-3], B[::-1, ::-3]),
+             "transposed": (big[:64, :40].mT, B[:64, :40].T),
+             "broadcast": (xp.broadcast_to(big[5:6, :37], (33, 37)),
+                           np.broadcast_to(B[5:6, :37], (33, 37)))}
+    for name, (v, a) in views.items():
+        same(xp.reshape(v, (-1,)), a.reshape(-1), dtype)
+        same(xp.reshape(v, a.shape, copy=True), a, dtype)
+        same(xp.roll(v, (3, -7), axis=(0, 1)), np.roll(a, (3, -7), axis=(0, 1)), dtype)
+        same(xp.roll(v, -11), np.roll(a, -11), dtype)
+        same(xp.tile(v, (2, 3)), np.tile(a, (2, 3)), dtype)
+        same(xp.tile(v, (2, 1, 2)), np.tile(a, (2, 1, 2)), dtype)
+        same(xp.tile(v, (3,)), np.tile(a, (3,)), dtype)
+        same(xp.repeat(v, 3, axis=0), np.repeat(a, 3, axis=0), dtype)
+        same(xp.repeat(v, 2, axis=1), np.repeat(a, 2, axis=1), dtype)
+        r = rng.integers(0, 4, a.shape[1])
+        same(xp.repeat(v, xp.asarray(r, device=device), axis=1), np.repeat(a, r, axis=1), dtype)
+        for ax in (0, 1):
+            n = a.shape[ax]
+            idx = rng.integers(-n, n, 2 * n + 5)
+            same(xp.take(v, xp.asarray(idx, device=device), axis=ax), np.take(a, idx, axis=ax),
+                 dtype)
+        c, C = big[: a.shape[0], : a.shape[1]], B[: a.shape[0], : a.shape[1]]
+        for ax in (0, 1, -1):
+            same(xp.concat([v, c, v], axis=ax), np.concatenate([a, C, a], axis=ax), dtype)
+            same(xp.stack([v, c], axis=ax), np.stack([a, C], axis=ax), dtype)
+        same(xp.concat([v, c], axis=None), np.concatenate([a.ravel(), C.ravel()]), dtype)
+    # more parts than one concat launch reads, of mixed widths, empty ones among them
+    parts = [(big[:, i:i + (i % 5)], B[:, i:i + (i % 5)]) for i in range(45)]
+    same(xp.concat([p for p, _ in parts], axis=1),
+         np.concatenate([q for _, q in parts], axis=1), dtype)
+    same(xp.concat([p for p, _ in parts], axis=None),
+         np.concatenate([q.ravel() for _, q in parts]), dtype)
+    same(xp.stack([big[i] for i in range(40)], axis=1), np.stack(list(B[:40]), axis=1), dtype)
+
+
 @pytest.mark.parametrize("d1,d2", [(xp.int8, xp.int16), (xp.uint8, xp.int8),
                                    (xp.float32, xp.complex64), (xp.bool, xp.bool),
                                    (xp.uint32, xp.uint64), (xp.float32, xp.float64)], ids=str)

@@ -11,6 +11,8 @@ import numpy as np
 
 from .._devices import Device, cuda_device_count, cupy_module
 from .._dtypes import TypedScalar
+from .._dtypes import int64 as _INT64
+from .._kernels import copy as _copy
 from .._kernels import creation as _creation
 from .._kernels import eager as _eager
 from .._kernels.elementwise import Plan as _Plan
@@ -152,14 +154,106 @@ class CudaBackend(Backend):
         with self.ctx():
             return _scan.cumsum(self.xp, data, axis, dtype._np, include_initial)
 
-    def repeat(self, data, repeats, axis):
-        if isinstance(repeats, int):
-            return super().repeat(data, repeats, axis)
+    # ---- manipulation: copy.cu moves raw elements (views built here, one copy each) --------
+    def _into(self, shape, dtype, view_of_out, src):
+        """A new C-contiguous array of `shape`, filled by copying `src` into the view
+        `view_of_out(out)` (a reshaped view of the same elements)."""
+        out = self.xp.empty(shape, dtype=dtype)
+        if out.size:
+            _copy.copy_into(self.xp, view_of_out(out), src)
+        return out
+
+    def copy(self, data):
         with self.ctx():
-            total = int(_reduce_eager(self.xp, "sum", repeats, (0,), False, "int64", "int64",
+            return self._into(data.shape, data.dtype, lambda o: o, data)
+
+    def _flat(self, data):
+        return data.reshape(-1) if data.flags.c_contiguous else self.copy(data).reshape(-1)
+
+    def concat(self, parts, axis, dtype):
+        cp = self.xp
+        with self.ctx():
+            parts = [self.astype(p, dtype, False) for p in parts]
+            if axis is None:
+                parts, axis = [self._flat(p) for p in parts], 0
+            shape = list(parts[0].shape)
+            shape[axis] = sum(p.shape[axis] for p in parts)
+            return _copy.concat(cp, parts, axis, cp.empty(tuple(shape), dtype=dtype._np))
+
+    def stack(self, parts, axis, dtype):
+        cp = self.xp
+        with self.ctx():
+            parts = [cp.expand_dims(self.astype(p, dtype, False), axis) for p in parts]
+            shape = list(parts[0].shape)
+            shape[axis] = len(parts)
+            return _copy.concat(cp, parts, axis, cp.empty(tuple(shape), dtype=dtype._np))
+
+    def roll(self, data, shifts, axes):
+        """Each rolled axis splits into two slices that trade places: 2**k copies."""
+        cp = self.xp
+        with self.ctx():
+            if axes is None:
+                return self.roll(self._flat(data), shifts, (0,)).reshape(data.shape)
+            total = {}
+            for s, a in zip(shifts, axes):  # repeated axes add up
+                total[a] = total.get(a, 0) + s
+            out = cp.empty(data.shape, dtype=data.dtype)
+            if out.size == 0:
+                return out
+            pieces = [((), ())]  # (dst key, src key) per axis so far
+            for a in range(data.ndim):
+                n = data.shape[a]
+                k = total.get(a, 0) % n
+                if k == 0:
+                    pieces = [(d + (slice(None),), s + (slice(None),)) for d, s in pieces]
+                else:
+                    pieces = [(d + dd, s + ss) for d, s in pieces for dd, ss in
+                              (((slice(k, None),), (slice(None, n - k),)),
+                               ((slice(None, k),), (slice(n - k, None),)))]
+            for d, s in pieces:
+                _copy.copy_into(cp, out[d], data[s])
+            return out
+
+    def tile(self, data, reps):
+        """x viewed as (1, d0, 1, d1, ...), broadcast to (r0, d0, r1, d1, ...), copied."""
+        cp = self.xp
+        with self.ctx():
+            nd = max(len(reps), data.ndim)
+            reps = (1,) * (nd - len(reps)) + tuple(reps)
+            x = data.reshape((1,) * (nd - data.ndim) + data.shape) if nd > data.ndim else data
+            inter = tuple(v for r, d in zip(reps, x.shape) for v in (r, d))
+            src = cp.broadcast_to(x[(None, slice(None)) * nd], inter)
+            return self._into(tuple(r * d for r, d in zip(reps, x.shape)), data.dtype,
+                              lambda o: o.reshape(inter), src)
+
+    def repeat(self, data, repeats, axis):
+        cp = self.xp
+        with self.ctx():
+            if isinstance(repeats, int):
+                # x viewed as (..., d, 1, ...) broadcast to (..., d, r, ...), copied
+                view = data[(slice(None),) * (axis + 1) + (None,)]
+                inter = data.shape[:axis + 1] + (repeats,) + data.shape[axis + 1:]
+                shape = data.shape[:axis] + (data.shape[axis] * repeats,) + data.shape[axis + 1:]
+                return self._into(shape, data.dtype, lambda o: o.reshape(inter),
+                                  cp.broadcast_to(view, inter))
+            total = int(_reduce_eager(cp, "sum", repeats, (0,), False, "int64", "int64",
                                       self.device.index).get())
-            src = _scan.repeat_indices(self.xp, repeats, total)
-            return self.xp.take(data, src, axis=axis)
+            return self._gather(data, _scan.repeat_indices(cp, repeats, total), axis)
+
+    def _gather(self, data, idx, axis):
+        shape = data.shape[:axis] + (idx.shape[0],) + data.shape[axis + 1:]
+        return _copy.gather(self.xp, data, idx, axis, self.xp.empty(shape, dtype=data.dtype))
+
+    def take(self, data, idx, axis, negative=True):
+        cp = self.xp
+        with self.ctx():
+            idx = self.astype(idx, _INT64, False)
+            if not idx.flags.c_contiguous:
+                idx = self.copy(idx)
+            if negative:  # the caller checked [-n, n): floor remainder wraps the negatives
+                n = TypedScalar(np.int64(data.shape[axis]), _INT64)
+                idx = self.elementwise("remainder", None, (idx, n), _INT64, _INT64, idx.shape)
+            return self._gather(data, idx, axis)
 
     # ---- reductions: the generator fused reductions use ------------------------------------
     def reduce(self, kind, data, axes, keepdims, dtype):
