@@ -344,6 +344,121 @@ from helpers import nvrtc_missing as _nvrtc_reason  # noqa: E402  (one skip reas
 
 
 @pytest.mark.skipif(_nvrtc_reason() is not None, reason=str(_nvrtc_reason()))
+# ---- recorded programs: a replay launches exactly what planning would ---------------------
+
+class _FakeCupy:
+    """What the launchers touch of CuPy: the device, the stream, memcpyAsync."""
+
+    def __init__(self, log):
+        import types
+        rt = types.SimpleNamespace(getDevice=lambda: 0, memcpyAsync=lambda d, s, n, k, st:
+                                   log.append(("memcpy", d, s, n)))
+        stream = types.SimpleNamespace(ptr=7)
+        self.cuda = types.SimpleNamespace(runtime=rt, get_current_stream=lambda: stream)
+
+
+class _FakeArray:
+    def __init__(self, like, ptr):
+        self.shape, self.strides, self.itemsize, self.dtype = (like.shape, like.strides,
+                                                               like.itemsize, like.dtype)
+        self.size, self.ndim = like.size, like.ndim
+        self.flags = like.flags
+        self.data = type("M", (), {"ptr": ptr})()
+
+
+@pytest.fixture
+def launches(monkeypatch):
+    """Every launch as (kernel, blocks, threads, argument cells): from a replay (the driver
+    call) or from direct planning (copy.py's _launch); the device's SM count is fixed."""
+    import ctypes
+    log = []
+
+    names = {}
+
+    def driver(fn, gx, gy, gz, bx, by, bz, smem, stream, params, extra):
+        p = ctypes.cast(params, ctypes.POINTER(ctypes.c_void_p))[0]
+        name = names[fn]
+        n = (K._TRANS_FIELDS + 3 * K.MAXND if "transpose" in name else
+             K._CONCAT_FIELDS + 3 * K.MAXPARTS + 1 if "concat" in name else
+             K._MOVE_FIELDS + 3 * K.MAXND)
+        log.append((name, gx, (bx, by), list((ctypes.c_int64 * n).from_address(p))))
+
+    def kernel(name):
+        names[hash(name)] = name
+        return type("F", (), {"ptr": hash(name)})()
+
+    monkeypatch.setattr(K, "driver_launch", lambda: driver)
+    monkeypatch.setattr(K, "_kernel", kernel)
+    monkeypatch.setattr(K, "device_info", lambda cp: type("D", (), {"sm_count": 132})())
+    K_cache = __import__("xp_cuda._kernels.reduction", fromlist=["_cache"])._cache
+    K_cache.clear()
+    recorded = []
+    program = K._program
+    monkeypatch.setattr(K, "_program", lambda *a: recorded.append(a[1]) or program(*a))
+    return log, _FakeCupy(log), recorded
+
+
+def _direct(cp, log, fn):
+    """The launches of fn() with recording bypassed: planning every time."""
+    start = len(log)
+    saved = K._run
+    K._run = lambda cp_, key, ptrs, run: run(*ptrs)
+    try:
+        fn()
+    finally:
+        K._run = saved
+    return log[start:]
+
+
+def _same(a, b):
+    assert len(a) == len(b)
+    for x, y in zip(a, b):
+        if x[0] == "memcpy":
+            assert x == y
+        else:
+            assert x == y
+
+
+@pytest.mark.parametrize("base", [0x7f0000000000, 0x7f0000001008])
+def test_replayed_programs_match_direct_planning(launches, base):
+    log, cp, recorded = launches
+    b = np.empty((64, 80), np.float32)
+    cases = {"copy T": (b[:40, :48].T.copy(), b[:40, :48].T),
+             "copy flip": (b[::-1, 1:], b[::-1, 1:]),
+             "copy rows": (b[:, :33], b[:, 2:35])}
+    for name, (d, s_) in cases.items():
+        for shift in (0, 4096 * 3):  # a first call records, a second one replays
+            dst, src = _FakeArray(d, base + shift), _FakeArray(s_, base + 0x100000 + shift)
+            start = len(log)
+            K.copy_into(cp, dst, src)
+            got = log[start:]
+            want = _direct(cp, log, lambda: K.copy_into(cp, dst, src))
+            _same(got, want)
+    parts = [np.empty((5, 7), np.float64), b[:5, :9].astype(np.float64)[:, ::2],
+             np.empty((5, 3), np.float64)]
+    out = np.empty((5, 15), np.float64)
+    for shift in (0, 64):
+        fo = _FakeArray(out, base + shift)
+        fp = [_FakeArray(p, base + 0x200000 * (k + 1) + shift) for k, p in enumerate(parts)]
+        start = len(log)
+        K.concat(cp, fp, 1, fo)
+        got = log[start:]
+        _same(got, _direct(cp, log, lambda: K.concat(cp, fp, 1, fo)))
+        assert len(got) == 3  # the strided middle part splits the contiguous run
+    x = b[:, :16].astype(np.float32)
+    idx = np.empty(100, np.int64)
+    for shift in (0, 128):
+        fo = _FakeArray(np.empty((100, 16), np.float32), base + shift)
+        fx, fi = _FakeArray(x, base + 0x400000 + shift), _FakeArray(idx, base + 0x800000)
+        start = len(log)
+        K.gather(cp, fx, fi, 0, fo)
+        got = log[start:]
+        _same(got, _direct(cp, log, lambda: K.gather(cp, fx, fi, 0, fo)))
+        assert got
+    # one recording per geometry (and alignment), replays after: 3 copies, concat, gather
+    assert [k[0] for k in recorded] == ["copy"] * 3 + ["concat", "gather"], recorded
+
+
 def test_every_launcher_kernel_compiles():
     from xp_cuda._kernels import kernel_sources, nvrtc_compile
     ptx = nvrtc_compile(kernel_sources()["copy.cu"], name="copy.cu")

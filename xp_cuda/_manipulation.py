@@ -201,7 +201,7 @@ def reshape(x, /, shape, *, copy=None) -> Array:
         return _wrap(b.copy(x._data).reshape(shape), x.device)
     xp = b.xp
     with b.ctx():
-        out = x._data.reshape(shape)
+        out = b.reshape(x._data, shape)
         # A reshape that had to copy lands in a fresh buffer, sharing no memory with x.
         if copy is False and x.size > 0 and not xp.may_share_memory(out, x._data):
             raise ValueError(f"reshape: an array of shape {x.shape} with its strides cannot "

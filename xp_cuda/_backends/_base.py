@@ -184,6 +184,10 @@ class Backend:
         with self.ctx():
             return self.xp.stack([p.astype(dtype._np, copy=False) for p in parts], axis=axis)
 
+    def reshape(self, data, shape):
+        """data in `shape`: a view where the strides allow one, else a C-contiguous copy."""
+        return data.reshape(shape)
+
     def copy(self, data):
         """A C-contiguous copy (reshape(copy=True), materialised views)."""
         with self.ctx():

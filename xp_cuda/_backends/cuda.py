@@ -167,8 +167,22 @@ class CudaBackend(Backend):
         with self.ctx():
             return self._into(data.shape, data.dtype, lambda o: o, data)
 
+    def reshape(self, data, shape):
+        if data.flags.c_contiguous:
+            return data.reshape(shape)
+        # NumPy's rule says whether these strides can view `shape` (on a stand-in array of
+        # one element: only the strides matter); else our copy, not CuPy's
+        probe = np.lib.stride_tricks.as_strided(np.empty(1, data.dtype), data.shape,
+                                                data.strides)
+        try:
+            view = probe.reshape(shape, copy=False)
+        except ValueError:
+            with self.ctx():
+                return self.copy(data).reshape(shape)
+        return self.xp.lib.stride_tricks.as_strided(data, view.shape, view.strides)
+
     def _flat(self, data):
-        return data.reshape(-1) if data.flags.c_contiguous else self.copy(data).reshape(-1)
+        return self.reshape(data, (-1,))
 
     def concat(self, parts, axis, dtype):
         cp = self.xp

@@ -81,6 +81,7 @@ import functools
 
 import ctypes
 import math
+import threading
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -370,6 +371,89 @@ def plan_concat(out_shape, axis: int, parts, itemsize: int = 1) -> tuple:
 
 # ---- launching ------------------------------------------------------------------------------
 
+# A call's launches depend only on its geometry (shapes, strides, item size, pointer
+# alignments, device): planning and packing them cost 20-60 us of host time per call, so each
+# geometry is planned once with stand-in addresses, its launches recorded, and later calls
+# replay them with their own addresses. Stand-in address k is (k + 1) * _SLOT plus the real
+# address modulo 16 (the planner's alignment choices see the same residues); an argument cell
+# within _SLOT / 2 of one is that address plus a fixed offset. No size, stride or count of a
+# copy reaches _SLOT / 2 (2**51 bytes).
+_SLOT = 1 << 52
+_MAX_SLOTS = 1024  # (k + 1) * _SLOT stays below 2**63
+_recording = threading.local()
+
+
+@dataclass(frozen=True)
+class _Step:
+    fn: int                    # CUfunction, or 0 for a cudaMemcpyAsync
+    blocks: int
+    threads: tuple
+    template: bytes            # the argument struct with stand-in addresses
+    cells: tuple               # (cell, address slot, offset) of each address in it
+    nbytes: int = 0            # memcpy: (dst slot, dst offset, src slot, src offset) in cells
+
+
+def _stand_ins(ptrs) -> list:
+    return [(k + 1) * _SLOT + p % 16 for k, p in enumerate(ptrs)]
+
+
+def _slot_of(value: int, fakes) -> tuple | None:
+    k = (value + _SLOT // 2) // _SLOT - 1
+    if 0 <= k < len(fakes):
+        return k, value - fakes[k]
+    return None
+
+
+def _program(cp, key, ptrs, run):
+    """The recorded launches of ``run(*stand-in addresses)`` for this geometry (cached in the
+    kernel layer's one bounded launch cache, keyed by ``key`` and the device)."""
+    from .reduction import keep  # the kernel layer's one bounded launch cache
+    fakes = _stand_ins(ptrs)
+    _recording.steps = steps = []
+    try:
+        run(*fakes)
+    finally:
+        _recording.steps = None
+    prog = []
+    for rec in steps:
+        if rec[0] is None:  # memcpy
+            _, d, s_, n = rec
+            (dk, do), (sk, so) = _slot_of(d, fakes), _slot_of(s_, fakes)
+            prog.append(_Step(0, 0, (), b"", (dk, do, sk, so), n))
+            continue
+        name, blocks, threads, args = rec
+        cells = tuple((i, *hit) for i, v in enumerate(args.tolist())
+                      if (hit := _slot_of(v, fakes)) is not None)
+        prog.append(_Step(_kernel(name).ptr, blocks, tuple(threads), args.tobytes(), cells))
+    return keep(key, tuple(prog))
+
+
+def _replay(cp, prog, ptrs) -> None:
+    stream = cp.cuda.get_current_stream().ptr
+    for st in prog:
+        if not st.fn:
+            dk, do, sk, so = st.cells
+            cp.cuda.runtime.memcpyAsync(ptrs[dk] + do, ptrs[sk] + so, st.nbytes, _MEMCPY_D2D,
+                                        stream)
+            continue
+        buf = (ctypes.c_int64 * (len(st.template) // 8)).from_buffer_copy(st.template)
+        for i, k, off in st.cells:
+            buf[i] = ptrs[k] + off
+        params = (ctypes.c_void_p * 1)(ctypes.addressof(buf))
+        driver_launch()(st.fn, st.blocks, 1, 1, st.threads[0], st.threads[1], 1, 0, stream,
+                        ctypes.addressof(params), 0)
+
+
+def _run(cp, key, ptrs, run) -> None:
+    """Run ``run(*ptrs)`` through its recorded program (recorded on first sight)."""
+    from .reduction import lookup
+    key = key + (cp.cuda.runtime.getDevice(),) + tuple(p % 16 for p in ptrs)
+    prog = lookup(key)
+    if prog is None:
+        prog = _program(cp, key, ptrs, run)
+    _replay(cp, prog, ptrs)
+
+
 _MOVE_FIELDS = 12      # MoveArgs: scalars before the three per-dim arrays
 _TRANS_FIELDS = 14     # TransArgs
 _CONCAT_FIELDS = 8     # ConcatArgs: scalars before src, w, start
@@ -381,7 +465,12 @@ def _kernel(name):
 
 def _launch(cp, name, blocks, threads, args):
     """One launch with the argument struct ``args`` (int64 cells) as its only parameter: the
-    driver copies it before returning, so a local buffer serves any thread."""
+    driver copies it before returning, so a local buffer serves any thread. Inside a
+    recording (see ``_program``) the launch is noted instead."""
+    rec = getattr(_recording, "steps", None)
+    if rec is not None:
+        rec.append((name, blocks, threads, args.copy()))
+        return
     fn = _kernel(name)
     ptrs = (ctypes.c_void_p * 1)(args.ctypes.data)
     driver_launch()(fn.ptr, blocks, 1, 1, threads[0], threads[1], 1, 0,
@@ -418,6 +507,11 @@ def _flat(cp, plan: CopyPlan, dst_ptr, src_ptr):
 
 
 def _memcpy(cp, dst_ptr, src_ptr, nbytes):
+    rec = getattr(_recording, "steps", None)
+    if rec is not None:
+        if nbytes:
+            rec.append((None, dst_ptr, src_ptr, nbytes))
+        return
     if nbytes:
         cp.cuda.runtime.memcpyAsync(dst_ptr, src_ptr, nbytes, _MEMCPY_D2D,
                                     cp.cuda.get_current_stream().ptr)
@@ -506,16 +600,12 @@ def run_copy(cp, plan: CopyPlan, dst_ptr: int, src_ptr: int) -> None:
 def copy_into(cp, dst, src):
     """dst[...] = src, elementwise (see the module docstring for the preconditions)."""
     assert dst.shape == src.shape and dst.dtype == src.dtype, (dst.shape, src.shape)
-    dp, sp = dst.data.ptr, src.data.ptr
-    plan = plan_copy(dst.shape, dst.strides, src.strides, dst.itemsize, dp % 16, sp % 16)
-    run_copy(cp, plan, dp, sp)
+    shape, dstr, sstr, S = dst.shape, dst.strides, src.strides, dst.itemsize
+
+    def run(d, s):
+        run_copy(cp, plan_copy(shape, dstr, sstr, S, d % 16, s % 16), d, s)
+    _run(cp, ("copy", shape, dstr, sstr, S), (dst.data.ptr, src.data.ptr), run)
     return dst
-
-
-def _column_view(out, axis, col, width, inner):
-    """out's slice holding output columns [col, col + width) of every outer row (a part)."""
-    a0 = col // inner
-    return out[(slice(None),) * axis + (slice(a0, a0 + width // inner),)]
 
 
 def concat(cp, parts, axis: int, out):
@@ -523,25 +613,37 @@ def concat(cp, parts, axis: int, out):
     if out.size == 0:
         return out
     axis = axis + out.ndim if axis < 0 else axis
-    S = out.itemsize
-    infos = [(p.shape, bool(p.flags.c_contiguous) and p.data.ptr % S == 0) for p in parts]
-    outer = math.prod(out.shape[:axis])
-    inner = math.prod(out.shape[axis + 1:])
-    total = out.shape[axis] * inner
-    base = out.data.ptr
-    for st in plan_concat(out.shape, axis, infos, S):
-        if st.kind == "copy":
-            p = parts[st.parts[0]]
-            copy_into(cp, _column_view(out, axis, st.col, st.width, inner), p)
-        elif st.kind == "memcpy":
-            _memcpy(cp, base + st.col * S, parts[st.parts[0]].data.ptr, st.width * S)
-        else:
-            _concat_launch(cp, [parts[i] for i in st.parts], axis, inner, S, base + st.col * S,
-                           outer, total * S, st.width)
+    S, oshape, ostr = out.itemsize, out.shape, out.strides
+    shapes = tuple(p.shape for p in parts)
+    strides = tuple(p.strides for p in parts)
+    contig = tuple(bool(p.flags.c_contiguous) for p in parts)
+
+    def run(o, *pp):
+        infos = [(sh, c and q % S == 0) for sh, c, q in zip(shapes, contig, pp)]
+        inner = math.prod(oshape[axis + 1:])
+        for st in plan_concat(oshape, axis, infos, S):
+            i = st.parts[0]
+            if st.kind == "copy":  # into the part's columns of out: out's strides
+                vshape = oshape[:axis] + (shapes[i][axis],) + oshape[axis + 1:]
+                d = o + st.col * S
+                run_copy(cp, plan_copy(vshape, ostr, strides[i], S, d % 16, pp[i] % 16), d,
+                         pp[i])
+            elif st.kind == "memcpy":
+                _memcpy(cp, o + st.col * S, pp[i], st.width * S)
+            else:
+                _concat_launch(cp, [(pp[k], shapes[k][axis] * inner) for k in st.parts], S,
+                               o + st.col * S, math.prod(oshape[:axis]),
+                               oshape[axis] * inner * S, st.width)
+    ptrs = (out.data.ptr,) + tuple(p.data.ptr for p in parts)
+    if len(ptrs) > _MAX_SLOTS:  # too many addresses to stand in for: plan this call alone
+        run(*ptrs)
+    else:
+        _run(cp, ("concat", oshape, axis, S, shapes, strides, contig), ptrs, run)
     return out
 
 
-def _concat_launch(cp, group, axis, inner, S, dst_ptr, outer, row_stride, width):
+def _concat_launch(cp, group, S, dst_ptr, outer, row_stride, width):
+    """One launch joining ``group``'s (address, width in elements) parts, a row each."""
     V = max(1, 16 // S)
     shift = _needs_shift(S, dst_ptr, (row_stride,) if outer > 1 else ())
     cpr = -(-(width + (V - 1 if shift else 0)) // V)
@@ -549,9 +651,8 @@ def _concat_launch(cp, group, axis, inner, S, dst_ptr, outer, row_stride, width)
     a = np.zeros(_CONCAT_FIELDS + 3 * MAXPARTS + 1, dtype=np.int64)
     a[:8] = (dst_ptr, outer, row_stride, width, cpr, shift, len(group), segs)
     col = 0
-    for k, p in enumerate(group):
-        w = p.shape[axis] * inner
-        a[8 + k] = p.data.ptr
+    for k, (ptr, w) in enumerate(group):
+        a[8 + k] = ptr
         a[8 + MAXPARTS + k] = w
         a[8 + 2 * MAXPARTS + k] = col
         col += w
@@ -564,11 +665,14 @@ def gather(cp, x, indices, axis: int, out):
     assert indices.dtype == np.int64 and indices.ndim == 1 and indices.flags.c_contiguous
     assert out.flags.c_contiguous and out.dtype == x.dtype
     axis = axis + x.ndim if axis < 0 else axis
-    plan = plan_gather(x.shape, x.strides, axis, indices.size, x.itemsize, x.data.ptr % 16,
-                       out.data.ptr % 16)
-    if plan.path == "empty":
-        return out
-    run_gather(cp, plan, out.data.ptr, x.data.ptr, indices.data.ptr)
+    shape, xstr, m, S = x.shape, x.strides, indices.size, x.itemsize
+
+    def run(o, xp_, ip):
+        plan = plan_gather(shape, xstr, axis, m, S, xp_ % 16, o % 16)
+        if plan.path != "empty":
+            run_gather(cp, plan, o, xp_, ip)
+    _run(cp, ("gather", shape, xstr, axis, m, S), (out.data.ptr, x.data.ptr,
+                                                   indices.data.ptr), run)
     return out
 
 
