@@ -51,6 +51,10 @@ COL_GROUPS = 32  # at most this many neighbouring outputs per block (innermost a
 # 64 or 128: (2^22, 64) 0.94 -> 0.71, (2^20, 256) 1.03 -> 0.95 / 0.73 (2 waves)
 MAX_GRID = 2**31 - 1  # one thread per vector or element: see elementwise.MAX_GRID
 RED_VECTOR_BYTES = 16  # the reduction's vector path reads 16-byte vectors, two in flight
+# The element-wise loop (columns, strided operands) keeps this many bytes of loads in flight per
+# lane, 4 to 16 elements a step: a memory-bound loop needs ~20 KiB in flight per SM, and four
+# 1-byte loads per thread left any(axis=0) of a (8192, 8192) bool at 0.28 of the copy rate.
+SCALAR_BYTES = 32
 # Reductions whose accumulator is a struct of fusion.cuh: kind -> its bytes (XpArg<T> for T of
 # at most 8 bytes: 16; XpMom<double>: 24). Their partials are scratch of 8-byte words.
 STRUCT_ACC = {"argmax": 16, "argmin": 16, "var": 24, "std": 24}
@@ -121,6 +125,7 @@ class ReducePlan:
     vec: int  # elements per vector on the vector path (1: no vector path)
     scratch: tuple  # ((P * S, dtype), (P, "uint32")) when S > 1, else (None, None); a
     # struct accumulator's partials as (P * S * words, "uint64")
+    unroll: int = 4  # elements per step of the element-wise loop (see SCALAR_BYTES)
 
 
 @dataclass(frozen=True)
@@ -260,8 +265,9 @@ def plan_reduction(node, j, r, strides_ok, inputs, sms) -> ReducePlan:
         if fin:
             widest = max(i.itemsize for k in fin for i in inputs if i.pos == k)
             vec = max(1, RED_VECTOR_BYTES // widest)
+    unroll = min(16, max(4, SCALAR_BYTES // itemsize(x.dtype.name)))
     return ReducePlan(j, r, kind, acc, node.dtype.name, tuple(axes), kept, P, M, row_like, G, S,
-                      chunk, per, blocks, flat, fin, vec, scratch)
+                      chunk, per, blocks, flat, fin, vec, scratch, unroll)
 
 
 def plan_kernel(kernel_outs, inputs, sms, config) -> KernelPlan:

@@ -598,9 +598,11 @@ def _reduce_vector_path(e, vals, plan, red, x, acc):
 
 
 def _reduce_scalar_loop(e, vals, red, x, kc, nd, acc):
-    """Four elements a step, then one: element jj of the range of output p."""
+    """red.unroll elements a step (all loads first, then a fixed-order tree), then one:
+    element jj of the range of output p."""
     j = red.out
     comb = acc.comb
+    U = red.unroll
 
     def body(var):
         vals.start("scalar", f"(p * M + {var})" if red.kept else var)
@@ -620,20 +622,23 @@ def _reduce_scalar_loop(e, vals, red, x, kc, nd, acc):
     e.line("const long long jend = min(s * chunk + chunk, M);")
     e.line("long long jj = s * chunk + lane;")
     vs = []
-    with e.block("for (; jj + 3 * G < jend; jj += 4 * G) {"):
-        for u in range(4):
+    with e.block(f"for (; jj + {U - 1} * G < jend; jj += {U} * G) {{"):
+        for u in range(U):
             var = f"ju{u}"
             e.line(f"const long long {var} = jj + {u} * G;")
             lines, v = body(var)
             e.lines(lines)
             vs.append(v)
-        if acc.batched:
-            e.line(f"const {CTYPES[red.dtype]} xq[4] = {{{', '.join(acc.item(v) for v in vs)}}};")
-            e.line(f"acc = {comb}(acc, {acc.batch('xq')});")
+        if acc.batched:  # in batches of four: the moments' batch size
+            for b in range(0, U, 4):
+                items = ", ".join(acc.item(v) for v in vs[b:b + 4])
+                e.line(f"const {CTYPES[red.dtype]} xq{b}[4] = {{{items}}};")
+                e.line(f"acc = {comb}(acc, {acc.batch(f'xq{b}')});")
         else:
             c = [acc.elem(v, f"ju{u}") for u, v in enumerate(vs)]
-            e.line(f"acc = {comb}(acc, {comb}({comb}({c[0]}, {c[1]}), "
-                   f"{comb}({c[2]}, {c[3]})));")
+            while len(c) > 1:
+                c = [f"{comb}({c[i]}, {c[i + 1]})" for i in range(0, len(c), 2)]
+            e.line(f"acc = {comb}(acc, {c[0]});")
     with e.block("for (; jj < jend; jj += G) {"):
         e.line("const long long jt = jj;")
         lines, v = body("jt")
