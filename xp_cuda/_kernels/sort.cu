@@ -1062,13 +1062,13 @@ __device__ __forceinline__ void sortuniq_runs(
     const long long t = s_tile;
     const long long wbase = t * UQ_TILE + (long long)warp * (32 * UQ_ITEMS);
 
-    K raw[UQ_ITEMS], key[UQ_ITEMS];
+    K key[UQ_ITEMS];  // raw values are reloaded at run starts (cache hits), not held: registers
     unsigned b[UQ_ITEMS];
 #pragma unroll
     for (int j = 0; j < UQ_ITEMS; ++j) {
         const long long p = wbase + j * 32 + lane;
-        raw[j] = p < n ? s[p] : (K)0;
-        key[j] = s_is_key ? raw[j] : to_key<K>(raw[j], mode);
+        const K r = p < n ? s[p] : (K)0;
+        key[j] = s_is_key ? r : to_key<K>(r, mode);
     }
     K before = 0;  // the key preceding the warp's first element
     if (lane == 0 && wbase > 0 && wbase < n) {
@@ -1127,7 +1127,7 @@ __device__ __forceinline__ void sortuniq_runs(
                 if (perm && !inverse && (indices || special)) q = perm[p];
                 K v;
                 if (!s_is_key) {
-                    v = raw[j];
+                    v = s[p];
                 } else if (special) {
                     if (perm) {
                         v = x[q];
@@ -1154,12 +1154,14 @@ __device__ __forceinline__ void sortuniq_runs(
     }
 }
 
+// runs: at least 3 blocks per SM (768 threads); unbounded, ptxas gave 64-bit keys 95 registers
+// (2 blocks) or 64 with spills.
 #define SORTUNIQ(W, K)                                                                            \
     extern "C" __global__ void __launch_bounds__(256)                                             \
     xp_sortuniq_keys_##W(const K* x, K* keys, long long n, int mode, int vec, u64* zfirst) {      \
         sortuniq_keys<K>(x, keys, n, mode, vec, zfirst);                                          \
     }                                                                                             \
-    extern "C" __global__ void __launch_bounds__(32 * UQ_WARPS)                                   \
+    extern "C" __global__ void __launch_bounds__(32 * UQ_WARPS, 3)                                \
     xp_sortuniq_runs_##W(const K* s, int s_is_key, const long long* perm, const K* x,             \
                          const u64* zfirst, long long n, int mode, K* values,                     \
                          long long* indices, long long* counts, long long* inverse,               \
