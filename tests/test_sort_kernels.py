@@ -452,6 +452,105 @@ def test_keep_whole_copies_only_small_results():
     assert K.keep_whole(251, 1000)
 
 
+def _model_runs(key, fl):
+    """NumPy model of sort.cu's sortuniq_runs on sorted keys, statement for statement: tiles
+    of 8 warps x 8 rows of 32 lanes, a ballot of run starts per row, the (starts, last start)
+    pair scanned over the warps of a tile and carried across tiles (the look-back's result),
+    then each element's run u, the start before it, and what it writes. Returns (rank of each
+    sorted position, run start positions, counts, number of runs)."""
+    n = key.size
+    nan_key = np.iinfo(key.dtype).max
+    lanes = np.arange(32)
+    u_of = np.full(n, -1, np.int64)
+    starts = np.full(n, -1, np.int64)
+    counts = np.full(n, -1, np.int64)
+    nuniq = None
+    carry = (0, -1)  # what the look-back returns to tile t: the pair over tiles < t
+    for t in range(-(-n // K.UNIQUE_TILE)):
+        rows, pairs = [], []
+        for w in range(8):
+            wbase = t * K.UNIQUE_TILE + w * 256
+            bs, cnt, last = [], 0, -1
+            for j in range(8):
+                p = wbase + j * 32 + lanes
+                k = key[np.minimum(p, n - 1)]
+                kp = key[np.clip(p - 1, 0, n - 1)]  # the shuffle / lane 0's load of p - 1
+                st = (p < n) & ((p == 0) | (k != kp) | (fl & (k == nan_key)))
+                b = int(np.sum(st.astype(np.int64) << lanes))
+                bs.append(b)
+                cnt += bin(b).count("1")
+                if b:
+                    last = wbase + j * 32 + b.bit_length() - 1
+            rows.append(bs)
+            pairs.append((cnt, last))
+        agg = (sum(c for c, _ in pairs), max(s for _, s in pairs))
+        for w in range(8):
+            ec = carry[0] + sum(c for c, _ in pairs[:w])
+            es = max([carry[1]] + [s for _, s in pairs[:w]])
+            C, L = ec, es
+            wbase = t * K.UNIQUE_TILE + w * 256
+            for j, b in enumerate(rows[w]):
+                rowp = wbase + j * 32
+                for lane in range(32):
+                    p = rowp + lane
+                    if p >= n:
+                        continue
+                    below = b & ((1 << lane) - 1)
+                    st = (b >> lane) & 1
+                    r = C + bin(below).count("1")
+                    u = r if st else r - 1
+                    prev = rowp + below.bit_length() - 1 if below else L
+                    u_of[p] = u
+                    if st:
+                        starts[r] = p
+                        if r > 0:
+                            counts[r - 1] = p - prev
+                    if p == n - 1:
+                        counts[u] = n - (p if st else prev)
+                        nuniq = u + 1
+                C += bin(b).count("1")
+                if b:
+                    L = rowp + b.bit_length() - 1
+        carry = (carry[0] + agg[0], max(carry[1], agg[1]))
+    return u_of, starts[:nuniq], counts[:nuniq], nuniq
+
+
+@pytest.mark.parametrize("n", [1, 2, 33, 255, 256, 257, 2047, 2048, 2049, 4096 + 300, 9000])
+@pytest.mark.parametrize("kind", ["few", "many", "equal", "nan", "tiles"])
+def test_model_of_the_run_kernel_matches_numpy(n, kind):
+    """The run kernel's indexing (ranks from ballots, the start before each element from the
+    last start of earlier rows, warps and tiles) on sorted keys, against np.unique."""
+    rng = np.random.default_rng(_seed("model", n, kind))
+    if kind == "few":
+        key = rng.integers(0, 2**32 - 2, n, dtype=np.uint64).astype(np.uint32)
+    elif kind == "many":
+        key = rng.integers(0, 7, n).astype(np.uint32)
+    elif kind == "equal":
+        key = np.full(n, 5, np.uint32)
+    elif kind == "nan":  # the float NaN key: every element its own run
+        key = np.where(rng.random(n) < 0.5, 3, np.iinfo(np.uint32).max).astype(np.uint32)
+    else:  # runs ending at warp and tile boundaries
+        key = (np.arange(n) // 256).astype(np.uint32)
+    key = np.sort(key)
+    fl = kind == "nan"
+    u_of, starts, counts, nuniq = _model_runs(key, fl)
+    if fl:
+        nums = key[key != np.iinfo(np.uint32).max]
+        _, first, inv, cnt = np.unique(nums, return_index=True, return_inverse=True,
+                                       return_counts=True)
+        m = n - nums.size
+        first = np.concatenate([first, nums.size + np.arange(m)])
+        inv = np.concatenate([inv, first.size - m + np.arange(m)])
+        cnt = np.concatenate([cnt, np.ones(m, np.int64)])
+    else:
+        _, first, inv, cnt = np.unique(key, return_index=True, return_inverse=True,
+                                       return_counts=True)
+    assert nuniq == first.size
+    np.testing.assert_array_equal(starts, first)
+    np.testing.assert_array_equal(u_of, inv)
+    np.testing.assert_array_equal(counts, cnt)
+
+
 def _unique_flat_ref(a):
     """np.unique of the 1-D a with the spec's NaN rule (equal_nan=False: each NaN distinct),
     stable (first occurrences), all four parts."""
