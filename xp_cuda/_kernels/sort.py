@@ -407,8 +407,8 @@ def plan_unique(n: int, dtype, want_index: bool, want_inverse: bool,
 
 def keep_whole(k: int, n: int) -> bool:
     """Whether sorted_unique returns its k results as views of the n-element buffers the run
-    kernel wrote (k >= n / 4: the waste is at most 4x) rather than copies of them (few unique
-    values: a small copy frees most of the memory)."""
+    kernel wrote (4k > n: they hold under 4x what is used) rather than copies of them (few
+    unique values: a copy of under a quarter of the buffers frees most of their memory)."""
     return 4 * k > n
 
 
