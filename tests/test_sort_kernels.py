@@ -409,3 +409,302 @@ def test_small_unique_bool_one_value_and_late_first(cp, n):
             np.testing.assert_array_equal(cp.asnumpy(got["counts"]), counts)
             np.testing.assert_array_equal(cp.asnumpy(got["indices"]), first)
             np.testing.assert_array_equal(cp.asnumpy(got["inverse_indices"]), inv)
+
+
+# ---- sorted_unique ---------------------------------------------------------------------------
+
+def test_every_kernel_name_has_a_compile_unit():
+    units = K.units()
+    missing = [n for n in K.kernel_names() if n not in units]
+    assert not missing, f"kernel names without an instantiation line in sort.cu: {missing}"
+    for w in K.UNIQUE_WIDTHS:
+        assert f"SORTUNIQ({w}," in units[f"xp_sortuniq_runs_{w}"]
+        assert units[f"xp_sortuniq_keys_{w}"] == units[f"xp_sortuniq_runs_{w}"]
+
+
+def test_plan_unique_routes_and_scratch_layout():
+    for dt in K.SORTED_UNIQUE_DTYPES:
+        w = np.dtype(dt).itemsize
+        assert K.plan_unique(0, dt, True, True).sort == "empty"
+        for n in (1, 7, 1000, K.L_MAX, K.L_MAX + 1, 70000, 3_000_000, 2**31 + 5):
+            for wi, wv in ((False, False), (True, False), (False, True), (True, True)):
+                p = K.plan_unique(n, dt, wi, wv)
+                assert p.perm == (wi or wv)
+                assert p.sort == ("block" if n <= K.L_MAX else "keys"), (dt, n, p)
+                assert p.tiles == -(-n // K.UNIQUE_TILE) and p.tiles * K.UNIQUE_TILE >= n
+                # head (nuniq, first zero, counter) then one u32 flag per tile, zeroed; the
+                # 16-byte pairs aligned and disjoint after it
+                assert p.zero_bytes == 8 + 8 + 4 + 4 * p.tiles
+                assert p.aggs_off % 16 == 0 and p.aggs_off >= p.zero_bytes
+                assert p.incls_off == p.aggs_off + 16 * p.tiles
+                assert p.scratch_bytes == p.incls_off + 16 * p.tiles
+        # a device without the block tier's shared memory takes the radix-sort route
+        assert K.plan_unique(K.L_MAX, dt, True, True, smem_limit=20_000).sort == "keys"
+        assert K.plan_unique(40, dt, True, True, smem_limit=20_000).sort == "block"
+    with pytest.raises(AssertionError):
+        K.plan_unique(10, "int16", False, False)
+    assert K.UNIQUE_TILE == 32 * 8 * 8
+
+
+def test_keep_whole_copies_only_small_results():
+    assert K.keep_whole(1, 1) and K.keep_whole(3, 10) and K.keep_whole(1000, 1000)
+    assert not K.keep_whole(1, 5) and not K.keep_whole(250, 1000)
+    assert K.keep_whole(251, 1000)
+
+
+def _model_runs(key, fl):
+    """NumPy model of sort.cu's sortuniq_runs on sorted keys, statement for statement: tiles
+    of 8 warps x 8 rows of 32 lanes, a ballot of run starts per row, the (starts, last start)
+    pair scanned over the warps of a tile and carried across tiles (the look-back's result),
+    then each element's run u, the start before it, and what it writes. Returns (rank of each
+    sorted position, run start positions, counts, number of runs)."""
+    n = key.size
+    nan_key = np.iinfo(key.dtype).max
+    lanes = np.arange(32)
+    u_of = np.full(n, -1, np.int64)
+    starts = np.full(n, -1, np.int64)
+    counts = np.full(n, -1, np.int64)
+    nuniq = None
+    carry = (0, -1)  # what the look-back returns to tile t: the pair over tiles < t
+    for t in range(-(-n // K.UNIQUE_TILE)):
+        rows, pairs = [], []
+        for w in range(8):
+            wbase = t * K.UNIQUE_TILE + w * 256
+            bs, cnt, last = [], 0, -1
+            for j in range(8):
+                p = wbase + j * 32 + lanes
+                k = key[np.minimum(p, n - 1)]
+                kp = key[np.clip(p - 1, 0, n - 1)]  # the shuffle / lane 0's load of p - 1
+                st = (p < n) & ((p == 0) | (k != kp) | (fl & (k == nan_key)))
+                b = int(np.sum(st.astype(np.int64) << lanes))
+                bs.append(b)
+                cnt += bin(b).count("1")
+                if b:
+                    last = wbase + j * 32 + b.bit_length() - 1
+            rows.append(bs)
+            pairs.append((cnt, last))
+        agg = (sum(c for c, _ in pairs), max(s for _, s in pairs))
+        for w in range(8):
+            ec = carry[0] + sum(c for c, _ in pairs[:w])
+            es = max([carry[1]] + [s for _, s in pairs[:w]])
+            C, L = ec, es
+            wbase = t * K.UNIQUE_TILE + w * 256
+            for j, b in enumerate(rows[w]):
+                rowp = wbase + j * 32
+                for lane in range(32):
+                    p = rowp + lane
+                    if p >= n:
+                        continue
+                    below = b & ((1 << lane) - 1)
+                    st = (b >> lane) & 1
+                    r = C + bin(below).count("1")
+                    u = r if st else r - 1
+                    prev = rowp + below.bit_length() - 1 if below else L
+                    u_of[p] = u
+                    if st:
+                        starts[r] = p
+                        if r > 0:
+                            counts[r - 1] = p - prev
+                    if p == n - 1:
+                        counts[u] = n - (p if st else prev)
+                        nuniq = u + 1
+                C += bin(b).count("1")
+                if b:
+                    L = rowp + b.bit_length() - 1
+        carry = (carry[0] + agg[0], max(carry[1], agg[1]))
+    return u_of, starts[:nuniq], counts[:nuniq], nuniq
+
+
+@pytest.mark.parametrize("n", [1, 2, 33, 255, 256, 257, 2047, 2048, 2049, 4096 + 300, 9000])
+@pytest.mark.parametrize("kind", ["few", "many", "equal", "nan", "tiles"])
+def test_model_of_the_run_kernel_matches_numpy(n, kind):
+    """The run kernel's indexing (ranks from ballots, the start before each element from the
+    last start of earlier rows, warps and tiles) on sorted keys, against np.unique."""
+    rng = np.random.default_rng(_seed("model", n, kind))
+    if kind == "few":
+        key = rng.integers(0, 2**32 - 2, n, dtype=np.uint64).astype(np.uint32)
+    elif kind == "many":
+        key = rng.integers(0, 7, n).astype(np.uint32)
+    elif kind == "equal":
+        key = np.full(n, 5, np.uint32)
+    elif kind == "nan":  # the float NaN key: every element its own run
+        key = np.where(rng.random(n) < 0.5, 3, np.iinfo(np.uint32).max).astype(np.uint32)
+    else:  # runs ending at warp and tile boundaries
+        key = (np.arange(n) // 256).astype(np.uint32)
+    key = np.sort(key)
+    fl = kind == "nan"
+    u_of, starts, counts, nuniq = _model_runs(key, fl)
+    if fl:
+        nums = key[key != np.iinfo(np.uint32).max]
+        _, first, inv, cnt = np.unique(nums, return_index=True, return_inverse=True,
+                                       return_counts=True)
+        m = n - nums.size
+        first = np.concatenate([first, nums.size + np.arange(m)])
+        inv = np.concatenate([inv, first.size - m + np.arange(m)])
+        cnt = np.concatenate([cnt, np.ones(m, np.int64)])
+    else:
+        _, first, inv, cnt = np.unique(key, return_index=True, return_inverse=True,
+                                       return_counts=True)
+    assert nuniq == first.size
+    np.testing.assert_array_equal(starts, first)
+    np.testing.assert_array_equal(u_of, inv)
+    np.testing.assert_array_equal(counts, cnt)
+
+
+def _unique_flat_ref(a):
+    """np.unique of the 1-D a with the spec's NaN rule (equal_nan=False: each NaN distinct),
+    stable (first occurrences), all four parts."""
+    return np.unique(a, return_index=True, return_inverse=True, return_counts=True,
+                     equal_nan=False)
+
+
+def _sorted_unique_data(rng, dtype, n, dups):
+    """1-D data: many duplicates (a few dozen values) or few (a wide range); floats with NaN
+    of both signs and a payload, -0.0 and 0.0, infinities."""
+    dt = np.dtype(dtype)
+    if n == 0:
+        return np.zeros(0, dt)
+    if dt.kind in "iu":
+        info = np.iinfo(dt)
+        if dups == "many":
+            lo = max(info.min, -20)
+            a = rng.integers(lo, lo + 40, size=n).astype(dt)
+        else:
+            a = rng.integers(info.min, info.max, size=n, dtype=dt, endpoint=True)
+        m = rng.random(n) < 0.01  # extremes: every key byte varies
+        a[m] = np.array([info.min, info.max], dtype=dt)[rng.integers(0, 2, int(m.sum()))]
+        return a
+    if dups == "many":
+        a = rng.integers(-30, 30, size=n).astype(dt) / dt.type(4)
+    else:
+        a = (rng.standard_normal(n) * 10.0 ** rng.integers(-20, 20, n)).astype(dt)
+    r = rng.random(n)
+    ut = np.dtype(f"u{dt.itemsize}")
+    payload_nan = np.array(0x7FC00123 if dt.itemsize == 4 else 0x7FF8000000000123,
+                           dtype=ut).view(dt)
+    a[r < 0.01] = np.nan
+    a[(r >= 0.01) & (r < 0.02)] = -np.nan
+    a[(r >= 0.02) & (r < 0.025)] = payload_nan
+    a[(r >= 0.03) & (r < 0.05)] = -0.0
+    a[(r >= 0.05) & (r < 0.07)] = 0.0
+    a[(r >= 0.07) & (r < 0.08)] = np.inf
+    a[(r >= 0.08) & (r < 0.09)] = -np.inf
+    return a
+
+
+_UNIQUE_WANTS = [  # (values_only, index, inverse, counts)
+    (True, False, False, False), (False, False, False, False), (False, True, True, True),
+    (False, True, False, False), (False, False, True, False), (False, False, False, True),
+    (False, True, False, True)]
+
+
+def _check_sorted_unique(cp, a, x, label):
+    """sorted_unique(x) (x the device copy of a, possibly a view) against NumPy, every part
+    exactly; values bitwise where the path keeps bits (see sorted_unique's docstring)."""
+    vals, first, inv, counts = _unique_flat_ref(a)
+    n = a.size
+    ub = f"u{a.dtype.itemsize}"
+    for vo, wi, wv, wc in _UNIQUE_WANTS:
+        tag = f"{label} values_only={vo} index={wi} inverse={wv} counts={wc}"
+        got = K.sorted_unique(cp, x, vo, wi, wv, wc)
+        expect_keys = {"values"} | {k for k, w in (("indices", wi), ("inverse_indices", wv),
+                                                   ("counts", wc)) if w}
+        assert set(got) == expect_keys, tag
+        v = cp.asnumpy(got["values"])
+        assert v.dtype == a.dtype and v.ndim == 1, tag
+        assert v.shape == vals.shape, f"{tag}: {v.size} unique values, NumPy has {vals.size}"
+        bad = np.flatnonzero(~((v == vals) | (np.isnan(v) & np.isnan(vals))))
+        assert bad.size == 0, (f"{tag}: values differ at {bad[:5].tolist()}: got "
+                               f"{v[bad[:5]].tolist()}, want {vals[bad[:5]].tolist()}")
+        want_bits = a[first].view(ub) if n else vals.view(ub)
+        exact = wi or wv or n <= K.L_MAX  # a permutation, or the bit-exact block sort
+        if a.dtype.kind != "f" or exact:
+            bad = np.flatnonzero(v.view(ub) != want_bits)
+            assert bad.size == 0, (f"{tag}: value bits differ from the first occurrences at "
+                                   f"{bad[:5].tolist()}: got {v.view(ub)[bad[:5]].tolist()}, "
+                                   f"want {want_bits[bad[:5]].tolist()}")
+        else:  # values only, long: NaN bits are the default NaN, the zero is the first zero's
+            num = ~np.isnan(vals)
+            bad = np.flatnonzero(v.view(ub)[num] != want_bits[num])
+            assert bad.size == 0, f"{tag}: value bits differ (zero sign?) at {bad[:5].tolist()}"
+        if wi:
+            g = cp.asnumpy(got["indices"])
+            assert g.dtype == np.int64 and g.shape == first.shape, tag
+            bad = np.flatnonzero(g != first)
+            assert bad.size == 0, (f"{tag}: first indices differ at {bad[:5].tolist()}: got "
+                                   f"{g[bad[:5]].tolist()}, want {first[bad[:5]].tolist()}")
+        if wv:
+            g = cp.asnumpy(got["inverse_indices"])
+            assert g.dtype == np.int64 and g.shape == (n,), f"{tag}: {g.dtype} {g.shape}"
+            bad = np.flatnonzero(g != inv.reshape(-1))
+            assert bad.size == 0, (f"{tag}: inverse differs at {bad[:5].tolist()}: got "
+                                   f"{g[bad[:5]].tolist()}, want {inv.reshape(-1)[bad[:5]].tolist()}")
+        if wc:
+            g = cp.asnumpy(got["counts"])
+            assert g.dtype == np.int64 and g.shape == counts.shape, tag
+            bad = np.flatnonzero(g != counts)
+            assert bad.size == 0, (f"{tag}: counts differ at {bad[:5].tolist()}: got "
+                                   f"{g[bad[:5]].tolist()}, want {counts[bad[:5]].tolist()}")
+            assert int(g.sum()) == n, tag
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(_NO_GPU, reason="no usable CUDA GPU here")
+@pytest.mark.parametrize("dtype", K.SORTED_UNIQUE_DTYPES)
+@pytest.mark.parametrize("n", [0, 1, 2, 7, 1000, K.L_MAX, K.L_MAX + 1, 70000, 3_000_000])
+@pytest.mark.parametrize("dups", ["many", "few"])
+def test_sorted_unique_matches_numpy(cp, dtype, n, dups):
+    rng = np.random.default_rng(_seed("sorted_unique", dtype, n, dups))
+    a = _sorted_unique_data(rng, dtype, n, dups)
+    _check_sorted_unique(cp, a, cp.asarray(a), f"{dtype} n={n} {dups}")
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(_NO_GPU, reason="no usable CUDA GPU here")
+@pytest.mark.parametrize("dtype", K.SORTED_UNIQUE_DTYPES)
+@pytest.mark.parametrize("n", [5, 4099, 70001])
+def test_sorted_unique_misaligned_and_strided(cp, dtype, n):
+    """A view starting 1 element into its buffer (not 16-byte aligned: the key pass's scalar
+    path) and a strided view (copied to C order first)."""
+    rng = np.random.default_rng(_seed("sorted_unique_views", dtype, n))
+    base = _sorted_unique_data(rng, dtype, 2 * n + 1, "many")
+    xb = cp.asarray(base)
+    _check_sorted_unique(cp, base[1:n + 1], xb[1:n + 1], f"{dtype} n={n} offset 1")
+    _check_sorted_unique(cp, base[::-2], xb[::-2], f"{dtype} n={n} stride -2")
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(_NO_GPU, reason="no usable CUDA GPU here")
+@pytest.mark.parametrize("dtype", K.SORTED_UNIQUE_DTYPES)
+@pytest.mark.parametrize("n", [1, 2049, 70000, 3_000_000])
+def test_sorted_unique_run_shapes(cp, dtype, n):
+    """Runs that span many look-back tiles (all equal: one run; two halves), every element its
+    own run (distinct ascending, descending), runs ending exactly at tile boundaries."""
+    dt = np.dtype(dtype)
+    cases = {"all equal": np.full(n, 3, dt),
+             "two halves": np.concatenate([np.full(n // 2, 9, dt), np.full(n - n // 2, 2, dt)]),
+             "ascending": np.arange(n).astype(dt), "descending": np.arange(n)[::-1].astype(dt),
+             "tile runs": (np.arange(n) // K.UNIQUE_TILE).astype(dt)[::-1].copy()}
+    if dt.kind == "f":
+        cases["all nan"] = np.full(n, np.nan, dt)
+        z = np.zeros(n, dt)
+        z[::3] = -0.0  # -0.0 first: the zero value keeps its sign
+        cases["zeros"] = z
+        z2 = np.zeros(n, dt)
+        z2[1::2] = -0.0  # +0.0 first
+        cases["zeros+"] = z2
+        cases["nan tail"] = np.concatenate([np.arange(n // 2).astype(dt),
+                                            np.full(n - n // 2, np.nan, dt)])
+    for label, a in cases.items():
+        _check_sorted_unique(cp, a, cp.asarray(a), f"{dtype} n={n} {label}")
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(_NO_GPU, reason="no usable CUDA GPU here")
+def test_sorted_unique_small_result_is_a_compact_copy(cp):
+    a = np.repeat(np.arange(10, dtype=np.int64), 10000)
+    got = K.sorted_unique(cp, cp.asarray(a), False, True, True, True)
+    for name in ("values", "indices", "counts"):
+        arr = got[name]
+        assert arr.size == 10 and arr.data.mem.size <= 4096, (name, arr.data.mem.size)
+    np.testing.assert_array_equal(cp.asnumpy(got["counts"]), np.full(10, 10000))

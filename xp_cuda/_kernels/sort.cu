@@ -913,3 +913,263 @@ SEARCHSORTED(1, u8)
 SEARCHSORTED(2, u16)
 SEARCHSORTED(4, u32)
 SEARCHSORTED(8, u64)
+
+// ---- set functions of 32/64-bit dtypes: the runs of one sorted array (launcher: sorted_unique)
+//
+// Why this shape: the sort (a block sort, or CuPy's Thrust/CUB radix sort of the keys) is the one
+// expensive step; everything after it is one pass over the sorted array. xp_sortuniq_runs flags
+// run starts, ranks them with a single-pass decoupled look-back scan (CUB's scheme, as in
+// scan.cu: the sorted array is read once), and in the same pass writes the run values, their
+// first indices, the counts (from run boundaries) and the inverse (scattered through the
+// permutation). The scanned quantity is a pair: the number of run starts (a sum) and the
+// position of the last start (a max), so the element closing a run knows where the run began
+// even when it began tiles earlier.
+//
+// Layout: warp w of a tile owns UQ_ITEMS rows of 32 consecutive elements (warp-striped), so
+// every load and every compacted store of one row is contiguous across the lanes (coalesced,
+// no shared-memory transpose); a row's starts are one ballot, ranks within the warp popcounts.
+//
+// Equality is on keys (to_key): -0.0 equals +0.0, and in MODE_FLOAT the NaN key (all ones,
+// which no number maps to) starts a run at every element: NaNs are each distinct (the spec).
+
+#define UQ_WARPS 8
+#define UQ_ITEMS 8
+#define UQ_TILE (32 * UQ_WARPS * UQ_ITEMS)
+
+// keys[i] = to_key(x[i]); *zfirst = ~(the first index of a float zero of either sign), 0 when
+// there is none (stored inverted so a zeroed word means "none" and atomicMax finds the first).
+// 16-byte vectors when x is aligned (the key buffer always is).
+template <typename K>
+__device__ __forceinline__ void sortuniq_keys(const K* __restrict__ x, K* __restrict__ keys,
+                                              long long n, int mode, int vec,
+                                              u64* __restrict__ zfirst) {
+    constexpr int V = 16 / (int)sizeof(K);
+    const K S = sign_bit<K>();
+    const bool fl = mode == MODE_FLOAT;
+    const long long gt = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    const long long stride = (long long)gridDim.x * blockDim.x;
+    u64 zmin = ~0ull;  // a thread's indices increase, so its first zero is its smallest
+    long long done = 0;
+    if (vec) {
+        const long long nv = n / V;
+        const uint4* xv = reinterpret_cast<const uint4*>(x);
+        uint4* kv = reinterpret_cast<uint4*>(keys);
+        for (long long v = gt; v < nv; v += stride) {
+            union { uint4 q; K e[V]; } u;
+            u.q = xv[v];
+#pragma unroll
+            for (int j = 0; j < V; ++j) {
+                u.e[j] = to_key<K>(u.e[j], mode);
+                if (fl && u.e[j] == S && zmin == ~0ull) zmin = (u64)(v * V + j);
+            }
+            kv[v] = u.q;
+        }
+        done = nv * V;
+    }
+    for (long long i = done + gt; i < n; i += stride) {
+        const K k = to_key<K>(x[i], mode);
+        keys[i] = k;
+        if (fl && k == S && zmin == ~0ull) zmin = (u64)i;
+    }
+    if (fl) {
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) {
+            const u64 z = __shfl_xor_sync(FULL_MASK, zmin, o);
+            zmin = z < zmin ? z : zmin;
+        }
+        if ((threadIdx.x & 31) == 0 && zmin != ~0ull) atomicMax(zfirst, ~zmin);
+    }
+}
+
+// (starts, last start) of the preceding tiles, by the warp calling it (warp 0 of the tile):
+// publish this tile's aggregate, then walk back 32 tiles at a time until an inclusive prefix.
+// Values are published as value, fence, flag; read as flag, fence, value (from L2).
+__device__ __forceinline__ void sortuniq_lookback(long long t, long long ac, long long as,
+                                                  unsigned* flags, ulonglong2* aggs,
+                                                  ulonglong2* incls, long long& pc,
+                                                  long long& ps) {
+    const int lane = threadIdx.x & 31;
+    pc = 0;
+    ps = -1;
+    if (t == 0) {
+        if (lane == 0) {
+            __stcg(incls, make_ulonglong2((u64)ac, (u64)as));
+            __threadfence();
+            atomicExch(flags, 2u);
+        }
+        return;
+    }
+    if (lane == 0) {
+        __stcg(aggs + t, make_ulonglong2((u64)ac, (u64)as));
+        __threadfence();
+        atomicExch(flags + t, 1u);
+    }
+    long long j0 = t - 1;
+    while (true) {
+        const long long j = j0 - lane;
+        unsigned f = 2u;
+        long long c = 0, s = -1;
+        if (j >= 0) {
+            const volatile unsigned* fp = flags + j;
+            do { f = *fp; } while (f == 0u);
+            __threadfence();
+            const ulonglong2 v = f == 2u ? __ldcg(incls + j) : __ldcg(aggs + j);
+            c = (long long)v.x;
+            s = (long long)v.y;
+        }
+        const unsigned pm = __ballot_sync(FULL_MASK, f == 2u);
+        const int lim = pm ? __ffs(pm) - 1 : 31;  // the nearest inclusive prefix and after it
+        if (lane > lim) { c = 0; s = -1; }
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) {
+            c += __shfl_xor_sync(FULL_MASK, c, o);
+            s = max(s, __shfl_xor_sync(FULL_MASK, s, o));
+        }
+        pc += c;
+        ps = max(ps, s);
+        if (pm) break;
+        j0 -= 32;
+    }
+    if (lane == 0) {
+        __stcg(incls + t, make_ulonglong2((u64)(pc + ac), (u64)max(ps, as)));
+        __threadfence();
+        atomicExch(flags + t, 2u);
+    }
+}
+
+// s: the sorted array, raw values (s_is_key = 0: a stable sort of x's bits, written out as they
+// are) or keys (1: values from from_key, except the float zero and NaN keys, whose bits come
+// from x[perm[i]], or without perm from x[~*zfirst] and the default NaN). perm (int64, may be
+// null): the stable sorting permutation. Outputs (each may be null but values): values[r],
+// indices[r] = perm of run r's first element, counts[r], inverse[perm[i]] = run of element i,
+// *nuniq = the number of runs. counter/flags zeroed by the launcher.
+template <typename K>
+__device__ __forceinline__ void sortuniq_runs(
+        const K* __restrict__ s, int s_is_key, const long long* __restrict__ perm,
+        const K* __restrict__ x, const u64* __restrict__ zfirst, long long n, int mode,
+        K* __restrict__ values, long long* __restrict__ indices, long long* __restrict__ counts,
+        long long* __restrict__ inverse, long long* __restrict__ nuniq, unsigned* counter,
+        unsigned* flags, ulonglong2* aggs, ulonglong2* incls) {
+    __shared__ long long s_tile;
+    __shared__ long long w_c[UQ_WARPS], w_s[UQ_WARPS];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const unsigned lt_mask = (1u << lane) - 1u;
+    const K S = sign_bit<K>(), NANKEY = (K)~(K)0;
+    const bool fl = mode == MODE_FLOAT;
+    // tile ids in start order: every tile a block waits on has started (forward progress)
+    if (threadIdx.x == 0) s_tile = (long long)atomicAdd(counter, 1u);
+    __syncthreads();
+    const long long t = s_tile;
+    const long long wbase = t * UQ_TILE + (long long)warp * (32 * UQ_ITEMS);
+
+    K key[UQ_ITEMS];  // raw values are reloaded at run starts (cache hits), not held: registers
+    unsigned b[UQ_ITEMS];
+#pragma unroll
+    for (int j = 0; j < UQ_ITEMS; ++j) {
+        const long long p = wbase + j * 32 + lane;
+        const K r = p < n ? s[p] : (K)0;
+        key[j] = s_is_key ? r : to_key<K>(r, mode);
+    }
+    K before = 0;  // the key preceding the warp's first element
+    if (lane == 0 && wbase > 0 && wbase < n) {
+        const K r = s[wbase - 1];
+        before = s_is_key ? r : to_key<K>(r, mode);
+    }
+    long long cnt = 0, last = -1;
+#pragma unroll
+    for (int j = 0; j < UQ_ITEMS; ++j) {
+        K pk = __shfl_up_sync(FULL_MASK, key[j], 1);
+        const K row_prev = j ? __shfl_sync(FULL_MASK, key[j > 0 ? j - 1 : 0], 31) : before;
+        if (lane == 0) pk = row_prev;
+        const long long p = wbase + j * 32 + lane;
+        const bool st = p < n && (p == 0 || key[j] != pk || (fl && key[j] == NANKEY));
+        b[j] = __ballot_sync(FULL_MASK, st);
+        cnt += __popc(b[j]);
+        if (b[j]) last = wbase + j * 32 + 31 - __clz((int)b[j]);
+    }
+    if (lane == 0) { w_c[warp] = cnt; w_s[warp] = last; }
+    __syncthreads();
+    if (warp == 0) {
+        long long c = lane < UQ_WARPS ? w_c[lane] : 0, sl = lane < UQ_WARPS ? w_s[lane] : -1;
+#pragma unroll
+        for (int o = 1; o < 32; o <<= 1) {
+            const long long tc = __shfl_up_sync(FULL_MASK, c, o);
+            const long long ts = __shfl_up_sync(FULL_MASK, sl, o);
+            if (lane >= o) { c += tc; sl = max(sl, ts); }
+        }
+        const long long ac = __shfl_sync(FULL_MASK, c, UQ_WARPS - 1);
+        const long long as = __shfl_sync(FULL_MASK, sl, UQ_WARPS - 1);
+        long long ec = __shfl_up_sync(FULL_MASK, c, 1), es = __shfl_up_sync(FULL_MASK, sl, 1);
+        if (lane == 0) { ec = 0; es = -1; }
+        long long pc, ps;
+        sortuniq_lookback(t, ac, as, flags, aggs, incls, pc, ps);
+        if (lane < UQ_WARPS) { w_c[lane] = pc + ec; w_s[lane] = max(ps, es); }
+    }
+    __syncthreads();
+    long long C = w_c[warp], L = w_s[warp];  // starts before this row, last start before it
+#pragma unroll
+    for (int j = 0; j < UQ_ITEMS; ++j) {
+        const long long p = wbase + j * 32 + lane;
+        const long long rowp = wbase + j * 32;
+        if (p < n) {
+            const unsigned below = b[j] & lt_mask;
+            const bool st = (b[j] >> lane) & 1u;
+            const long long r = C + __popc(below);       // this run's rank if p starts it
+            const long long u = st ? r : r - 1;          // the run p belongs to
+            const long long prev = below ? rowp + 31 - __clz((int)below) : L;  // start before p
+            long long q = 0;
+            if (inverse) {
+                q = perm[p];
+                inverse[q] = u;
+            }
+            if (st) {
+                const bool special = s_is_key && fl && (key[j] == S || key[j] == NANKEY);
+                if (perm && !inverse && (indices || special)) q = perm[p];
+                K v;
+                if (!s_is_key) {
+                    v = s[p];
+                } else if (special) {
+                    if (perm) {
+                        v = x[q];
+                    } else if (key[j] == S) {
+                        const u64 z = *zfirst;
+                        v = z ? x[~z] : (K)0;
+                    } else {
+                        v = sizeof(K) == 4 ? (K)0x7fc00000u : (K)0x7ff8000000000000ull;
+                    }
+                } else {
+                    v = from_key<K>(key[j], mode);
+                }
+                values[r] = v;
+                if (indices) indices[r] = q;
+                if (counts && r > 0) counts[r - 1] = p - prev;
+            }
+            if (p == n - 1) {
+                if (counts) counts[u] = n - (st ? p : prev);
+                *nuniq = u + 1;
+            }
+        }
+        C += __popc(b[j]);
+        if (b[j]) L = rowp + 31 - __clz((int)b[j]);
+    }
+}
+
+// runs: at least 3 blocks per SM (768 threads); unbounded, ptxas gave 64-bit keys 95 registers
+// (2 blocks) or 64 with spills.
+#define SORTUNIQ(W, K)                                                                            \
+    extern "C" __global__ void __launch_bounds__(256)                                             \
+    xp_sortuniq_keys_##W(const K* x, K* keys, long long n, int mode, int vec, u64* zfirst) {      \
+        sortuniq_keys<K>(x, keys, n, mode, vec, zfirst);                                          \
+    }                                                                                             \
+    extern "C" __global__ void __launch_bounds__(32 * UQ_WARPS, 3)                                \
+    xp_sortuniq_runs_##W(const K* s, int s_is_key, const long long* perm, const K* x,             \
+                         const u64* zfirst, long long n, int mode, K* values,                     \
+                         long long* indices, long long* counts, long long* inverse,               \
+                         long long* nuniq, unsigned* counter, unsigned* flags, ulonglong2* aggs,  \
+                         ulonglong2* incls) {                                                     \
+        sortuniq_runs<K>(s, s_is_key, perm, x, zfirst, n, mode, values, indices, counts,          \
+                         inverse, nuniq, counter, flags, aggs, incls);                            \
+    }
+
+SORTUNIQ(4, u32)
+SORTUNIQ(8, u64)

@@ -1,14 +1,17 @@
 """Launchers of sort.cu on the current CuPy device and stream: the segmented (last-axis) stable
 sort/argsort (a warp per short row, a block per row up to L_MAX, several blocks per longer row),
-histogram set functions of small integers, and searchsorted.
+histogram set functions of small integers, the sort-based set functions of 32/64-bit dtypes
+(sorted_unique), and searchsorted.
 
 The caller validates everything; nothing here checks user input. The pure-Python part (key
 modes, ``plan_segsort``, ``smem_bytes``, ``lsort_smem``, ``lsort_passes``, ``hist16_chunks``,
-``kernel_names``, the NumPy model of the key transform ``to_key``) is tested without a GPU.
+``kernel_names``, ``plan_unique``, the NumPy model of the key transform ``to_key``) is tested
+without a GPU.
 """
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -17,7 +20,8 @@ from ._runtime import device_info, grid, instance_units, load_kernel, source
 __all__ = ["WARP_ITEMS", "WARP_ROWS", "SEGSORT_CONFIGS", "L_MAX", "LSORT_TILE",
            "LSORT_SCAN_ROWS_MAX", "SMALL_UNIQUE_DTYPES", "key_mode", "to_key", "plan_segsort",
            "smem_bytes", "lsort_smem", "lsort_passes", "hist16_chunks", "kernel_names",
-           "segmented_sort", "small_unique", "searchsorted"]
+           "segmented_sort", "small_unique", "searchsorted", "SORTED_UNIQUE_DTYPES", "UNIQUE_TILE",
+           "UniquePlan", "plan_unique", "keep_whole", "sorted_unique"]
 
 # (warps, items per thread) of the block sort tiers in sort.cu (SEGSORT_ALL), smallest first;
 # a row goes to the smallest tier holding it. Capacity 32 * warps * items.
@@ -39,6 +43,10 @@ _SEARCH_STAGE_BYTES = 16384  # searchsorted: sorted arrays up to this size searc
 
 MODE_UNSIGNED, MODE_SIGNED, MODE_FLOAT = 0, 1, 2
 SMALL_UNIQUE_DTYPES = ("bool", "int8", "uint8", "int16", "uint16")
+SORTED_UNIQUE_DTYPES = ("int32", "uint32", "int64", "uint64", "float32", "float64")
+UNIQUE_WIDTHS = (4, 8)
+UNIQUE_TILE = 2048  # sort.cu: UQ_TILE (8 warps x 8 rows of 32) elements per look-back tile
+_UQ_THREADS = 256  # sort.cu: 32 * UQ_WARPS
 
 
 def key_mode(dtype) -> int:
@@ -111,6 +119,7 @@ def kernel_names() -> list[str]:
                for w in KEY_WIDTHS] + ["xp_lsort_scan", "xp_lsort_scan_rows"]
             + [f"xp_unique_{k}{b}" for k in ("hist", "scan", "inverse") for b in (8, 16)]
             + ["xp_unique_hist_bool"]
+            + [f"xp_sortuniq_{k}_{w}" for k in ("keys", "runs") for w in UNIQUE_WIDTHS]
             + [f"xp_searchsorted_{w}" for w in KEY_WIDTHS])
 
 
@@ -122,7 +131,8 @@ def units() -> dict:
               "SEGSORT": ["xp_segsort_{0}_{2}x{3}"],
               "WARPSORT": ["xp_warpsort_{0}_{2}"],
               "LSORT": [f"xp_lsort_{k}_{{0}}" for k in ("prep", "hist", "scatter", "final")],
-              "SEARCHSORTED": ["xp_searchsorted_{0}"]}
+              "SEARCHSORTED": ["xp_searchsorted_{0}"],
+              "SORTUNIQ": ["xp_sortuniq_keys_{0}", "xp_sortuniq_runs_{0}"]}
     return instance_units(source("sort.cu"), macros)
 
 
@@ -347,6 +357,162 @@ def small_unique(cp, x, want_counts: bool, want_inverse: bool, want_indices: boo
         out["indices"] = firsts[:k]
     if want_inverse:
         out["inverse_indices"] = inverse
+    return out
+
+# ---- sort-based set functions of 32/64-bit dtypes --------------------------------------------
+
+_UQ_HEAD = 20  # scratch: nuniq (8 bytes), ~first zero index (8), tile counter (4), then flags
+
+
+@dataclass(frozen=True)
+class UniquePlan:
+    """How sorted_unique serves n elements.
+
+    sort: "empty" (n == 0: nothing launched), "block" (n <= L_MAX: segmented_sort of the one
+    row, stable and bit-exact, its raw values scanned), or "keys" (longer rows: the keys of
+    xp_sortuniq_keys sorted by CuPy's Thrust/CUB radix sort, alone or with the permutation; on
+    one long row it is as fast as torch's, faster than our multi-block sort).
+    perm: the stable permutation is computed (first indices or the inverse were asked for).
+    tiles: blocks of xp_sortuniq_runs (UNIQUE_TILE elements each). The scratch buffer holds
+    the count read back, the first-zero word, the tile counter and the look-back flags (the
+    first ``zero_bytes``, zeroed before any launch), then 16-byte look-back pairs at
+    ``aggs_off`` and ``incls_off``; ``scratch_bytes`` in all."""
+    sort: str
+    perm: bool
+    tiles: int
+    zero_bytes: int
+    aggs_off: int
+    incls_off: int
+    scratch_bytes: int
+
+
+def plan_unique(n: int, dtype, want_index: bool, want_inverse: bool,
+                smem_limit: int = _SMEM_OPTIN) -> UniquePlan:
+    """The UniquePlan of sorted_unique for n elements of dtype (a SORTED_UNIQUE_DTYPES one).
+    Counts need no permutation: run lengths come from the sorted values alone."""
+    perm = bool(want_index or want_inverse)
+    if n == 0:
+        return UniquePlan("empty", perm, 0, 0, 0, 0, 0)
+    dt = np.dtype(dtype)
+    width = dt.itemsize
+    assert width in UNIQUE_WIDTHS, dt
+    block = n <= L_MAX and plan_segsort(n, width, key_mode(dt), perm, smem_limit) is not None
+    tiles = -(-n // UNIQUE_TILE)
+    zero_bytes = _UQ_HEAD + 4 * tiles
+    aggs_off = -(-zero_bytes // 16) * 16
+    incls_off = aggs_off + 16 * tiles
+    return UniquePlan("block" if block else "keys", perm, tiles, zero_bytes, aggs_off,
+                      incls_off, incls_off + 16 * tiles)
+
+
+def keep_whole(k: int, n: int) -> bool:
+    """Whether sorted_unique returns its k results as views of the n-element buffers the run
+    kernel wrote (4k > n: they hold under 4x what is used) rather than copies of them (few
+    unique values: a copy of under a quarter of the buffers frees most of their memory)."""
+    return 4 * k > n
+
+
+def _sort_pairs(cp, keys):
+    """(the keys sorted, the int64 stable permutation) of the 1-D unsigned keys: one CUB radix
+    sort of (key, index) pairs through CuPy's Thrust binding, which sorts its data argument in
+    place, so the sorted keys come free (cp.argsort sorts a copy and drops it; getting the
+    sorted keys back would cost a gather through the permutation, the fallback here)."""
+    n = keys.size
+    perm = cp.empty(n, dtype=np.int64)
+    try:
+        from cupy.cuda import thrust
+        argsort = thrust.argsort
+    except (ImportError, AttributeError):
+        argsort = None
+    if argsort is not None:
+        try:
+            argsort(keys.dtype, perm.data.ptr, keys.data.ptr, 0, (n,))
+            return keys, perm
+        except TypeError:  # another CuPy's signature: rejected before anything ran
+            pass
+    perm = cp.argsort(keys)  # stable (Thrust's stable_sort_by_key), int64
+    return cp.take(keys, perm), perm
+
+
+def sorted_unique(cp, flat, want_values_only: bool, want_index: bool, want_inverse: bool,
+                  want_counts: bool) -> dict:
+    """The set functions of the 1-D C-contiguous CuPy array flat (a SORTED_UNIQUE_DTYPES
+    dtype; other shapes are flattened in C order), from one stable sort and one pass over it.
+
+    Returns {"values": the sorted unique values (flat's dtype)} plus, as asked, "indices"
+    (int64: each value's first occurrence), "inverse_indices" (int64, flat's length:
+    values[inverse] == flat up to the sign of zero and NaN identity), "counts" (int64).
+    want_values_only excludes the other three (the values-only path: no permutation).
+    Array API 2023.12 semantics (NumPy's np.unique with equal_nan=False): every NaN is its own
+    value with count 1, after every number, in flat's order; -0.0 and +0.0 are one value,
+    written with the bits of its first occurrence. With a permutation (index or inverse) every
+    value is bit-exact flat[indices]; without one, n <= L_MAX is still exact (a stable block
+    sort of the values), longer inputs write NaNs as the default quiet NaN and the zero with
+    the sign of flat's first zero. Reads one number back to the host (how many unique values).
+    Results of few unique values (keep_whole) are copied out of the n-element buffers."""
+    assert not (want_values_only and (want_index or want_inverse or want_counts))
+    flat = cp.ascontiguousarray(flat).reshape(-1)
+    dt = flat.dtype
+    n = flat.size
+    plan = plan_unique(n, dt, want_index, want_inverse, _smem_limit(cp) if n else _SMEM_OPTIN)
+    if plan.sort == "empty":
+        out = {"values": cp.empty(0, dtype=dt)}
+        for want, name in ((want_index, "indices"), (want_inverse, "inverse_indices"),
+                           (want_counts, "counts")):
+            if want:
+                out[name] = cp.empty(0, dtype=np.int64)
+        return out
+    width = dt.itemsize
+    mode = key_mode(dt)
+    stream = cp.cuda.get_current_stream().ptr
+    scratch = cp.empty(plan.scratch_bytes, dtype=np.uint8)
+    ptr = scratch.data.ptr
+    cp.cuda.runtime.memsetAsync(ptr, 0, plan.zero_bytes, stream)
+    zfirst = np.uint64(ptr + 8)
+    perm = None
+    if plan.sort == "block":
+        res = segmented_sort(cp, flat.reshape(1, n), True, plan.perm)
+        assert res is not None  # plan_unique checked the tier fits
+        s = res[0].reshape(-1)
+        if plan.perm:
+            perm = res[1].reshape(-1)
+        s_is_key = 0
+    else:
+        s = cp.empty(n, dtype=np.dtype(f"u{width}"))
+        per_vec = 16 // width
+        _kernel(f"xp_sortuniq_keys_{width}")(
+            (grid(cp, max(1, n // per_vec), 256, 8),), (256,),
+            (flat, s, np.int64(n), np.int32(mode), np.int32(flat.data.ptr % 16 == 0), zfirst))
+        if plan.perm:
+            s, perm = _sort_pairs(cp, s)
+        else:
+            s.sort()  # in place: CUB's radix sort of unsigned keys
+        s_is_key = 1
+    values = cp.empty(n, dtype=dt)
+    indices = cp.empty(n, dtype=np.int64) if want_index else None
+    counts = cp.empty(n, dtype=np.int64) if want_counts else None
+    inverse = cp.empty(n, dtype=np.int64) if want_inverse else None
+    null = np.uint64(0)
+    _kernel(f"xp_sortuniq_runs_{width}")(
+        (plan.tiles,), (_UQ_THREADS,),
+        (s, np.int32(s_is_key), perm if perm is not None else null, flat, zfirst, np.int64(n),
+         np.int32(mode), values, indices if want_index else null,
+         counts if want_counts else null, inverse if want_inverse else null,
+         np.uint64(ptr), np.uint64(ptr + 16), np.uint64(ptr + 20),
+         np.uint64(ptr + plan.aggs_off), np.uint64(ptr + plan.incls_off)))
+    k = int(scratch[:8].view(np.int64).get()[0])  # the one device-to-host transfer
+    whole = keep_whole(k, n)
+
+    def part(a):
+        return a[:k] if whole else a[:k].copy()
+
+    out = {"values": part(values)}
+    if want_index:
+        out["indices"] = part(indices)
+    if want_inverse:
+        out["inverse_indices"] = inverse
+    if want_counts:
+        out["counts"] = part(counts)
     return out
 
 
