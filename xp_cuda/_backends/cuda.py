@@ -362,10 +362,17 @@ class CudaBackend(Backend):
         return out
 
     def unique(self, data, want_index, want_inverse, want_counts):
-        if data.dtype.name not in _sort.SMALL_UNIQUE_DTYPES:
+        name = data.dtype.name
+        if name in _sort.SMALL_UNIQUE_DTYPES:
+            with self.ctx():  # at most 65536 values: a histogram, no sort
+                out = _sort.small_unique(self.xp, data, want_counts, want_inverse, want_index)
+        elif name in _sort.SORTED_UNIQUE_DTYPES:
+            only = not (want_index or want_inverse or want_counts)
+            with self.ctx():  # one stable sort, then one pass over the runs
+                out = _sort.sorted_unique(self.xp, self._flat(data), only, want_index,
+                                          want_inverse, want_counts)
+        else:  # complex: the generic path over our sorts
             return super().unique(data, want_index, want_inverse, want_counts)
-        with self.ctx():  # at most 65536 values: a histogram, no sort
-            out = _sort.small_unique(self.xp, data, want_counts, want_inverse, want_index)
         if want_inverse:
             out["inverse_indices"] = out["inverse_indices"].reshape(data.shape)
         return out

@@ -238,7 +238,13 @@ def plan_reduction(node, j, r, strides_ok, inputs, sms) -> ReducePlan:
     P = size([x.shape[ax] for ax in kept])
     M = size([x.shape[ax] for ax in axes])
     row_like = nd == 0 or (nd - 1) in axes
-    if row_like:
+    flat = list(kept) == list(range(len(kept))) and contiguous(x, x.shape, strides_ok)
+    unroll = min(16, max(4, SCALAR_BYTES // itemsize(x.dtype.name)))
+    if row_like and not flat:
+        # strided rows (a diagonal, a column view): lanes of whole unrolled steps, so short
+        # rows keep their loads in flight and a block holds more of them
+        G = min(256, 1 << (max(1, M // unroll).bit_length() - 1))
+    elif row_like:
         G = 256 if M >= 2048 else 32 if M >= 64 else 1
     else:
         G = THREADS // min(COL_GROUPS, 1 << max(0, P - 1).bit_length())
@@ -258,14 +264,12 @@ def plan_reduction(node, j, r, strides_ok, inputs, sms) -> ReducePlan:
     scratch = (part, (P, "uint32")) if S > 1 else (None, None)
     per = THREADS // G
     blocks = max(1, min(MAX_GRID, -(-(P * S) // per) if row_like else -(-P // per) * S))
-    flat = list(kept) == list(range(len(kept))) and contiguous(x, x.shape, strides_ok)
     fin, vec = (), 1
     if flat:
         fin = flat_inputs([x])
         if fin:
             widest = max(i.itemsize for k in fin for i in inputs if i.pos == k)
             vec = max(1, RED_VECTOR_BYTES // widest)
-    unroll = min(16, max(4, SCALAR_BYTES // itemsize(x.dtype.name)))
     return ReducePlan(j, r, kind, acc, node.dtype.name, tuple(axes), kept, P, M, row_like, G, S,
                       chunk, per, blocks, flat, fin, vec, scratch, unroll)
 
