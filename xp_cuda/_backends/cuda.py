@@ -13,6 +13,7 @@ from .._devices import Device, cuda_device_count, cupy_module
 from .._dtypes import TypedScalar
 from .._dtypes import int64 as _INT64
 from .._kernels import copy as _copy
+from .._kernels._runtime import dtype_name, empty_allocator
 from .._kernels import creation as _creation
 from .._kernels import eager as _eager
 from .._kernels.elementwise import Plan as _Plan
@@ -38,6 +39,7 @@ class CudaBackend(Backend):
         self.xp = cp = cupy_module()
         self._dev = cp.cuda.Device(device.index)
         self.switch = None if cuda_device_count() == 1 else self._dev
+        self._alloc = empty_allocator(cp)  # cp.empty's Python layers cost ~4 us a call
         self._plans = {}  # (name, dtype names) -> elementwise Plan on this device
 
     def ctx(self):
@@ -79,7 +81,7 @@ class CudaBackend(Backend):
     def elementwise(self, name, fn, operands, in_dtype, out_dtype, shape):
         """Operands read in their own dtypes (scalars as parameters), converted in registers,
         the output written once. Registers the validated plan for the spec layer's hot path."""
-        dtypes = tuple(o.dtype.name if type(o) is TypedScalar else str(o.dtype)
+        dtypes = tuple(o.dtype.name if type(o) is TypedScalar else dtype_name(o.dtype)
                        for o in operands)
         with self.ctx():
             plan = self._plan(name, dtypes, in_dtype, out_dtype)
@@ -124,7 +126,7 @@ class CudaBackend(Backend):
             return _eager.where(self.xp, cond, x1, x2, dtype.name, shape, self.device.index)
 
     def astype(self, data, dtype, copy: bool):
-        if not copy and data.dtype.name == dtype.name:
+        if not copy and dtype_name(data.dtype) == dtype.name:
             return data
         with self.ctx():
             return _eager.astype(self.xp, data, dtype.name, self.device.index)
@@ -146,6 +148,21 @@ class CudaBackend(Backend):
             value = self.move_in(np.asarray(value), None)
         super().setitem(data, key, value, value_shape)
 
+    def bounds(self, data):
+        # our min and max reductions, both results brought back in one transfer
+        cp = self.xp
+        with self.ctx():
+            name = dtype_name(data.dtype)
+            ax = tuple(range(data.ndim))
+            pair = self._alloc((2,), data.dtype)
+            stream = cp.cuda.get_current_stream().ptr
+            for k, kind in enumerate(("min", "max")):
+                r = _reduce_eager(cp, kind, data, ax, False, name, name, self.device.index)
+                cp.cuda.runtime.memcpyAsync(pair.data.ptr + k * data.itemsize, r.data.ptr,
+                                            data.itemsize, 3, stream)  # device to device
+            lo, hi = pair.get().tolist()
+            return int(lo), int(hi)
+
     def nonzero(self, data):
         with self.ctx():
             return _scan.nonzero(self.xp, data)
@@ -158,7 +175,7 @@ class CudaBackend(Backend):
     def _into(self, shape, dtype, view_of_out, src):
         """A new C-contiguous array of `shape`, filled by copying `src` into the view
         `view_of_out(out)` (a reshaped view of the same elements)."""
-        out = self.xp.empty(shape, dtype=dtype)
+        out = self._alloc(shape, dtype)
         if out.size:
             _copy.copy_into(self.xp, view_of_out(out), src)
         return out
@@ -192,7 +209,7 @@ class CudaBackend(Backend):
                 parts, axis = [self._flat(p) for p in parts], 0
             shape = list(parts[0].shape)
             shape[axis] = sum(p.shape[axis] for p in parts)
-            return _copy.concat(cp, parts, axis, cp.empty(tuple(shape), dtype=dtype._np))
+            return _copy.concat(cp, parts, axis, self._alloc(tuple(shape), dtype._np))
 
     def stack(self, parts, axis, dtype):
         cp = self.xp
@@ -200,7 +217,7 @@ class CudaBackend(Backend):
             parts = [cp.expand_dims(self.astype(p, dtype, False), axis) for p in parts]
             shape = list(parts[0].shape)
             shape[axis] = len(parts)
-            return _copy.concat(cp, parts, axis, cp.empty(tuple(shape), dtype=dtype._np))
+            return _copy.concat(cp, parts, axis, self._alloc(tuple(shape), dtype._np))
 
     def roll(self, data, shifts, axes):
         """Each rolled axis splits into two slices that trade places: 2**k copies."""
@@ -211,7 +228,7 @@ class CudaBackend(Backend):
             total = {}
             for s, a in zip(shifts, axes):  # repeated axes add up
                 total[a] = total.get(a, 0) + s
-            out = cp.empty(data.shape, dtype=data.dtype)
+            out = self._alloc(data.shape, data.dtype)
             if out.size == 0:
                 return out
             pieces = [((), ())]  # (dst key, src key) per axis so far
@@ -256,7 +273,7 @@ class CudaBackend(Backend):
 
     def _gather(self, data, idx, axis):
         shape = data.shape[:axis] + (idx.shape[0],) + data.shape[axis + 1:]
-        return _copy.gather(self.xp, data, idx, axis, self.xp.empty(shape, dtype=data.dtype))
+        return _copy.gather(self.xp, data, idx, axis, self._alloc(shape, data.dtype))
 
     def take(self, data, idx, axis, negative=True):
         cp = self.xp
@@ -272,7 +289,7 @@ class CudaBackend(Backend):
     # ---- reductions: the generator fused reductions use ------------------------------------
     def reduce(self, kind, data, axes, keepdims, dtype):
         with self.ctx():
-            return _reduce_eager(self.xp, kind, data, axes, keepdims, data.dtype.name,
+            return _reduce_eager(self.xp, kind, data, axes, keepdims, dtype_name(data.dtype),
                                  dtype.name, self.device.index)
 
     def argreduce(self, kind, data, axis, keepdims):
@@ -299,7 +316,7 @@ class CudaBackend(Backend):
 
     # ---- creation: our kernels ------------------------------------------------------------
     def empty(self, shape, dtype):
-        return self.xp.empty(shape, dtype=dtype._np)
+        return self._alloc(shape, dtype._np)
 
     def full(self, shape, dtype, value):
         return _creation.fill(self.xp, self.empty(shape, dtype), _value_bytes(value, dtype))
@@ -340,7 +357,7 @@ class CudaBackend(Backend):
         moved = data if axis == last else cp.moveaxis(data, axis, last)
         with self.ctx():
             if not moved.flags.c_contiguous:
-                moved = _eager.astype(cp, moved, moved.dtype.name, self.device.index)
+                moved = _eager.astype(cp, moved, dtype_name(moved.dtype), self.device.index)
             got = _sort.segmented_sort(cp, moved, want_values, not want_values)
         if got is None:
             return None
@@ -362,7 +379,7 @@ class CudaBackend(Backend):
         return out
 
     def unique(self, data, want_index, want_inverse, want_counts):
-        name = data.dtype.name
+        name = dtype_name(data.dtype)
         if name in _sort.SMALL_UNIQUE_DTYPES:
             with self.ctx():  # at most 65536 values: a histogram, no sort
                 out = _sort.small_unique(self.xp, data, want_counts, want_inverse, want_index)

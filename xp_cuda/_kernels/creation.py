@@ -10,7 +10,7 @@ import math
 from decimal import Decimal, localcontext
 import numpy as np
 
-from ._runtime import grid, instance_units, load_kernel, source
+from ._runtime import dtype_name, grid, instance_units, load_kernel, source
 
 _THREADS = 256
 
@@ -106,7 +106,7 @@ def tri(cp, x, out, k: int, upper: bool):
 
 def arange(cp, out, start, step):
     """out[i] = start + i*step: Python ints (any integer dtype) or floats (float dtypes)."""
-    name = f"xp_arange_{out.dtype.name}"
+    name = f"xp_arange_{dtype_name(out.dtype)}"
     if out.dtype.kind in "iu":
         args = (np.uint64(start % 2**64), np.uint64(step % 2**64))
     else:
@@ -123,7 +123,7 @@ def _lin_args(p):
 
 def linspace(cp, out, re, im, last: int):
     """re, im: (start, mult, div, stop, mode) per component (see Lin in creation.cu)."""
-    _launch(cp, f"xp_linspace_{out.dtype.name}", out.size,
+    _launch(cp, f"xp_linspace_{dtype_name(out.dtype)}", out.size,
             (out, np.int64(out.size)) + _lin_args(re) + _lin_args(im) + (np.int64(last),))
     return out
 
@@ -174,7 +174,7 @@ def logspace(cp, out, lin, last: int, base: float, ibase: int, base_is_int: bool
     # limit (1015), the whole grid is in its exp2 range and the kernel without pow runs
     exp2_only = fast and all(math.isfinite(v) and abs(v * lh) <= 1014.0 for v in (lin[0], lin[3]))
     name = "logspace_exp2" if exp2_only else "logspace"
-    _launch(cp, f"xp_{name}_{out.dtype.name}", out.size,
+    _launch(cp, f"xp_{name}_{dtype_name(out.dtype)}", out.size,
             (out, np.int64(out.size)) + _lin_args(lin)
             + (np.int64(last), np.float64(base), np.int64(ibase), np.int32(base_is_int),
                tab, np.float64(lh), np.float64(ll))

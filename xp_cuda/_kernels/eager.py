@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import math
 
+from ._runtime import dtype_name
 from .fusion_ir import DName, Elementwise, Graph, Input, Node, Op
 from .reduction import keep, lookup
 
 
 def _inputs(arrays):
-    return [Node(Op.INPUT, (), DName(a.dtype.name), tuple(a.shape), Input(i))
+    return [Node(Op.INPUT, (), DName(dtype_name(a.dtype)), tuple(a.shape), Input(i))
             for i, a in enumerate(arrays)]
 
 
@@ -37,7 +38,7 @@ def where(cp, cond, x1, x2, out_dtype: str, shape, device):
     """cond ? x1 : x2 broadcast to ``shape``, each side converted to ``out_dtype`` (a name)."""
     if math.prod(shape) == 0:
         return cp.empty(shape, dtype=out_dtype)
-    key = ("where", cond.dtype.name, x1.dtype.name, x2.dtype.name, out_dtype, tuple(shape))
+    key = ("where", dtype_name(cond.dtype), dtype_name(x1.dtype), dtype_name(x2.dtype), out_dtype, tuple(shape))
     return run(cp, key, (cond, x1, x2),
                lambda ins: [Node(Op.WHERE, ins, DName(out_dtype), shape)], device)[0]
 
@@ -47,7 +48,7 @@ def astype(cp, x, out_dtype: str, device):
     nonzero, NaN included, is True), a new C-contiguous array."""
     if x.size == 0:
         return cp.empty(x.shape, dtype=out_dtype)
-    key = ("astype", x.dtype.name, out_dtype)
+    key = ("astype", dtype_name(x.dtype), out_dtype)
     return run(cp, key, (x,),
                lambda ins: [Node(Op.ASTYPE, ins, DName(out_dtype), tuple(x.shape))], device)[0]
 
@@ -59,7 +60,7 @@ def elementwise(cp, name: str, compute_dtype: str, out_dtype: str, arrays, shape
     operands of the output's shape take elementwise.Plan's hot path instead.)"""
     if math.prod(shape) == 0:
         return cp.empty(shape, dtype=out_dtype)
-    key = ("ew", name, compute_dtype, out_dtype, tuple(shape)) + tuple(a.dtype.name
+    key = ("ew", name, compute_dtype, out_dtype, tuple(shape)) + tuple(dtype_name(a.dtype)
                                                                       for a in arrays)
     return run(cp, key, tuple(arrays),
                lambda ins: [Node(Op.ELEMENTWISE, ins, DName(out_dtype), shape,

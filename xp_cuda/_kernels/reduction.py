@@ -20,6 +20,7 @@ from collections import OrderedDict
 
 import numpy as np
 
+from ._runtime import dtype_name
 from .fusion_ir import Const, DName, Elementwise, Epilogue, Graph, Input, Node, Op, Reduce
 
 KINDS = ("sum", "prod", "max", "min", "mean", "all", "any")
@@ -63,8 +64,8 @@ def program(kind, in_name, acc_name, x, axes, keepdims, sms, name="xp_reduce"):
 
 def _build(cp, kind, in_name, acc_name, x, axes, keepdims):
     from .fusion import Launch
-    if x.dtype.name != in_name:
-        raise ValueError(f"reduce_eager: x has dtype {x.dtype.name}, in_dtype says {in_name}")
+    if dtype_name(x.dtype) != in_name:
+        raise ValueError(f"reduce_eager: x has dtype {dtype_name(x.dtype)}, in_dtype says {in_name}")
     g, out = graph(kind, in_name, acc_name, tuple(x.shape), axes, keepdims)
     return Launch(cp, g, [out], [x])
 
@@ -161,7 +162,7 @@ def arg_reduce(cp, kind, x, axis, keepdims, device=None):
             return cp.empty(out_shape(shape, axes, keepdims), dtype="int64")
         if math.prod(shape[a] for a in axes) == 0:
             raise ValueError(f"{kind} of an empty range has no value")
-        launch = keep(key, _launch(cp, *arg_graph(kind, x.dtype.name, tuple(shape), axis,
+        launch = keep(key, _launch(cp, *arg_graph(kind, dtype_name(x.dtype), tuple(shape), axis,
                                                   keepdims), x))
     return launch((x,), ())[0]
 
@@ -209,7 +210,7 @@ def moments(cp, kind, x, axes, correction, keepdims, out_dtype, device=None):
         if math.prod(shape[a] for a in axes) == 0:
             return cp.full(oshape, float("nan"), dtype=out_name)
         launch = keep(key, _launch(cp, *moments_graph(
-            kind, x.dtype.name, tuple(shape), axes, correction, keepdims, out_name), x))
+            kind, dtype_name(x.dtype), tuple(shape), axes, correction, keepdims, out_name), x))
     return launch((x,), ())[0]
 
 
@@ -283,6 +284,6 @@ def norm_reduce(cp, x, ord, axes, keepdims, out_dtype, device=None):
             return cp.empty(oshape, dtype=out_name)
         if math.prod(shape[a] for a in axes) == 0:
             return cp.full(oshape, math.inf if ord < 0 else 0.0, dtype=out_name)
-        launch = keep(key, _launch(cp, *norm_graph(x.dtype.name, tuple(shape), ord, axes,
+        launch = keep(key, _launch(cp, *norm_graph(dtype_name(x.dtype), tuple(shape), ord, axes,
                                                    keepdims, out_name), x))
     return launch((x,), ())[0]

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._runtime import device_info, grid, instance_units, load_kernel, source
+from ._runtime import dtype_name, device_info, grid, instance_units, load_kernel, source
 
 __all__ = ["THREADS", "CHUNKS", "ROW_V", "COUNT_ITEMS", "CUMSUM_PAIRS", "Route", "cumsum_route",
            "kernel_names", "ScanPlan", "plan_scan", "scan_depth", "row_unit", "mask_tile",
@@ -309,7 +309,7 @@ def cumsum(cp, x, axis: int, out_dtype, include_initial: bool):
     include_initial the rows start one element late, so 1-D results store element by element
     rather than in 16-byte vectors."""
     out_dtype = np.dtype(out_dtype)
-    route = cumsum_route(x.dtype.name, out_dtype.name)
+    route = cumsum_route(dtype_name(x.dtype), dtype_name(out_dtype))
     shape = list(x.shape)
     shape[axis] += 1 if include_initial else 0
     plan = plan_scan(x.shape, axis, out_dtype.itemsize, include_initial,
@@ -327,7 +327,7 @@ def cumsum(cp, x, axis: int, out_dtype, include_initial: bool):
         return cp.ascontiguousarray(cp.moveaxis(rt, -1, axis))
     x = cp.ascontiguousarray(x)
     out = cp.empty(tuple(shape), dtype=out_dtype)
-    w_name = _work_name(out_dtype.name)
+    w_name = _work_name(dtype_name(out_dtype))
     if plan.kind == "lookback":
         _lookback(cp, plan, x, out, route.kernel, np.dtype(w_name).itemsize)
     elif plan.kind == "rows":
@@ -370,7 +370,7 @@ def nonzero(cp, x):
     if x.size == 0:
         return tuple(cp.empty(0, dtype=np.int64) for _ in range(ndim))
     xc = cp.ascontiguousarray(x)
-    pred = _PRED[x.dtype.name]
+    pred = _PRED[dtype_name(x.dtype)]
     counts, total = _offsets(cp, xc, x.size, THREADS * COUNT_ITEMS, f"xp_count_{pred}")
     if ndim <= MAX_NZ_DIMS:
         out = _coords(cp, xc, pred, x.shape, counts, total)

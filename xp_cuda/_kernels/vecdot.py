@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._runtime import CTYPES, SOURCE_DIR, device_info, load_kernel, source
+from ._runtime import dtype_name, CTYPES, SOURCE_DIR, device_info, load_kernel, source
 
 __all__ = ["MAXD", "THREADS", "VU", "Layout", "Config", "compile_options",
            "unroll_for", "vec_for", "plan_layout", "k_is_fast", "eligible_variants", "pick_variant",
@@ -303,7 +303,7 @@ def _plan(cp, a, c, axis, rdtype, config):
     lay = plan_layout(a.shape, a.strides, c.shape, c.strides, axis)
     plan = {"lay": lay}
     if lay.M and lay.K:
-        opts = compile_options(a.dtype.name, c.dtype.name, rdtype.name)
+        opts = compile_options(dtype_name(a.dtype), dtype_name(c.dtype), rdtype.name)
         if config is None:
             variant = pick_variant(lay, a.itemsize, c.itemsize, a.data.ptr, c.data.ptr)
             kern = _kernel(cp, f"vecdot_{variant}", opts)
