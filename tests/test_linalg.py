@@ -47,6 +47,41 @@ def test_same_function_objects():
 
 # ---- main namespace ---------------------------------------------------------------------------
 
+@pytest.mark.parametrize("dtype", NUMERIC, ids=str)
+def test_matmul_layouts_match_numpy(device, rng, dtype):
+    """matmul of plain, transposed, sliced, batched, broadcast and 1-D operands (on cuda: the
+    direct cuBLAS path where the layout allows one, CuPy's otherwise), mixed dtypes promoted."""
+    big, B = random_array(rng, (3, 40, 36), dtype, device)
+    x, a = random_array(rng, (36, 17), dtype, device)
+    cases = [
+        (big[0], B[0], x, a),                                   # C @ C
+        (big[0].mT, B[0].T, big[1][:, :17], B[1][:, :17]),      # F @ strided rows
+        (big[1][:36, :].mT, B[1][:36, :].T, x[:, ::2], a[:, ::2]),
+        (big, B, big.mT, np.swapaxes(B, -1, -2)),               # batched C @ batched F
+        (big.mT, np.swapaxes(B, -1, -2), big, B),
+        (big, B, x, a),                                         # broadcast batch
+        (big[:, ::2, :], B[:, ::2, :], big[0].mT, B[0].T),
+        (big[0][0], B[0][0], x, a),                             # 1-D @ 2-D
+        (big[0], B[0], x[:, 0], a[:, 0]),                       # 2-D @ 1-D
+        (x[:, 0], a[:, 0], x[:, 1], a[:, 1]),                   # 1-D @ 1-D
+        (big[0][:1], B[0][:1], x, a), (big[0][:, :1], B[0][:, :1], x[:1], a[:1]),
+        (big[0][:0], B[0][:0], x, a), (big[0][:, :0], B[0][:, :0], x[:0], a[:0]),
+    ]
+    for x1, a1, x2, a2 in cases:
+        got = x1 @ x2
+        ref = _ref(a1) @ _ref(a2)
+        assert got.dtype == dtype and got.shape == ref.shape, (got.shape, ref.shape)
+        if dtype.kind in ("int", "uint"):
+            np.testing.assert_array_equal(to_numpy(got), (a1 @ a2))
+        else:
+            _close(got, ref, dtype, scale=np.abs(ref).max(initial=1.0) + 1)
+    if dtype is xp.float32:  # mixed dtypes: promoted before the product
+        y, c = random_array(rng, (36, 5), xp.float64, device)
+        got = xp.matmul(big[0], y)
+        assert got.dtype == xp.float64
+        _close(got, B[0].astype(np.float64) @ c, xp.float64)
+
+
 @pytest.mark.parametrize("dtype", NUMERIC + (xp.bool,), ids=str)
 def test_matrix_transpose(device, rng, dtype):
     x, a = random_array(rng, (2, 3, 4), dtype, device)

@@ -24,10 +24,7 @@ def matmul(x1, x2, /):
     if x1.ndim > 2 or x2.ndim > 2:
         broadcast_shapes([x1.shape[:-2], x2.shape[:-2]], fname)
     b = _backend_of([x1, x2])
-    with b.ctx():
-        out = b.xp.matmul(x1._data.astype(dtype._np, copy=False),
-                          x2._data.astype(dtype._np, copy=False))
-    return _wrap(out, device)
+    return _wrap(b.matmul(x1._data, x2._data, dtype), device)
 
 
 def matrix_transpose(x, /):

@@ -184,6 +184,12 @@ class Backend:
         with self.ctx():
             return self.xp.stack([p.astype(dtype._np, copy=False) for p in parts], axis=axis)
 
+    def matmul(self, d1, d2, dtype):
+        """d1 @ d2 in `dtype` (shapes checked by the caller)."""
+        with self.ctx():
+            return self.xp.matmul(d1.astype(dtype._np, copy=False),
+                                  d2.astype(dtype._np, copy=False))
+
     def reshape(self, data, shape):
         """data in `shape`: a view where the strides allow one, else a C-contiguous copy."""
         return data.reshape(shape)
