@@ -136,6 +136,48 @@ def test_max_min(device, rng, name, dtype):
             np.testing.assert_array_equal(to_numpy(out), ref)
 
 
+@pytest.mark.parametrize("dtype", [xp.bool, xp.int8, xp.uint16, xp.int32, xp.float32,
+                                   xp.float64, xp.complex64], ids=str)
+def test_column_reductions_long_split_and_misaligned(device, rng, dtype):
+    """Reductions keeping the innermost axis (on cuda: several outputs a lane, read as one
+    vector per row, ranges split across blocks), on aligned data and on a view one element
+    off alignment (the element-wise fallback), against NumPy."""
+    rows, cols = 3001, 68
+    flat, f = random_array(rng, (rows * cols + 1,), dtype, device)
+    views = {"aligned": (xp.reshape(flat[:-1], (rows, cols)), f[:-1].reshape(rows, cols)),
+             "offset": (xp.reshape(flat[1:], (rows, cols)), f[1:].reshape(rows, cols)),
+             "3-d": (xp.reshape(flat[:-1], (rows, 4, 17)), f[:-1].reshape(rows, 4, 17))}
+    for vname, (x, a) in views.items():
+        for axes in ((0,), (0, 1)) if a.ndim == 3 else ((0,),):
+            msg = f"{vname} axes={axes}"
+            if dtype.kind == "bool":
+                for name in ("all", "any"):
+                    got = getattr(xp, name)(x, axis=axes)
+                    np.testing.assert_array_equal(to_numpy(got), getattr(np, name)(a, axis=axes),
+                                                  err_msg=msg)
+                continue
+            for name in ("max", "min"):
+                if dtype.kind == "complex":
+                    continue
+                got = getattr(xp, name)(x, axis=axes)
+                np.testing.assert_array_equal(to_numpy(got), getattr(np, name)(a, axis=axes),
+                                              err_msg=msg)
+            got = xp.sum(x, axis=axes)
+            if dtype.kind in ("int", "uint"):
+                ref = np.sum(a, axis=axes, dtype=got.dtype._np)
+                np.testing.assert_array_equal(to_numpy(got), ref, err_msg=msg)
+            else:
+                ref = np.sum(a.astype(_ref_dtype(dtype)), axis=axes)
+                _close(got, ref, dtype, np.abs(a).sum(axis=axes).max())
+                if dtype.kind == "float":  # mean of complex: 2024.12
+                    m = xp.mean(x, axis=axes)
+                    _close(m, ref / math.prod(a.shape[i] for i in axes), dtype,
+                           np.abs(a).max())
+                p = xp.prod(x[:40] / 10 + 1, axis=axes)  # near 1: finite
+                pr = np.prod((a[:40] / 10 + 1).astype(_ref_dtype(dtype)), axis=axes)
+                _close(p, pr, dtype, np.abs(pr).max())
+
+
 @pytest.mark.parametrize("name", ["max", "min"])
 def test_max_min_nan_empty_and_types(device, name):
     f = getattr(xp, name)

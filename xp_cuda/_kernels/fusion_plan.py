@@ -55,6 +55,11 @@ RED_VECTOR_BYTES = 16  # the reduction's vector path reads 16-byte vectors, two 
 # lane, 4 to 16 elements a step: a memory-bound loop needs ~20 KiB in flight per SM, and four
 # 1-byte loads per thread left any(axis=0) of a (8192, 8192) bool at 0.28 of the copy rate.
 SCALAR_BYTES = 32
+# Reductions that keep the innermost axes (sum over axis 0) give each lane COL_VECTOR
+# neighbouring outputs, read as one vector per row (16 bytes at most), as torch's reduction
+# kernel vectorises its outputs: a warp reading 32 neighbouring 1-byte columns moved one
+# 32-byte sector per request, any(axis=0) of a (8192, 8192) bool ran at 0.28 of the copy.
+COL_VECTOR = 4
 # Reductions whose accumulator is a struct of fusion.cuh: kind -> its bytes (XpArg<T> for T of
 # at most 8 bytes: 16; XpMom<double>: 24). Their partials are scratch of 8-byte words.
 STRUCT_ACC = {"argmax": 16, "argmin": 16, "var": 24, "std": 24}
@@ -126,6 +131,8 @@ class ReducePlan:
     scratch: tuple  # ((P * S, dtype), (P, "uint32")) when S > 1, else (None, None); a
     # struct accumulator's partials as (P * S * words, "uint64")
     unroll: int = 4  # elements per step of the element-wise loop (see SCALAR_BYTES)
+    colvec: int = 1  # columns (innermost axes kept): outputs per lane, read as one vector
+    # per row from every input (flat_inputs); 1: one output per lane
 
 
 @dataclass(frozen=True)
@@ -246,14 +253,26 @@ def plan_reduction(node, j, r, strides_ok, inputs, sms) -> ReducePlan:
         G = min(256, 1 << (max(1, M // unroll).bit_length() - 1))
     elif row_like:
         G = 256 if M >= 2048 else 32 if M >= 64 else 1
-    else:
-        G = THREADS // min(COL_GROUPS, 1 << max(0, P - 1).bit_length())
+    colvec, cfin = 1, ()
+    if not row_like and kind not in STRUCT_ACC and kept == tuple(range(nd - len(kept), nd)) \
+            and contiguous(x, x.shape, strides_ok):
+        cfin = flat_inputs([x])
+        if cfin:
+            widest = max(i.itemsize for k in cfin for i in inputs if i.pos == k)
+            colvec = max(1, min(COL_VECTOR, RED_VECTOR_BYTES // widest))
+            while P % colvec:
+                colvec //= 2
+        if colvec == 1:
+            cfin = ()
+    PV = P // colvec  # work items across the kept axes: groups of colvec neighbouring outputs
+    if not row_like:
+        G = THREADS // min(COL_GROUPS, 1 << max(0, PV - 1).bit_length())
     # RED_WAVES waves of resident blocks (2048 threads per SM)
     target = sms * 2048 * RED_WAVES
-    if P * G >= target or M == 0 or P == 0:  # P == 0: nothing to compute, nothing to split
+    if PV * G >= target or M == 0 or P == 0:  # P == 0: nothing to compute, nothing to split
         S = 1
     else:
-        S = max(1, min(-(-target // (P * G)), M // (G * 32)))
+        S = max(1, min(-(-target // (PV * G)), M // (G * 32)))
     chunk = -(-M // S) if M else 0
     if S > 1:  # whole 16-byte vectors of any dtype per split (see the vector path)
         chunk = -(-chunk // 16) * 16
@@ -263,15 +282,15 @@ def plan_reduction(node, j, r, strides_ok, inputs, sms) -> ReducePlan:
     part = (P * S * (STRUCT_ACC[kind] // 8), "uint64") if kind in STRUCT_ACC else (P * S, acc)
     scratch = (part, (P, "uint32")) if S > 1 else (None, None)
     per = THREADS // G
-    blocks = max(1, min(MAX_GRID, -(-(P * S) // per) if row_like else -(-P // per) * S))
-    fin, vec = (), 1
+    blocks = max(1, min(MAX_GRID, -(-(P * S) // per) if row_like else -(-PV // per) * S))
+    fin, vec = cfin, 1
     if flat:
         fin = flat_inputs([x])
         if fin:
             widest = max(i.itemsize for k in fin for i in inputs if i.pos == k)
             vec = max(1, RED_VECTOR_BYTES // widest)
     return ReducePlan(j, r, kind, acc, node.dtype.name, tuple(axes), kept, P, M, row_like, G, S,
-                      chunk, per, blocks, flat, fin, vec, scratch, unroll)
+                      chunk, per, blocks, flat, fin, vec, scratch, unroll, colvec)
 
 
 def plan_kernel(kernel_outs, inputs, sms, config) -> KernelPlan:

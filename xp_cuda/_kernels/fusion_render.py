@@ -460,6 +460,8 @@ class _Acc:
 
 
 def _reduce_section(vals, plan, red, node):
+    if red.colvec > 1:
+        return _colvec_section(vals, plan, red, node)
     j, r = red.out, red.index
     (x,) = node.args
     acc = _Acc(vals, red, node)
@@ -526,10 +528,107 @@ def _reduce_section(vals, plan, red, node):
     return e.text()
 
 
-def _tree(e, comb, row_like):
-    """The fixed-order tree over a work item's G lanes in shared memory."""
+def _colvec_section(vals, plan, red, node):
+    """Columns: a lane owns V = red.colvec neighbouring outputs (group p of the kept axes) and
+    walks its rows of the split, reading one V-element vector per row of every input (aligned
+    inputs), else V elements; V trees, then V outputs (or partials: one counter per group)."""
+    j, r, V = red.out, red.index, red.colvec
+    (x,) = node.args
+    acc = _Acc(vals, red, node)
+    comb, ident, fin = acc.comb, acc.ident, acc.value
+    ins = red.flat_inputs
+    packs = {k: _pack(plan.input(k).dtype, V) for k in ins}
+    al = _aligned([(f"in{k}", V * plan.input(k).itemsize) for k in ins])
+    vals.start("pack", "0")
+    vp = vals.val(x, FLAT)
+    packed = vals.lines
+    vals.start("scalar", "je")
+    vs = vals.val(x, FLAT)
+    single = vals.lines
+    e = Emitter(2)
+    with e.block(f"{{ // reduction {j}: {red.kind}, {V} columns a lane"):
+        e.line(f"const long long P = {vals.slot(('P', j), red.P)}, "
+               f"M = {vals.slot(('M', j), red.M)}, S = {vals.slot(('S', j), red.S)}, "
+               f"chunk = {vals.slot(('chunk', j), red.chunk)};")
+        e.line(f"const int G = (int){vals.slot(('G', j), red.G)};")
+        e.line("const int per = blockDim.x / G;")
+        e.line(f"{acc.ctype}* sh = reinterpret_cast<{acc.ctype}*>(xp_smem);")
+        e.line("const int grp = threadIdx.x % per, lane = threadIdx.x / per;")
+        e.line(f"const long long PV = P / {V};")
+        e.line("const long long CB = (PV + per - 1) / per;")
+        with e.block("for (long long wb = blockIdx.x; wb < CB * S; wb += gridDim.x) {"):
+            e.line("const long long s = wb / CB, pc = (wb - s * CB) * per + grp;")
+            e.line("const bool live = pc < PV;")
+            e.line("const long long p = live ? pc : 0;")
+            e.line(f"{acc.ctype} acc[{V}];")
+            e.pragma("#pragma unroll")
+            e.line(f"for (int q = 0; q < {V}; ++q) acc[q] = {ident};")
+            with e.block("if (live) {"):
+                e.line("const long long jend = min(s * chunk + chunk, M);")
+                e.line("long long jj = s * chunk + lane;")
+                with e.block(f"if ({al}) {{", close=None):
+                    with e.block("for (; jj + 3 * G < jend; jj += 4 * G) {"):
+                        for k, pk in packs.items():
+                            e.line(f"{pk} p{k}[4];")
+                            e.pragma("#pragma unroll")
+                            e.line(f"for (int u = 0; u < 4; ++u) p{k}[u] = "
+                                   f"reinterpret_cast<const {pk}*>(in{k})[(jj + u * G) * PV + p];")
+                        e.pragma("#pragma unroll")
+                        with e.block("for (int u = 0; u < 4; ++u) {"):
+                            e.pragma("#pragma unroll")
+                            with e.block(f"for (int q = 0; q < {V}; ++q) {{"):
+                                e.lines(packed)
+                                e.line(f"acc[q] = {comb}(acc[q], {acc.elem(vp, 'jj')});")
+                    with e.block("for (; jj < jend; jj += G) {"):
+                        e.line("const int u = 0;")
+                        for k, pk in packs.items():
+                            e.line(f"{pk} p{k}[1];")
+                            e.line(f"p{k}[0] = reinterpret_cast<const {pk}*>(in{k})[jj * PV + p];")
+                        e.pragma("#pragma unroll")
+                        with e.block(f"for (int q = 0; q < {V}; ++q) {{"):
+                            e.lines(packed)
+                            e.line(f"acc[q] = {comb}(acc[q], {acc.elem(vp, 'jj')});")
+                with e.block("} else {"):
+                    with e.block("for (; jj < jend; jj += G) {"):
+                        e.pragma("#pragma unroll")
+                        with e.block(f"for (int q = 0; q < {V}; ++q) {{"):
+                            e.line(f"const long long je = jj * P + p * {V} + q;")
+                            e.lines(single)
+                            e.line(f"acc[q] = {comb}(acc[q], {acc.elem(vs, 'jj')});")
+            for q in range(V):
+                _tree(e, comb, False, f"acc[{q}]")
+                with e.block("if (live && lane == 0) {"):
+                    with e.block("if (S == 1)", close=None):
+                        e.line(f"  out{j}[p * {V} + {q}] = {fin.format('sh[threadIdx.x]')};")
+                    e.line(f"else part{r}[(p * {V} + {q}) * S + s] = sh[threadIdx.x];")
+            with e.block("if (S > 1) {"):
+                with e.block("if (lane == 0) {"):
+                    e.line("int last = 0;")
+                    with e.block("if (live) {"):
+                        e.line("__threadfence();")
+                        e.line(f"last = atomicAdd(&cnt{r}[p], 1u) == (unsigned int)(S - 1);")
+                    e.line("xp_flag[grp] = last;")
+                e.line("__syncthreads();")
+                e.line("const bool last = xp_flag[grp] != 0;")
+                for q in range(V):
+                    e.line(f"acc[0] = {ident};")
+                    with e.block("if (last) {"):
+                        e.line("__threadfence();")
+                        e.line("for (long long k = lane; k < S; k += G)")
+                        e.line(f"  acc[0] = {comb}(acc[0], "
+                               f"xp_ldcg(part{r} + (p * {V} + {q}) * S + k));")
+                    _tree(e, comb, False, "acc[0]")
+                    e.line(f"if (last && lane == 0) out{j}[p * {V} + {q}] = "
+                           f"{fin.format('sh[threadIdx.x]')};")
+                e.line(f"if (last && lane == 0) cnt{r}[p] = 0;")
+            e.line("__syncthreads();")
+    return e.text()
+
+
+def _tree(e, comb, row_like, value="acc"):
+    """The fixed-order tree of `value` over a work item's G lanes in shared memory."""
     o = "o" if row_like else "o * per"  # from a lane to the next, in threads
-    e.line("sh[threadIdx.x] = acc;")
+    e.line(f"sh[threadIdx.x] = {value};")
     e.line("__syncthreads();")
     with e.block("for (int o = G >> 1; o > 0; o >>= 1) {"):
         e.line(f"if (lane < o) sh[threadIdx.x] = {comb}(sh[threadIdx.x], "
