@@ -10,7 +10,8 @@ import numpy as np
 
 from .._devices import CPU
 from .._dtypes import TypedScalar
-from ._base import Backend, EmptyMask
+from ._base import (_FP_IGNORE, Backend, EmptyMask, FpQuiet, _reduced_shape, fp_quiet_off,
+                    fp_quiet_on)
 
 # Rounding an integer is the identity; going through the backend would pass through float64
 # and lose exactness above 2**53.
@@ -80,6 +81,14 @@ def _complex_sign(z):
 # Functions whose NumPy misses special cases of the spec, replaced per input kind.
 _OVERRIDES = {("expm1", "complex"): _complex_expm1, ("tanh", "complex"): _complex_tanh,
               ("sign", "complex"): _complex_sign}
+# (name, input kind) pairs that leave the plain ufunc call: a set, one lookup per call.
+_SPECIAL = frozenset(_OVERRIDES) | {(n, k) for n in _IDENTITY_ON_INTEGERS
+                                   for k in ("int", "uint")} | {("pow", "int"), ("pow", "uint")}
+# NumPy's functions by name, looked up once instead of getattr(np, name) per call.
+_FUNCS: dict = {}
+# ufunc.reduce directly: np.sum & co. spend ~1 us of Python in front of the same call.
+_REDUCE = {"sum": np.add.reduce, "prod": np.multiply.reduce, "max": np.maximum.reduce,
+           "min": np.minimum.reduce, "all": np.logical_and.reduce, "any": np.logical_or.reduce}
 
 
 def lin_at(p, i: int, last: int) -> float:
@@ -99,29 +108,74 @@ class CpuBackend(Backend):
     def elementwise(self, name, fn, operands, in_dtype, out_dtype, shape):
         """One of the 65 functions: NumPy's `fn`, with the standard's fixes. operands: native
         arrays or TypedScalars of the operators."""
-        natives = [o.value if type(o) is TypedScalar else o for o in operands]
         kind = in_dtype.kind
-        with np.errstate(all="ignore"):
-            if name in _IDENTITY_ON_INTEGERS and kind in ("int", "uint"):
-                out = np.array(natives[0], copy=True)
-            elif name == "pow" and kind in ("int", "uint"):
-                x1, x2 = (np.asarray(v, dtype=in_dtype._np) for v in natives)
-                out = _int_pow(x1, x2, kind == "int")
-            elif (name, kind) in _OVERRIDES:
-                out = _OVERRIDES[name, kind](*(np.asarray(v) for v in natives))
+        token = fp_quiet_on(_FP_IGNORE)
+        try:
+            if (name, kind) in _SPECIAL:
+                out = self._special(name, kind, operands, in_dtype)
             else:
-                out = getattr(np, fn)(*natives)
-            out = np.asarray(out)
+                f = _FUNCS.get(fn)
+                if f is None:
+                    f = _FUNCS[fn] = getattr(np, fn)
+                if len(operands) == 2:
+                    x1, x2 = operands
+                    out = f(x1.value if type(x1) is TypedScalar else x1,
+                            x2.value if type(x2) is TypedScalar else x2)
+                else:
+                    out = f(operands[0])
+            if type(out) is not np.ndarray:  # 0-d work gives a NumPy scalar
+                out = np.asarray(out)
             if out.dtype != out_dtype._np:
                 out = out.astype(out_dtype._np)
+        finally:
+            fp_quiet_off(token)
         return out
+
+    @staticmethod
+    def _special(name, kind, operands, in_dtype):
+        natives = [o.value if type(o) is TypedScalar else o for o in operands]
+        if name in _IDENTITY_ON_INTEGERS:
+            return np.array(natives[0], copy=True)
+        if name == "pow":
+            x1, x2 = (np.asarray(v, dtype=in_dtype._np) for v in natives)
+            return _int_pow(x1, x2, kind == "int")
+        return _OVERRIDES[name, kind](*(np.asarray(v) for v in natives))
 
     def getitem(self, data, key, user_key):
         out = super().getitem(data, key, user_key)
         return out if isinstance(out, np.ndarray) else np.asarray(out)
 
     def reduce(self, kind, data, axes, keepdims, dtype):
-        return np.asarray(super().reduce(kind, data, axes, keepdims, dtype))
+        """Backend.reduce's results through the ufuncs' reduce: max/min are maximum/minimum
+        (NaN propagates, as np.amax), all/any reduce to bool, sum/prod accumulate in dtype
+        (each element cast first), mean is the sum over the count (NaN for none)."""
+        t = dtype._np
+        token = fp_quiet_on(_FP_IGNORE)
+        try:
+            if kind == "mean":
+                n = 1
+                for a in axes:
+                    n *= data.shape[a]
+                if not n:
+                    out = np.full(_reduced_shape(data.shape, axes, keepdims), np.nan, dtype=t)
+                else:
+                    out = np.add.reduce(data, axes, None, None, keepdims)
+                    # true division by the count in the sum's dtype, as np.mean rounds
+                    out = np.true_divide(out, n, out=out) if type(out) is np.ndarray \
+                        else out / n
+            elif kind in ("sum", "prod"):
+                out = _REDUCE[kind](data, axes, t, None, keepdims)
+            elif kind in ("all", "any"):
+                out = _REDUCE[kind](data, axes, np.bool_, None, keepdims)
+            else:
+                out = _REDUCE[kind](data, axes, None, None, keepdims)
+            if type(out) is not np.ndarray:
+                out = np.asarray(out)
+            if out.dtype != t:
+                out = out.astype(t)
+        finally:
+            fp_quiet_off(token)
+        return out
 
     def setitem(self, data, key, value, value_shape):
         if not isinstance(key, EmptyMask) and not data.flags.writeable:
@@ -159,7 +213,7 @@ class CpuBackend(Backend):
         return (i * step + start).astype(dtype._np)
 
     def linspace(self, num, dtype, a: complex, b: complex, endpoint, re, im, last):
-        with np.errstate(all="ignore"):
+        with FpQuiet():
             if dtype.kind != "complex":
                 return np.linspace(a.real, b.real, num=num, endpoint=endpoint, dtype=dtype._np)
             # Componentwise, as the spec defines the complex grid (two real grids).
@@ -171,7 +225,7 @@ class CpuBackend(Backend):
 
     def logspace(self, num, dtype, start, stop, base, endpoint, lin, last, values):
         """values(y, base, dtype): the integer-exact power the kernel reproduces."""
-        with np.errstate(all="ignore"):
+        with FpQuiet():
             y = np.linspace(start, stop, num, endpoint=endpoint)
         return values(y, base, dtype)
 
