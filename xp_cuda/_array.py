@@ -30,11 +30,21 @@ def register_native_type(native_type, array_class) -> None:
 
 def _wrap(data, device: Device) -> "Array":
     cls = _ARRAY_TYPES.get(type(data))
+    if cls is Array:  # every call's result: the object made inline (~0.1 us less than _new)
+        obj = _new_object(Array)
+        obj._data = data
+        obj._device = device
+        return obj
     if cls is not None:
         return cls._new(data, device)
     if isinstance(data, np.generic):  # NumPy's result of 0-d work; the standard wants arrays
         data = np.asarray(data)
+    else:  # a backend's array type (NumPy's, CuPy's): plain Arrays, found at once next time
+        _ARRAY_TYPES[type(data)] = Array
     return Array._new(data, device)
+
+
+_new_object = object.__new__
 
 
 def _backend_of(arrays):

@@ -152,8 +152,14 @@ _SCALAR_KINDS = {
 }
 
 
+_EXACT_SCALAR_TYPES = {_pybool: "bool", int: "int", float: "float", complex: "complex"}
+
+
 def scalar_type_name(value):
     """'bool', 'int', 'float', 'complex' for Python scalars (bool before int), else None."""
+    kind = _EXACT_SCALAR_TYPES.get(type(value))  # the builtins themselves: one lookup
+    if kind is not None:
+        return kind
     if isinstance(value, _pybool):
         return "bool"
     for kind, t in (("int", int), ("float", float), ("complex", complex)):
@@ -176,18 +182,22 @@ def check_scalar(value, dtype: DType, where: str):
             f"an explicit dtype, e.g. xp.asarray(value, dtype=...)"
         )
     if kind == "int" and dtype.kind in ("int", "uint"):
-        info = np.iinfo(dtype._np)
-        if not info.min <= value <= info.max:
+        lo, hi = _INT_RANGES[dtype]
+        if not lo <= value <= hi:
             raise OverflowError(
                 f"{where}: Python int {value} is out of range for {dtype} "
-                f"[{info.min}, {info.max}]; use a wider dtype"
+                f"[{lo}, {hi}]; use a wider dtype"
             )
-    if kind == "int" and dtype.kind in ("float", "complex"):
+    elif kind == "int" and dtype.kind in ("float", "complex"):
         try:
             float(value)
         except OverflowError:
             raise OverflowError(f"{where}: Python int {value} is too large for {dtype}") from None
     return dtype._np.type(value)
+
+
+_INT_RANGES = {d: (int(np.iinfo(d._np).min), int(np.iinfo(d._np).max))
+               for d in ALL_DTYPES if d.kind in ("int", "uint")}  # np.iinfo costs ~1 us a call
 
 
 def clip_scalar(value, dtype: DType, argname: str):

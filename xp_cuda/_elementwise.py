@@ -10,6 +10,7 @@ from ._array import Array, _backend_of, _wrap, check_array
 from ._backends import FAST as _FAST
 from ._dtypes import TypedScalar, in_category, promote, real_dtype
 from ._dtypes import bool as _bool
+from ._validation import PLANS as _PLANS
 from ._validation import article, broadcast_shapes, common_device, planned
 
 # Result rules: "same" = the promoted input dtype; "bool"; "real" = the real dtype of the same
@@ -161,31 +162,50 @@ _new_object = object.__new__
 def _apply_checked(name: str, operands) -> Array:
     """Validate, take the result dtype and shape from the tables, and make one backend call.
     The cuda backend registers the validated plan in _FAST for the hot paths above."""
-    arrays = [o for o in operands if isinstance(o, Array)]
-    natives = [o._data if isinstance(o, Array) else o for o in operands]
-    # The dtype and shape checks depend only on each operand's dtype and shape: memoised
-    # (a scalar operand by its dtype; its value was checked when it was typed).
-    key = (name,) + tuple((o.dtype, "s") if type(o) is TypedScalar else (o.dtype, o.shape)
-                          for o in natives)
-
-    def validate():
-        in_out = result_dtype(name, [o.dtype for o in operands])
-        if len(arrays) > 1:
-            return in_out + (broadcast_shapes([a.shape for a in arrays], name),)
-        return in_out + (arrays[0].shape,)
-    in_dtype, out_dtype, shape = planned(key, (), validate)
-    if len(arrays) > 1:
-        device = arrays[0]._device
-        for a in arrays:
-            if a._device is not device:
-                device = common_device(arrays, name)
-                break
-        b = _backend_of(arrays)
+    x1 = operands[0]
+    if len(operands) == 1:
+        d1 = x1._data
+        key = (name, d1.dtype, d1.shape)
+        plan = _PLANS.get(key)
+        if plan is None:
+            plan = planned(key, (), lambda: _validate(name, operands))
+        in_dtype, out_dtype, shape, fn = plan
+        out = x1._b.elementwise(name, fn, (d1,), in_dtype, out_dtype, shape)
+        return _wrap(out, x1._device)
+    # Two operands: an array and a TypedScalar of an operator, or two arrays. The checks
+    # depend only on each operand's dtype and shape (a scalar's value was checked when it was
+    # typed, so it counts by its dtype alone): memoised under those.
+    x2 = operands[1]
+    if isinstance(x1, TypedScalar):  # (the tracer's ParamScalar too)
+        arr, n1, n2 = x2, x1, x2._data
+        key = (name, x1.dtype._np, "s", n2.dtype, n2.shape)
+    elif isinstance(x2, TypedScalar):
+        arr, n1, n2 = x1, x1._data, x2
+        key = (name, n1.dtype, n1.shape, x2.dtype._np, "s")
     else:
-        x = arrays[0]
-        device, b = x._device, x._b
-    out = b.elementwise(name, ELEMENTWISE[name][3], natives, in_dtype, out_dtype, shape)
-    return _wrap(out, device)
+        arr, n1, n2 = None, x1._data, x2._data
+        key = (name, n1.dtype, n1.shape, n2.dtype, n2.shape)
+    plan = _PLANS.get(key)
+    if plan is None:
+        plan = planned(key, (), lambda: _validate(name, operands))
+    in_dtype, out_dtype, shape, fn = plan
+    if arr is not None:
+        device, b = arr._device, arr._b
+    else:
+        device = x1._device
+        if x2._device is not device:
+            device = common_device(operands, name)
+        # one backend for two arrays of one class on one device; else the higher-ranked one
+        b = x1._b if type(x1) is type(x2) else _backend_of(operands)
+    return _wrap(b.elementwise(name, fn, (n1, n2), in_dtype, out_dtype, shape), device)
+
+
+def _validate(name, operands):
+    """The checks of an elementwise call: (promoted dtype, result dtype, shape, backend fn)."""
+    in_out = result_dtype(name, [o.dtype for o in operands])
+    arrays = [o for o in operands if isinstance(o, Array)]
+    return in_out + (broadcast_shapes([a.shape for a in arrays], name),
+                     ELEMENTWISE[name][3])
 
 
 def _make(name: str):
