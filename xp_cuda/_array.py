@@ -209,43 +209,56 @@ class Array:
 
     # ---- indexing ------------------------------------------------------------------------
     def _key(self, key, setting: bool):
-        """Validate a key by the 2023.12 indexing rules; return the backend key."""
+        """Validate a key by the 2023.12 indexing rules; return the backend key. One pass over
+        the parts, the exact types first (a key is validated on every call: it holds slices,
+        which Python 3.11 cannot hash, so it is not memoised)."""
         if isinstance(key, Array):
             if key.dtype is not _dtypes.bool:
                 raise IndexError(
                     f"an array index must be a boolean mask (got {key.dtype}); integer array "
                     f"indexing is not part of 2023.12: use xp.take"
                 )
-            if key.device != self._device:
-                raise ValueError(f"the boolean index is on {key.device} but the array is on "
+            if key._device is not self._device and key._device != self._device:
+                raise ValueError(f"the boolean index is on {key._device} but the array is on "
                                  f"{self._device}; move one with to_device")
-            lead = self.shape[: key.ndim]
-            if key.ndim > self.ndim or any(k not in (n, 0) for k, n in zip(key.shape, lead)):
+            kshape = key._data.shape
+            lead = self._data.shape[: len(kshape)]
+            if kshape == lead:  # the mask covers the leading dimensions exactly
+                return key._data
+            if len(kshape) > len(self._data.shape) or \
+                    any(k not in (n, 0) for k, n in zip(kshape, lead)):
                 raise IndexError(f"boolean index of shape {key.shape} does not match the "
                                  f"leading dimensions of an array of shape {self.shape}")
-            if key.shape != lead:  # an empty mask selects nothing, whatever the sizes
-                return EmptyMask(key.ndim)
-            return key._data
-        parts = key if isinstance(key, tuple) else (key,)
+            return EmptyMask(key.ndim)  # an empty mask selects nothing, whatever the sizes
+        parts = key if type(key) is tuple else (key,)
         n_ellipsis = 0
         n_axes = 0
+        has_ints = False
+        has_0d_bounds = False
         for p in parts:
-            if p is Ellipsis:
+            t = type(p)
+            if t is slice:
+                for v in (p.start, p.stop, p.step):
+                    if v is None or type(v) is int:
+                        continue
+                    if (isinstance(v, bool) or not isinstance(v, int)) and not _is_int_0d(v):
+                        raise IndexError(f"slice bounds must be ints (or 0-d integer arrays) "
+                                         f"or None, got {p}")
+                    has_0d_bounds = has_0d_bounds or _is_int_0d(v)
+                if p.step == 0:
+                    raise IndexError("a slice step of 0 is not allowed")
+                n_axes += 1
+            elif t is int:
+                n_axes += 1
+                has_ints = True
+            elif p is Ellipsis:
                 n_ellipsis += 1
             elif p is None:
                 if setting:
                     raise IndexError("None (newaxis) is not allowed in an index for assignment")
-            elif isinstance(p, slice):
-                for v in (p.start, p.stop, p.step):
-                    if v is not None and (isinstance(v, bool) or not isinstance(v, int)) and \
-                            not _is_int_0d(v):
-                        raise IndexError(f"slice bounds must be ints (or 0-d integer arrays) "
-                                         f"or None, got {p}")
-                if p.step == 0:
-                    raise IndexError("a slice step of 0 is not allowed")
-                n_axes += 1
             elif isinstance(p, int) and not isinstance(p, bool):
                 n_axes += 1
+                has_ints = True
             elif isinstance(p, Array):
                 raise IndexError("a boolean array must be the sole index (Array API 2023.12); "
                                  "combine masks first, or index in two steps")
@@ -254,30 +267,34 @@ class Array:
                     f"index {p!r} is not allowed: 2023.12 indexes with Python ints, slices, "
                     f"..., None, or a boolean array as the sole index"
                 )
-        if any(isinstance(p, slice) and any(map(_is_int_0d, (p.start, p.stop, p.step)))
-               for p in parts):  # 0-d integer arrays as slice bounds, through __index__
+        if has_0d_bounds:  # 0-d integer arrays as slice bounds, through __index__
             parts = tuple(slice(*(int(v) if _is_int_0d(v) else v
                                   for v in (p.start, p.stop, p.step)))
                           if isinstance(p, slice) else p for p in parts)
             key = parts
         if n_ellipsis > 1:
             raise IndexError("an index may contain at most one ellipsis (...)")
-        if n_axes > self.ndim:
-            raise IndexError(f"too many indices ({n_axes}) for an array of {self.ndim} "
+        shape = self._data.shape
+        ndim = len(shape)
+        if n_axes > ndim:
+            raise IndexError(f"too many indices ({n_axes}) for an array of {ndim} "
                              f"dimension(s)")
-        # Bounds of integer indices, axis by axis (the spec leaves them unspecified; we refuse).
-        axis = 0
-        for i, p in enumerate(parts):
-            if p is Ellipsis:
-                axis += self.ndim - n_axes
-                continue
-            if p is None:
-                continue
-            if isinstance(p, int):
-                n = self.shape[axis]
-                if not -n <= p < n:
-                    raise IndexError(f"index {p} is out of bounds for axis {axis} of size {n}")
-            axis += 1
+        if has_ints:
+            # Bounds of integer indices, axis by axis (the spec leaves them unspecified; we
+            # refuse).
+            axis = 0
+            for p in parts:
+                if p is Ellipsis:
+                    axis += ndim - n_axes
+                    continue
+                if p is None:
+                    continue
+                if isinstance(p, int):
+                    n = shape[axis]
+                    if not -n <= p < n:
+                        raise IndexError(f"index {p} is out of bounds for axis {axis} of size "
+                                         f"{n}")
+                axis += 1
         return key
 
     def __getitem__(self, key, /):

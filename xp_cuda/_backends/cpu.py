@@ -141,9 +141,50 @@ class CpuBackend(Backend):
             return _int_pow(x1, x2, kind == "int")
         return _OVERRIDES[name, kind](*(np.asarray(v) for v in natives))
 
+    def vector_norm(self, data, axes, keepdims, ord, dtype):
+        """Backend.vector_norm, the 2-norm of real data over trailing axes without its moves:
+        their transpose is the identity and |x|*|x| is x*x (~1 us of calls saved). The sum is
+        over the same flattened last axis, so the result is the same to the bit."""
+        ndim = data.ndim
+        if ord != 2 or data.dtype.kind == "c" or not axes or \
+                axes != tuple(range(ndim - len(axes), ndim)):
+            return super().vector_norm(data, axes, keepdims, ord, dtype)
+        t = dtype._np
+        shape = data.shape
+        count = 1
+        for a in axes:
+            count *= shape[a]
+        token = fp_quiet_on(_FP_IGNORE)
+        try:
+            a = data if data.dtype == t else data.astype(t)
+            a = a.reshape(shape[:ndim - len(axes)] + (count,))
+            if count == 0:
+                out = np.zeros(a.shape[:-1], dtype=t)
+            else:
+                out = np.sqrt(np.add.reduce(np.multiply(a, a), -1))
+            if type(out) is not np.ndarray:
+                out = np.asarray(out)
+            return out.reshape(_reduced_shape(shape, axes, True)) if keepdims else out
+        finally:
+            fp_quiet_off(token)
+
+    def bounds(self, data):
+        # the ufuncs' reduce directly: data.min() and data.max() cost ~0.5 us more each
+        return int(np.minimum.reduce(data, None)), int(np.maximum.reduce(data, None))
+
+    def where(self, cond, x1, x2, dtype, shape):
+        t = dtype._np  # a cast only where an operand's dtype differs (each astype ~0.1 us)
+        return np.where(cond, x1 if x1.dtype == t else x1.astype(t),
+                        x2 if x2.dtype == t else x2.astype(t))
+
+    def nonzero(self, data):
+        return tuple([i if i.dtype == np.int64 else i.astype(np.int64) for i in data.nonzero()])
+
     def getitem(self, data, key, user_key):
-        out = super().getitem(data, key, user_key)
-        return out if isinstance(out, np.ndarray) else np.asarray(out)
+        if type(key) is EmptyMask:
+            return np.empty((0,) + data.shape[key.ndim:], data.dtype)
+        out = data[key]  # no device to switch to: NumPy's indexing directly
+        return out if type(out) is np.ndarray else np.asarray(out)
 
     def reduce(self, kind, data, axes, keepdims, dtype):
         """Backend.reduce's results through the ufuncs' reduce: max/min are maximum/minimum
@@ -176,6 +217,49 @@ class CpuBackend(Backend):
         finally:
             fp_quiet_off(token)
         return out
+
+    def var(self, fname, data, axes, dof, keepdims, dtype):
+        """Backend.var through the ufuncs (np.mean and np.sum spend ~1 us each in Python in
+        front of the same reductions): the mean is the sum divided by the count as an intp,
+        as np.mean divides."""
+        t = dtype._np
+        token = fp_quiet_on(_FP_IGNORE)
+        try:
+            if not dof > 0:
+                return np.full(_reduced_shape(data.shape, axes, keepdims), np.nan, dtype=t)
+            n = 1
+            for a in axes:
+                n *= data.shape[a]
+            mean = np.add.reduce(data, axes, None, None, True)
+            mean = np.true_divide(mean, np.intp(n), out=mean, casting="unsafe")
+            dev = data - mean
+            out = np.add.reduce(np.multiply(dev, dev), axes, None, None, keepdims)
+            out = np.true_divide(out, np.asarray(dof, dtype=t))
+            if fname == "std":
+                out = np.sqrt(out)
+            if type(out) is not np.ndarray:
+                out = np.asarray(out)
+            return out if out.dtype == t else out.astype(t)
+        finally:
+            fp_quiet_off(token)
+
+    def cumsum(self, data, axis: int, dtype, include_initial: bool):
+        t = dtype._np
+        if include_initial:
+            return super().cumsum(data, axis, dtype, include_initial)
+        token = fp_quiet_on(_FP_IGNORE)
+        try:  # np.cumsum's own Python costs ~1 us in front of this call
+            out = np.add.accumulate(data, axis, t)
+        finally:
+            fp_quiet_off(token)
+        return out if out.dtype == t else out.astype(t)
+
+    def argreduce(self, kind, data, axis, keepdims):
+        # the methods directly: np.argmax adds ~0.5 us of Python in front of them
+        out = (data.argmax if kind == "argmax" else data.argmin)(axis, None, keepdims=keepdims)
+        if type(out) is not np.ndarray:
+            out = np.asarray(out)
+        return out if out.dtype == np.int64 else out.astype(np.int64)
 
     def setitem(self, data, key, value, value_shape):
         if not isinstance(key, EmptyMask) and not data.flags.writeable:
