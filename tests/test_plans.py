@@ -13,6 +13,7 @@ import pytest
 
 import xp_cuda as xp
 from xp_cuda._devices import CPU
+from xp_cuda._backends._base import FAST_ANY_LAYOUT
 from xp_cuda._validation import PLANS, option_type, planned
 
 
@@ -152,6 +153,23 @@ CASES = {
                           lambda: xp.reshape(_x(), (6, True))),
     "reshape copy 0": (lambda: xp.reshape(_x(), (6,), copy=False),
                        lambda: xp.reshape(_x(), (6,), copy=0)),
+    # sorting
+    "sort descending 1": (lambda: xp.sort(_x(), descending=True),
+                          lambda: xp.sort(_x(), descending=1)),
+    "argsort stable 1": (lambda: xp.argsort(_x(), stable=True),
+                         lambda: xp.argsort(_x(), stable=1)),
+    "sort axis True": (lambda: xp.sort(_x(), axis=1), lambda: xp.sort(_x(), axis=True)),
+    "argsort complex": (lambda: xp.argsort(_x()), lambda: xp.argsort(_x(np.complex64))),
+    # creation: the shape argument
+    "zeros shape (2, True)": (lambda: xp.zeros((2, 1), device=CPU),
+                              lambda: xp.zeros((2, True), device=CPU)),
+    "ones shape (2, 1.0)": (lambda: xp.ones((2, 1), device=CPU),
+                            lambda: xp.ones((2, 1.0), device=CPU)),
+    "empty shape True": (lambda: xp.empty(1, device=CPU), lambda: xp.empty(True, device=CPU)),
+    "full shape (2, -1)": (lambda: xp.full((2, 1), 3.0, device=CPU),
+                           lambda: xp.full((2, -1), 3.0, device=CPU)),
+    "zeros dtype numpy": (lambda: xp.zeros((2, 1), dtype=xp.float32, device=CPU),
+                          lambda: xp.zeros((2, 1), dtype=np.float32, device=CPU)),
 }
 
 
@@ -196,3 +214,44 @@ def test_planned_keeps_only_keyable_options_and_never_errors():
             planned(("t", 3, int), (3,), validate, "bad")  # errors are never kept
     assert calls == ["float", "float", "int", "bad", "bad"]
     assert planned(("t", [1]), ([1],), validate, "list") == "list"  # unhashable: checked
+
+
+def test_any_layout_hot_path_keeps_the_checks():
+    """The cpu backend remembers plain NumPy calls per (function, dtypes) for apply/apply2
+    (FAST_ANY_LAYOUT); a hit needs equal shapes and the same dtypes, everything else still
+    goes through the checks."""
+    FAST_ANY_LAYOUT.clear()
+    a, b = _x(), _x()
+    ref = np.asarray(a._data) + np.asarray(b._data)
+    for _ in range(2):  # registers, then hits
+        assert np.array_equal((a + b)._data, ref)
+    assert ("add", np.dtype(np.float32), np.dtype(np.float32)) in FAST_ANY_LAYOUT
+    with pytest.raises(ValueError, match="cannot be broadcast"):
+        a + _x(shape=(4,))
+    with pytest.raises(TypeError, match="cannot be promoted"):
+        a + _x(np.int32)
+    with pytest.raises(TypeError, match="numeric"):
+        _bool() + _bool()
+    # strided operands of equal shapes take the hot path and keep their values
+    got = a[:, ::2] + b[:, ::2]
+    assert np.array_equal(got._data, ref[:, ::2]) and got.dtype is xp.float32
+    # a scalar operand: its value is checked on every call, before any table
+    for _ in range(2):
+        assert np.array_equal((a * 2.5)._data, np.asarray(a._data) * np.float32(2.5))
+    with pytest.raises(TypeError):
+        a * True
+    with pytest.raises(TypeError):
+        _x(np.int32) * 2.5
+    with pytest.raises(OverflowError):
+        _x(np.int8) + 1000
+    # unary
+    for _ in range(2):
+        xp.sin(a)
+    with pytest.raises(TypeError):
+        xp.sin(_x(np.int32))
+    # 0-d operands come back as 0-d arrays, not NumPy scalars
+    z = _a(2.0)
+    for _ in range(2):
+        r = z + z
+        assert isinstance(r, xp._array.Array) and r.shape == () and float(r) == 4.0
+        assert (-z).shape == () and (z * 2.0).shape == ()

@@ -8,11 +8,15 @@ import numpy as np
 from . import _dtypes
 from ._backends import EmptyMask, backend
 from ._devices import Device, check_device
-from ._dtypes import DType, TypedScalar, check_scalar, in_category, scalar_type_name
+from ._dtypes import (DType, TypedScalar, check_scalar, in_category, scalar_type_name,
+                      typed_scalar)
 from ._validation import _foreign_hint
 
 _API_VERSIONS = (None, "2021.12", "2022.12", "2023.12")
 _KDL_CPU = 1
+
+
+_BOUND_TYPES = frozenset((int, type(None)))  # slice bounds that need no further check
 
 
 def _is_int_0d(v) -> bool:
@@ -230,7 +234,16 @@ class Array:
                 raise IndexError(f"boolean index of shape {key.shape} does not match the "
                                  f"leading dimensions of an array of shape {self.shape}")
             return EmptyMask(key.ndim)  # an empty mask selects nothing, whatever the sizes
-        parts = key if type(key) is tuple else (key,)
+        t = type(key)
+        if t is slice:  # x[a:b:c] with int or None bounds: nothing else to check
+            if type(key.start) in _BOUND_TYPES and type(key.stop) in _BOUND_TYPES and \
+                    type(key.step) in _BOUND_TYPES and key.step != 0 and self._data.ndim:
+                return key
+        elif t is int:  # x[i]
+            shape = self._data.shape
+            if shape and -shape[0] <= key < shape[0]:
+                return key
+        parts = key if t is tuple else (key,)
         n_ellipsis = 0
         n_axes = 0
         has_ints = False
@@ -238,13 +251,16 @@ class Array:
         for p in parts:
             t = type(p)
             if t is slice:
-                for v in (p.start, p.stop, p.step):
-                    if v is None or type(v) is int:
-                        continue
-                    if (isinstance(v, bool) or not isinstance(v, int)) and not _is_int_0d(v):
-                        raise IndexError(f"slice bounds must be ints (or 0-d integer arrays) "
-                                         f"or None, got {p}")
-                    has_0d_bounds = has_0d_bounds or _is_int_0d(v)
+                if type(p.start) not in _BOUND_TYPES or type(p.stop) not in _BOUND_TYPES or \
+                        type(p.step) not in _BOUND_TYPES:
+                    for v in (p.start, p.stop, p.step):
+                        if v is None or type(v) is int:
+                            continue
+                        if (isinstance(v, bool) or not isinstance(v, int)) and \
+                                not _is_int_0d(v):
+                            raise IndexError(f"slice bounds must be ints (or 0-d integer "
+                                             f"arrays) or None, got {p}")
+                        has_0d_bounds = has_0d_bounds or _is_int_0d(v)
                 if p.step == 0:
                     raise IndexError("a slice step of 0 is not allowed")
                 n_axes += 1
@@ -321,7 +337,7 @@ class Array:
         if isinstance(other, Array):
             return other
         if scalar_type_name(other) is not None:
-            return TypedScalar(check_scalar(other, self.dtype, op), self.dtype)
+            return typed_scalar(other, _dtypes._BY_NUMPY[self._data.dtype], op)
         if type(other).__module__.split(".")[0] in ("numpy", "cupy", "torch", "jax", "jaxlib") \
                 or hasattr(other, "__dlpack__") or isinstance(other, (list, tuple)):
             raise TypeError(f"{op}: {_foreign_hint(other)}")

@@ -209,6 +209,30 @@ def clip_scalar(value, dtype: DType, argname: str):
     return check_scalar(value, dtype, f"clip: {argname}")
 
 
+_FLOAT_SAFE = 2**1000  # an int of at most this size converts to a float without overflow
+# (Python type, dtype kind) pairs whose scalar check is the types alone (no range to test)
+_NO_RANGE = {(float, "float"), (float, "complex"), (complex, "complex"), (_pybool, "bool")}
+
+
+def typed_scalar(value, dtype: DType, where: str) -> "TypedScalar":
+    """check_scalar's TypedScalar, with the common cases answered first: a float or complex
+    for a floating dtype, a bool for bool, an int in range of an integer dtype, an int of
+    less than 2**1000 for a floating dtype."""
+    t = type(value)
+    kind = dtype.kind
+    if (t, kind) in _NO_RANGE or t is int and (
+            _INT_RANGES[dtype][0] <= value <= _INT_RANGES[dtype][1] if kind in ("int", "uint")
+            else kind != "bool" and -_FLOAT_SAFE <= value <= _FLOAT_SAFE):
+        out = _new_object(TypedScalar)
+        out.value = dtype._np.type(value)
+        out.dtype = dtype
+        return out
+    return TypedScalar(check_scalar(value, dtype, where), dtype)
+
+
+_new_object = object.__new__
+
+
 class TypedScalar:
     """A Python scalar operand of an operator, already checked and typed by the scalar rules
     (``value`` is a NumPy scalar of ``dtype``)."""

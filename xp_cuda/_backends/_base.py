@@ -15,6 +15,11 @@ from .._dtypes import clip_scalar
 # (name, numpy dtype(s), or "s" for a scalar operand) -> (Plan, Device, context or None).
 # The context is None when only one GPU is visible (nothing to switch).
 FAST: dict = {}
+# The same for backends whose elementwise function takes operands of any strides (NumPy's
+# ufuncs), filled by the cpu backend the same way: key as FAST -> (run, Device), where
+# run(d1) / run(d1, d2) / run(d1, scalar value) returns the native result. A hit needs only
+# the device identity and, for two arrays, equal shapes.
+FAST_ANY_LAYOUT: dict = {}
 _NO_SWITCH = contextlib.nullcontext()  # reusable: entering it does nothing
 
 # NumPy's floating-point warnings off for a backend call (overflow, x/0 and NaN are results
