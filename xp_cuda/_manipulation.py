@@ -89,8 +89,10 @@ def _sequence(arrays, fname: str):
     first = arrays[0]
     dev, cls = getattr(first, "_device", None), type(first)
     same = True
-    for i, a in enumerate(arrays):
-        d = check_array(a, fname, f"arrays[{i}]")._data
+    for a in arrays:
+        if not isinstance(a, Array):
+            _check_sequence(arrays, fname)  # raises, naming the first non-array
+        d = a._data
         natives.append(d)
         key.append(d.dtype)
         key.append(d.shape)
