@@ -8,11 +8,15 @@ import numpy as np
 from . import _dtypes
 from ._backends import EmptyMask, backend
 from ._devices import Device, check_device
-from ._dtypes import DType, TypedScalar, check_scalar, in_category, scalar_type_name
+from ._dtypes import (DType, TypedScalar, check_scalar, in_category, scalar_type_name,
+                      typed_scalar)
 from ._validation import _foreign_hint
 
 _API_VERSIONS = (None, "2021.12", "2022.12", "2023.12")
 _KDL_CPU = 1
+
+
+_BOUND_TYPES = frozenset((int, type(None)))  # slice bounds that need no further check
 
 
 def _is_int_0d(v) -> bool:
@@ -30,11 +34,21 @@ def register_native_type(native_type, array_class) -> None:
 
 def _wrap(data, device: Device) -> "Array":
     cls = _ARRAY_TYPES.get(type(data))
+    if cls is Array:  # every call's result: the object made inline (~0.1 us less than _new)
+        obj = _new_object(Array)
+        obj._data = data
+        obj._device = device
+        return obj
     if cls is not None:
         return cls._new(data, device)
     if isinstance(data, np.generic):  # NumPy's result of 0-d work; the standard wants arrays
         data = np.asarray(data)
+    else:  # a backend's array type (NumPy's, CuPy's): plain Arrays, found at once next time
+        _ARRAY_TYPES[type(data)] = Array
     return Array._new(data, device)
+
+
+_new_object = object.__new__
 
 
 def _backend_of(arrays):
@@ -199,43 +213,68 @@ class Array:
 
     # ---- indexing ------------------------------------------------------------------------
     def _key(self, key, setting: bool):
-        """Validate a key by the 2023.12 indexing rules; return the backend key."""
+        """Validate a key by the 2023.12 indexing rules; return the backend key. One pass over
+        the parts, the exact types first (a key is validated on every call: it holds slices,
+        which Python 3.11 cannot hash, so it is not memoised)."""
         if isinstance(key, Array):
             if key.dtype is not _dtypes.bool:
                 raise IndexError(
                     f"an array index must be a boolean mask (got {key.dtype}); integer array "
                     f"indexing is not part of 2023.12: use xp.take"
                 )
-            if key.device != self._device:
-                raise ValueError(f"the boolean index is on {key.device} but the array is on "
+            if key._device is not self._device and key._device != self._device:
+                raise ValueError(f"the boolean index is on {key._device} but the array is on "
                                  f"{self._device}; move one with to_device")
-            lead = self.shape[: key.ndim]
-            if key.ndim > self.ndim or any(k not in (n, 0) for k, n in zip(key.shape, lead)):
+            kshape = key._data.shape
+            lead = self._data.shape[: len(kshape)]
+            if kshape == lead:  # the mask covers the leading dimensions exactly
+                return key._data
+            if len(kshape) > len(self._data.shape) or \
+                    any(k not in (n, 0) for k, n in zip(kshape, lead)):
                 raise IndexError(f"boolean index of shape {key.shape} does not match the "
                                  f"leading dimensions of an array of shape {self.shape}")
-            if key.shape != lead:  # an empty mask selects nothing, whatever the sizes
-                return EmptyMask(key.ndim)
-            return key._data
-        parts = key if isinstance(key, tuple) else (key,)
+            return EmptyMask(key.ndim)  # an empty mask selects nothing, whatever the sizes
+        t = type(key)
+        if t is slice:  # x[a:b:c] with int or None bounds: nothing else to check
+            if type(key.start) in _BOUND_TYPES and type(key.stop) in _BOUND_TYPES and \
+                    type(key.step) in _BOUND_TYPES and key.step != 0 and self._data.ndim:
+                return key
+        elif t is int:  # x[i]
+            shape = self._data.shape
+            if shape and -shape[0] <= key < shape[0]:
+                return key
+        parts = key if t is tuple else (key,)
         n_ellipsis = 0
         n_axes = 0
+        has_ints = False
+        has_0d_bounds = False
         for p in parts:
-            if p is Ellipsis:
+            t = type(p)
+            if t is slice:
+                if type(p.start) not in _BOUND_TYPES or type(p.stop) not in _BOUND_TYPES or \
+                        type(p.step) not in _BOUND_TYPES:
+                    for v in (p.start, p.stop, p.step):
+                        if v is None or type(v) is int:
+                            continue
+                        if (isinstance(v, bool) or not isinstance(v, int)) and \
+                                not _is_int_0d(v):
+                            raise IndexError(f"slice bounds must be ints (or 0-d integer "
+                                             f"arrays) or None, got {p}")
+                        has_0d_bounds = has_0d_bounds or _is_int_0d(v)
+                if p.step == 0:
+                    raise IndexError("a slice step of 0 is not allowed")
+                n_axes += 1
+            elif t is int:
+                n_axes += 1
+                has_ints = True
+            elif p is Ellipsis:
                 n_ellipsis += 1
             elif p is None:
                 if setting:
                     raise IndexError("None (newaxis) is not allowed in an index for assignment")
-            elif isinstance(p, slice):
-                for v in (p.start, p.stop, p.step):
-                    if v is not None and (isinstance(v, bool) or not isinstance(v, int)) and \
-                            not _is_int_0d(v):
-                        raise IndexError(f"slice bounds must be ints (or 0-d integer arrays) "
-                                         f"or None, got {p}")
-                if p.step == 0:
-                    raise IndexError("a slice step of 0 is not allowed")
-                n_axes += 1
             elif isinstance(p, int) and not isinstance(p, bool):
                 n_axes += 1
+                has_ints = True
             elif isinstance(p, Array):
                 raise IndexError("a boolean array must be the sole index (Array API 2023.12); "
                                  "combine masks first, or index in two steps")
@@ -244,30 +283,34 @@ class Array:
                     f"index {p!r} is not allowed: 2023.12 indexes with Python ints, slices, "
                     f"..., None, or a boolean array as the sole index"
                 )
-        if any(isinstance(p, slice) and any(map(_is_int_0d, (p.start, p.stop, p.step)))
-               for p in parts):  # 0-d integer arrays as slice bounds, through __index__
+        if has_0d_bounds:  # 0-d integer arrays as slice bounds, through __index__
             parts = tuple(slice(*(int(v) if _is_int_0d(v) else v
                                   for v in (p.start, p.stop, p.step)))
                           if isinstance(p, slice) else p for p in parts)
             key = parts
         if n_ellipsis > 1:
             raise IndexError("an index may contain at most one ellipsis (...)")
-        if n_axes > self.ndim:
-            raise IndexError(f"too many indices ({n_axes}) for an array of {self.ndim} "
+        shape = self._data.shape
+        ndim = len(shape)
+        if n_axes > ndim:
+            raise IndexError(f"too many indices ({n_axes}) for an array of {ndim} "
                              f"dimension(s)")
-        # Bounds of integer indices, axis by axis (the spec leaves them unspecified; we refuse).
-        axis = 0
-        for i, p in enumerate(parts):
-            if p is Ellipsis:
-                axis += self.ndim - n_axes
-                continue
-            if p is None:
-                continue
-            if isinstance(p, int):
-                n = self.shape[axis]
-                if not -n <= p < n:
-                    raise IndexError(f"index {p} is out of bounds for axis {axis} of size {n}")
-            axis += 1
+        if has_ints:
+            # Bounds of integer indices, axis by axis (the spec leaves them unspecified; we
+            # refuse).
+            axis = 0
+            for p in parts:
+                if p is Ellipsis:
+                    axis += ndim - n_axes
+                    continue
+                if p is None:
+                    continue
+                if isinstance(p, int):
+                    n = shape[axis]
+                    if not -n <= p < n:
+                        raise IndexError(f"index {p} is out of bounds for axis {axis} of size "
+                                         f"{n}")
+                axis += 1
         return key
 
     def __getitem__(self, key, /):
@@ -294,7 +337,7 @@ class Array:
         if isinstance(other, Array):
             return other
         if scalar_type_name(other) is not None:
-            return TypedScalar(check_scalar(other, self.dtype, op), self.dtype)
+            return typed_scalar(other, _dtypes._BY_NUMPY[self._data.dtype], op)
         if type(other).__module__.split(".")[0] in ("numpy", "cupy", "torch", "jax", "jaxlib") \
                 or hasattr(other, "__dlpack__") or isinstance(other, (list, tuple)):
             raise TypeError(f"{op}: {_foreign_hint(other)}")

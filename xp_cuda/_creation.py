@@ -11,9 +11,12 @@ from ._backends import backend
 from ._backends.cpu import lin_at as _lin_at
 from ._devices import CPU, Device, check_device, cupy_module, default_device
 from ._dtypes import DEFAULT_DTYPES, DType, check_scalar, from_numpy_dtype, scalar_type_name
-from ._validation import check_dtype_arg, check_int, check_shape, common_device
+from ._validation import PLANS as _PLANS
+from ._validation import (check_dtype_arg, check_int, check_shape, common_device, option_type,
+                          planned)
 
 _MAX_BYTES = 2**63 - 1
+_DEFAULT_FLOAT = DEFAULT_DTYPES["real floating"]
 _pybool = bool
 
 
@@ -217,30 +220,68 @@ def _make(fname, shape, dtype, device, primitive, *args):
     return _wrap(_alloc(b, fname, shape, dtype, lambda: getattr(b, primitive)(*args)), device)
 
 
+def _shape_plan(shape, fname):
+    """(checked shape, element count): kept per shape argument (and its items' types)."""
+    shape = check_shape(shape, fname)
+    return shape, math.prod(shape)
+
+
+def _new_filled(fname, shape, dtype, device, value, check_dtype=False):
+    """A new array of `shape` filled with value (None: left uninitialised, empty's). The
+    shape's checks run once per shape argument (_validation.planned); the device argument is
+    checked on every call, the dtype argument by the caller (or here after the shape's, with
+    check_dtype)."""
+    key = (fname, shape, option_type(shape))
+    try:
+        plan = _PLANS.get(key)
+    except TypeError:  # a list: check_shape takes it, but it cannot be a key
+        plan = None
+    if plan is None:
+        plan = planned(key, (shape,), _shape_plan, shape, fname)
+    shape, size = plan
+    if check_dtype:
+        check_dtype_arg(dtype, fname)
+    device = _device_arg(device, fname)
+    b = backend(device)
+    if size * dtype._np.itemsize > _MAX_BYTES:
+        _alloc(b, fname, shape, dtype, None)  # raises: more than any device can address
+    try:
+        if b.switch is None:  # no device to make current: no context to enter
+            out = b.empty(shape, dtype) if value is None else b.full(shape, dtype, value)
+        else:
+            with b.ctx():
+                out = b.empty(shape, dtype) if value is None else b.full(shape, dtype, value)
+    except MemoryError:
+        _alloc(b, fname, shape, dtype, _out_of_memory)  # raises MemoryError, naming sizes
+    return _wrap(out, device)
+
+
+def _out_of_memory():
+    raise MemoryError
+
+
 def _filled(fname, shape, value, dtype, device):
     """Every element equal to value (already checked against dtype)."""
-    shape = check_shape(shape, fname)
-    check_dtype_arg(dtype, fname)
-    return _make(fname, shape, dtype, device, "full", shape, dtype, value)
+    return _new_filled(fname, shape, dtype, device, value, True)
 
 
 def empty(shape, *, dtype=None, device=None):
-    dtype = dtype or DEFAULT_DTYPES["real floating"]
-    shape = check_shape(shape, "empty")
-    check_dtype_arg(dtype, "empty")
-    return _make("empty", shape, dtype, device, "empty", shape, dtype)
+    return _new_filled("empty", shape, dtype or _DEFAULT_FLOAT, device, None, True)
+
+
+# zeros' and ones' fill values, made once per dtype instead of on every call
+_ZERO = {d: d._np.type(0) for d in _dtypes.ALL_DTYPES}
+_ONE = {d: d._np.type(1) for d in _dtypes.ALL_DTYPES}
 
 
 def zeros(shape, *, dtype=None, device=None):
-    dtype = dtype or DEFAULT_DTYPES["real floating"]
-    check_dtype_arg(dtype, "zeros")
-    return _filled("zeros", shape, dtype._np.type(0), dtype, device)
+    dtype = check_dtype_arg(dtype or _DEFAULT_FLOAT, "zeros")
+    return _new_filled("zeros", shape, dtype, device, _ZERO[dtype])
 
 
 def ones(shape, *, dtype=None, device=None):
-    dtype = dtype or DEFAULT_DTYPES["real floating"]
-    check_dtype_arg(dtype, "ones")
-    return _filled("ones", shape, dtype._np.type(1), dtype, device)
+    dtype = check_dtype_arg(dtype or _DEFAULT_FLOAT, "ones")
+    return _new_filled("ones", shape, dtype, device, _ONE[dtype])
 
 
 def _scalar_dtype(value, fname):

@@ -18,13 +18,15 @@ def astype(x, dtype, /, *, copy=True, device=None):
     check_dtype_arg(dtype, fname)
     if copy not in (True, False):
         raise TypeError(f"astype: copy must be True or False, got {copy!r}")
-    if x.dtype.kind == "complex" and dtype.kind != "complex":
+    x_dtype = x.dtype
+    if x_dtype.kind == "complex" and dtype.kind != "complex":
         raise TypeError(f"astype: casting complex {x.dtype} to real {dtype} is not allowed "
                         f"(Array API 2023.12); take xp.real, xp.imag or xp.abs first")
-    if device is None or check_device(device, fname) == x.device:
-        if dtype is x.dtype and not copy:
+    dev = x._device
+    if device is None or device is dev or check_device(device, fname) == dev:
+        if dtype is x_dtype and not copy:
             return x
-        return _wrap(x._b.astype(x._data, dtype, bool(copy)), x.device)
+        return _wrap(x._b.astype(x._data, dtype, bool(copy)), dev)
     moved = _wrap(_move(x, device), device)  # a new array: no second copy needed
     if dtype is x.dtype:
         return moved

@@ -152,8 +152,14 @@ _SCALAR_KINDS = {
 }
 
 
+_EXACT_SCALAR_TYPES = {_pybool: "bool", int: "int", float: "float", complex: "complex"}
+
+
 def scalar_type_name(value):
     """'bool', 'int', 'float', 'complex' for Python scalars (bool before int), else None."""
+    kind = _EXACT_SCALAR_TYPES.get(type(value))  # the builtins themselves: one lookup
+    if kind is not None:
+        return kind
     if isinstance(value, _pybool):
         return "bool"
     for kind, t in (("int", int), ("float", float), ("complex", complex)):
@@ -176,18 +182,22 @@ def check_scalar(value, dtype: DType, where: str):
             f"an explicit dtype, e.g. xp.asarray(value, dtype=...)"
         )
     if kind == "int" and dtype.kind in ("int", "uint"):
-        info = np.iinfo(dtype._np)
-        if not info.min <= value <= info.max:
+        lo, hi = _INT_RANGES[dtype]
+        if not lo <= value <= hi:
             raise OverflowError(
                 f"{where}: Python int {value} is out of range for {dtype} "
-                f"[{info.min}, {info.max}]; use a wider dtype"
+                f"[{lo}, {hi}]; use a wider dtype"
             )
-    if kind == "int" and dtype.kind in ("float", "complex"):
+    elif kind == "int" and dtype.kind in ("float", "complex"):
         try:
             float(value)
         except OverflowError:
             raise OverflowError(f"{where}: Python int {value} is too large for {dtype}") from None
     return dtype._np.type(value)
+
+
+_INT_RANGES = {d: (int(np.iinfo(d._np).min), int(np.iinfo(d._np).max))
+               for d in ALL_DTYPES if d.kind in ("int", "uint")}  # np.iinfo costs ~1 us a call
 
 
 def clip_scalar(value, dtype: DType, argname: str):
@@ -197,6 +207,30 @@ def clip_scalar(value, dtype: DType, argname: str):
         info = np.iinfo(dtype._np)
         value = info.min if value < info.min else info.max if value > info.max else value
     return check_scalar(value, dtype, f"clip: {argname}")
+
+
+_FLOAT_SAFE = 2**1000  # an int of at most this size converts to a float without overflow
+# (Python type, dtype kind) pairs whose scalar check is the types alone (no range to test)
+_NO_RANGE = {(float, "float"), (float, "complex"), (complex, "complex"), (_pybool, "bool")}
+
+
+def typed_scalar(value, dtype: DType, where: str) -> "TypedScalar":
+    """check_scalar's TypedScalar, with the common cases answered first: a float or complex
+    for a floating dtype, a bool for bool, an int in range of an integer dtype, an int of
+    less than 2**1000 for a floating dtype."""
+    t = type(value)
+    kind = dtype.kind
+    if (t, kind) in _NO_RANGE or t is int and (
+            _INT_RANGES[dtype][0] <= value <= _INT_RANGES[dtype][1] if kind in ("int", "uint")
+            else kind != "bool" and -_FLOAT_SAFE <= value <= _FLOAT_SAFE):
+        out = _new_object(TypedScalar)
+        out.value = dtype._np.type(value)
+        out.dtype = dtype
+        return out
+    return TypedScalar(check_scalar(value, dtype, where), dtype)
+
+
+_new_object = object.__new__
 
 
 class TypedScalar:

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 from ._array import Array, _backend_of, _wrap, check_array
 from ._backends import FAST as _FAST
+from ._backends._base import FAST_ANY_LAYOUT as _FAST_ANY
 from ._dtypes import TypedScalar, in_category, promote, real_dtype
 from ._dtypes import bool as _bool
+from ._validation import PLANS as _PLANS
 from ._validation import article, broadcast_shapes, common_device, planned
 
 # Result rules: "same" = the promoted input dtype; "bool"; "real" = the real dtype of the same
@@ -109,7 +111,8 @@ def apply(name: str, operands) -> Array:
     x1 = operands[0]
     if len(operands) == 1 and type(x1) is Array:  # not a fusion Tracer
         d1 = x1._data
-        entry = _FAST.get((name, d1.dtype))
+        key = (name, d1.dtype)
+        entry = _FAST.get(key)
         if entry is not None:
             plan, dev, ctx = entry
             if (x1._device is dev or x1._device == dev) and d1._c_contiguous:
@@ -117,25 +120,34 @@ def apply(name: str, operands) -> Array:
                     return Array._new(plan.c1(d1, d1.shape), dev)
                 with ctx:
                     return Array._new(plan.c1(d1, d1.shape), dev)
+        entry = _FAST_ANY.get(key)
+        if entry is not None and x1._device is entry[1]:
+            out = _new_object(Array)
+            out._data = entry[0](d1)
+            out._device = entry[1]
+            return out
     return _apply_checked(name, operands)
 
 
 def apply2(name: str, x1, x2) -> Array:
     """apply for two operands. Hot paths: a launch plan cached per (function, dtypes); it
     exists only once the full checks of _apply_checked have passed for these dtypes on that
-    device, so a hit needs only the layout and device checks. Operators call this directly:
-    every Python call saved is ~0.1 us of an 8-element operation's host time."""
+    device, so a hit needs only the layout and device checks (none of the layout for a
+    backend that takes any strides: _FAST_ANY). Operators call this directly: every Python
+    call saved is ~0.1 us of an 8-element operation's host time."""
     if type(x1) is Array:
         d1 = x1._data
         if type(x2) is Array:
             d2 = x2._data
-            entry = _FAST.get((name, d1.dtype, d2.dtype))
-            if entry is not None:
-                plan, dev, ctx = entry
-                if (x1._device is dev or x1._device == dev) and \
-                        (x2._device is dev or x2._device == dev):
-                    shape = d1.shape
-                    if shape == d2.shape and d1._c_contiguous and d2._c_contiguous:
+            shape = d1.shape
+            if shape == d2.shape:  # both tables serve equal shapes only (no broadcasting)
+                key = (name, d1.dtype, d2.dtype)
+                entry = _FAST.get(key)
+                if entry is not None:
+                    plan, dev, ctx = entry
+                    if (x1._device is dev or x1._device == dev) and \
+                            (x2._device is dev or x2._device == dev) and \
+                            d1._c_contiguous and d2._c_contiguous:
                         if ctx is None:
                             out = _new_object(Array)
                             out._data = plan.cc(d1, d2, shape)
@@ -143,8 +155,17 @@ def apply2(name: str, x1, x2) -> Array:
                             return out
                         with ctx:
                             return Array._new(plan.cc(d1, d2, shape), dev)
+                entry = _FAST_ANY.get(key)
+                if entry is not None:
+                    dev = entry[1]
+                    if x1._device is dev and x2._device is dev:
+                        out = _new_object(Array)
+                        out._data = entry[0](d1, d2)
+                        out._device = dev
+                        return out
         elif type(x2) is TypedScalar:
-            entry = _FAST.get((name, d1.dtype, "s"))
+            key = (name, d1.dtype, "s")
+            entry = _FAST.get(key)
             if entry is not None:
                 plan, dev, ctx = entry
                 if (x1._device is dev or x1._device == dev) and d1._c_contiguous:
@@ -152,6 +173,12 @@ def apply2(name: str, x1, x2) -> Array:
                         return Array._new(plan.cs(d1, x2.value, d1.shape), dev)
                     with ctx:
                         return Array._new(plan.cs(d1, x2.value, d1.shape), dev)
+            entry = _FAST_ANY.get(key)
+            if entry is not None and x1._device is entry[1]:
+                out = _new_object(Array)
+                out._data = entry[0](d1, x2.value)
+                out._device = entry[1]
+                return out
     return _apply_checked(name, (x1, x2))
 
 
@@ -161,31 +188,50 @@ _new_object = object.__new__
 def _apply_checked(name: str, operands) -> Array:
     """Validate, take the result dtype and shape from the tables, and make one backend call.
     The cuda backend registers the validated plan in _FAST for the hot paths above."""
-    arrays = [o for o in operands if isinstance(o, Array)]
-    natives = [o._data if isinstance(o, Array) else o for o in operands]
-    # The dtype and shape checks depend only on each operand's dtype and shape: memoised
-    # (a scalar operand by its dtype; its value was checked when it was typed).
-    key = (name,) + tuple((o.dtype, "s") if type(o) is TypedScalar else (o.dtype, o.shape)
-                          for o in natives)
-
-    def validate():
-        in_out = result_dtype(name, [o.dtype for o in operands])
-        if len(arrays) > 1:
-            return in_out + (broadcast_shapes([a.shape for a in arrays], name),)
-        return in_out + (arrays[0].shape,)
-    in_dtype, out_dtype, shape = planned(key, (), validate)
-    if len(arrays) > 1:
-        device = arrays[0]._device
-        for a in arrays:
-            if a._device is not device:
-                device = common_device(arrays, name)
-                break
-        b = _backend_of(arrays)
+    x1 = operands[0]
+    if len(operands) == 1:
+        d1 = x1._data
+        key = (name, d1.dtype, d1.shape)
+        plan = _PLANS.get(key)
+        if plan is None:
+            plan = planned(key, (), lambda: _validate(name, operands))
+        in_dtype, out_dtype, shape, fn = plan
+        out = x1._b.elementwise(name, fn, (d1,), in_dtype, out_dtype, shape)
+        return _wrap(out, x1._device)
+    # Two operands: an array and a TypedScalar of an operator, or two arrays. The checks
+    # depend only on each operand's dtype and shape (a scalar's value was checked when it was
+    # typed, so it counts by its dtype alone): memoised under those.
+    x2 = operands[1]
+    if isinstance(x1, TypedScalar):  # (the tracer's ParamScalar too)
+        arr, n1, n2 = x2, x1, x2._data
+        key = (name, x1.dtype._np, "s", n2.dtype, n2.shape)
+    elif isinstance(x2, TypedScalar):
+        arr, n1, n2 = x1, x1._data, x2
+        key = (name, n1.dtype, n1.shape, x2.dtype._np, "s")
     else:
-        x = arrays[0]
-        device, b = x._device, x._b
-    out = b.elementwise(name, ELEMENTWISE[name][3], natives, in_dtype, out_dtype, shape)
-    return _wrap(out, device)
+        arr, n1, n2 = None, x1._data, x2._data
+        key = (name, n1.dtype, n1.shape, n2.dtype, n2.shape)
+    plan = _PLANS.get(key)
+    if plan is None:
+        plan = planned(key, (), lambda: _validate(name, operands))
+    in_dtype, out_dtype, shape, fn = plan
+    if arr is not None:
+        device, b = arr._device, arr._b
+    else:
+        device = x1._device
+        if x2._device is not device:
+            device = common_device(operands, name)
+        # one backend for two arrays of one class on one device; else the higher-ranked one
+        b = x1._b if type(x1) is type(x2) else _backend_of(operands)
+    return _wrap(b.elementwise(name, fn, (n1, n2), in_dtype, out_dtype, shape), device)
+
+
+def _validate(name, operands):
+    """The checks of an elementwise call: (promoted dtype, result dtype, shape, backend fn)."""
+    in_out = result_dtype(name, [o.dtype for o in operands])
+    arrays = [o for o in operands if isinstance(o, Array)]
+    return in_out + (broadcast_shapes([a.shape for a in arrays], name),
+                     ELEMENTWISE[name][3])
 
 
 def _make(name: str):
@@ -254,11 +300,11 @@ _UNARY_OPERATORS = (("abs", "abs"), ("neg", "negative"), ("pos", "positive"),
 
 def _binary(self, other, fname, op, reflected=False):
     if type(other) is Array:  # the common case first: no operand conversion to do
-        return apply(fname, (other, self) if reflected else (self, other))
+        return apply2(fname, other, self) if reflected else apply2(fname, self, other)
     o = self._operand(other, op)
     if o is NotImplemented:
         return o
-    return apply(fname, (o, self) if reflected else (self, o))
+    return apply2(fname, o, self) if reflected else apply2(fname, self, o)
 
 
 def _inplace(self, other, fname, op):

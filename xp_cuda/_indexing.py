@@ -2,7 +2,21 @@
 from __future__ import annotations
 
 from ._array import Array, _backend_of, _wrap, check_array
-from ._validation import check_dtype_category, common_device, normalize_axis
+from ._validation import PLANS as _PLANS
+from ._validation import check_dtype_category, common_device, normalize_axis, planned
+
+
+def _check_take(x, indices, axis):
+    check_dtype_category(indices, "integer", "take", "indices")
+    if indices.ndim != 1:
+        raise ValueError(f"take: indices must be 1-D (Array API 2023.12), got shape "
+                         f"{indices.shape}")
+    if axis is None:
+        if x.ndim != 1:
+            raise ValueError(f"take: axis is required when x is not 1-D (x has shape "
+                             f"{x.shape})")
+        return 0
+    return normalize_axis(axis, x.ndim, "take")
 
 
 def take(x, indices, /, *, axis=None) -> Array:
@@ -12,30 +26,29 @@ def take(x, indices, /, *, axis=None) -> Array:
     min/max over the indices, a synchronization on a GPU) so cpu and cuda agree instead of
     NumPy raising and CuPy wrapping silently. Negative indices count from the end.
     """
-    check_array(x, "take")
-    check_array(indices, "take", "indices")
-    check_dtype_category(indices, "integer", "take", "indices")
-    dev = common_device([x, indices], "take")
-    if indices.ndim != 1:
-        raise ValueError(f"take: indices must be 1-D (Array API 2023.12), got shape "
-                         f"{indices.shape}")
-    if axis is None:
-        if x.ndim != 1:
-            raise ValueError(f"take: axis is required when x is not 1-D (x has shape "
-                             f"{x.shape})")
-        ax = 0
-    else:
-        ax = normalize_axis(axis, x.ndim, "take")
-    n = x.shape[ax]
-    b = _backend_of([x, indices])
-    idx = indices._data
+    d = check_array(x, "take")._data
+    idx = check_array(indices, "take", "indices")._data
+    # dtypes, shapes and axis decide the checks: once per combination (the indices' values
+    # are data: their bounds are checked on every call below)
+    key = ("take", d.shape, idx.dtype, idx.shape, axis, type(axis))
+    try:
+        ax = _PLANS.get(key)
+    except TypeError:
+        ax = None
+    if ax is None:
+        ax = planned(key, (axis,), _check_take, x, indices, axis)
+    dev = x._device
+    if indices._device is not dev:
+        dev = common_device([x, indices], "take")
+    n = d.shape[ax]
+    b = x._b if type(x) is type(indices) else _backend_of([x, indices])
     lo = 0
-    if indices.size:
+    if idx.size:
         lo, hi = b.bounds(idx)
         if lo < -n or hi >= n:
             bad = lo if lo < -n else hi
             raise IndexError(f"take: index {bad} is out of bounds for axis {ax} of size {n}")
-    return _wrap(b.take(x._data, idx, ax, lo < 0), dev)
+    return _wrap(b.take(d, idx, ax, lo < 0), dev)
 
 
 __all__ = ["take"]

@@ -3,19 +3,19 @@ from __future__ import annotations
 
 from ._array import Array, _backend_of, _wrap, check_array
 from ._dtypes import promote, scalar_type_name
-from ._validation import broadcast_shapes, check_dtype_category, common_device, normalize_axis
+from ._validation import PLANS as _PLANS
+from ._validation import (broadcast_shapes, check_dtype_category, common_device, normalize_axis,
+                          planned)
 
 
-def matmul(x1, x2, /):
+def _check_matmul(x1, x2):
     fname = "matmul"
     for a, n in ((x1, "x1"), (x2, "x2")):
-        check_array(a, fname, n)
         check_dtype_category(a, "numeric", fname, n)
         if a.ndim == 0:
             raise ValueError(f"{fname}: {n} is 0-d; matmul needs arrays of at least 1 "
                              f"dimension (use multiply for scalars)")
     dtype = promote(x1.dtype, x2.dtype)
-    device = common_device([x1, x2], fname)
     k1 = x1.shape[-1]
     k2 = x2.shape[-2] if x2.ndim > 1 else x2.shape[0]
     if k1 != k2:
@@ -23,8 +23,22 @@ def matmul(x1, x2, /):
                          f"columns, x2 {x2.shape} has {k2} rows")
     if x1.ndim > 2 or x2.ndim > 2:
         broadcast_shapes([x1.shape[:-2], x2.shape[:-2]], fname)
-    b = _backend_of([x1, x2])
-    return _wrap(b.matmul(x1._data, x2._data, dtype), device)
+    return dtype
+
+
+def matmul(x1, x2, /):
+    d1 = check_array(x1, "matmul", "x1")._data
+    d2 = check_array(x2, "matmul", "x2")._data
+    # dtypes and shapes decide the checks: once per combination
+    key = ("matmul", d1.dtype, d1.shape, d2.dtype, d2.shape)
+    t = _PLANS.get(key)
+    if t is None:
+        t = planned(key, (), _check_matmul, x1, x2)
+    device = x1._device
+    if x2._device is not device:
+        device = common_device([x1, x2], "matmul")
+    b = x1._b if type(x1) is type(x2) else _backend_of([x1, x2])
+    return _wrap(b.matmul(d1, d2, t), device)
 
 
 def matrix_transpose(x, /):

@@ -10,8 +10,9 @@ import math
 from ._array import Array, _backend_of, _wrap, check_array
 from ._dtypes import int64 as _int64
 from ._dtypes import promote
+from ._validation import PLANS as _PLANS
 from ._validation import (broadcast_shapes, check_int, common_device, normalize_axes,
-                          normalize_axis, planned)
+                          normalize_axis, option_type, planned)
 
 
 def _check_sequence(arrays, fname: str) -> list:
@@ -77,14 +78,37 @@ def broadcast_to(x, /, shape) -> Array:
         return _wrap(b.xp.broadcast_to(x._data, shape), x.device)
 
 
-def concat(arrays, /, *, axis=0) -> Array:
-    """Array API 2023.12 ``concat``: join arrays along an existing axis (None: flattened)."""
-    arrays = _check_sequence(arrays, "concat")
+def _sequence(arrays, fname: str):
+    """(natives, device, backend, key of their dtypes and shapes) of a non-empty tuple or list
+    of xp_cuda arrays on one device (the checks of every call: the arrays' types and devices)."""
+    if type(arrays) is not list and type(arrays) is not tuple:
+        _check_sequence(arrays, fname)  # raises: not a tuple or list
+    if not arrays:
+        _check_sequence(arrays, fname)  # raises: empty
+    natives, key = [], [fname]
+    first = arrays[0]
+    dev, cls = getattr(first, "_device", None), type(first)
+    same = True
+    for a in arrays:
+        if not isinstance(a, Array):
+            _check_sequence(arrays, fname)  # raises, naming the first non-array
+        d = a._data
+        natives.append(d)
+        key.append(d.dtype)
+        key.append(d.shape)
+        if a._device is not dev or type(a) is not cls:
+            same = False
+    if same:  # one device, one kind of array: the first one's backend
+        return natives, dev, first._b, key
+    dev = common_device(list(arrays), fname)
+    return natives, dev, _backend_of(arrays), key
+
+
+def _check_concat(arrays, axis):
+    arrays = list(arrays)
     dt = _promoted(arrays, "concat")
-    dev = arrays[0].device
-    b = _backend_of(arrays)
     if axis is None:
-        return _wrap(b.concat([a._data for a in arrays], None, dt), dev)
+        return None, dt
     ndim = arrays[0].ndim
     for i, a in enumerate(arrays):
         if a.ndim != ndim:
@@ -99,7 +123,24 @@ def concat(arrays, /, *, axis=0) -> Array:
         if any(n != m for j, (n, m) in enumerate(zip(a.shape, ref)) if j != ax):
             raise ValueError(f"concat: arrays[{i}] has shape {a.shape}, which differs from "
                              f"arrays[0]'s shape {ref} outside axis {ax}")
-    return _wrap(b.concat([a._data for a in arrays], ax, dt), dev)
+    return ax, dt
+
+
+def concat(arrays, /, *, axis=0) -> Array:
+    """Array API 2023.12 ``concat``: join arrays along an existing axis (None: flattened)."""
+    natives, dev, b, key = _sequence(arrays, "concat")
+    # the arrays' dtypes and shapes and axis decide the checks: once per combination
+    key.append(axis)
+    key.append(option_type(axis))
+    key = tuple(key)
+    try:
+        plan = _PLANS.get(key)
+    except TypeError:
+        plan = None
+    if plan is None:
+        plan = planned(key, (axis,), _check_concat, arrays, axis)
+    ax, dt = plan
+    return _wrap(b.concat(natives, ax, dt), dev)
 
 
 def expand_dims(x, /, axis) -> Array:
@@ -116,14 +157,26 @@ def expand_dims(x, /, axis) -> Array:
         return _wrap(x._data.reshape(x.shape[:pos] + (1,) + x.shape[pos:]), x.device)
 
 
+def _check_flip(x, axis):
+    axes = normalize_axes(axis, x.ndim, "flip")
+    return tuple(slice(None, None, -1) if i in axes else slice(None) for i in range(x.ndim))
+
+
 def flip(x, /, *, axis=None) -> Array:
     """Array API 2023.12 ``flip``: reverse the order of elements along the given axes."""
-    check_array(x, "flip")
-    axes = normalize_axes(axis, x.ndim, "flip")
-    key = tuple(slice(None, None, -1) if i in axes else slice(None) for i in range(x.ndim))
+    d = check_array(x, "flip")._data
+    key = ("flip", d.ndim, axis, option_type(axis))  # the checks read only these
+    try:
+        index = _PLANS.get(key)
+    except TypeError:
+        index = None
+    if index is None:
+        index = planned(key, (axis,), _check_flip, x, axis)
     b = x._b
+    if b.switch is None:  # no device to make current: no context to enter
+        return _wrap(d[index], x._device)
     with b.ctx():
-        return _wrap(x._data[key], x.device)
+        return _wrap(d[index], x._device)
 
 
 def moveaxis(x, source, destination, /) -> Array:
@@ -141,17 +194,30 @@ def moveaxis(x, source, destination, /) -> Array:
         return _wrap(b.xp.moveaxis(x._data, src, dst), x.device)
 
 
-def permute_dims(x, /, axes) -> Array:
-    """Array API 2023.12 ``permute_dims``: permute the axes of x."""
-    check_array(x, "permute_dims")
+def _check_permute_dims(x, axes):
     axes = _int_tuple(axes, "permute_dims", "axes")
     perm = normalize_axes(axes, x.ndim, "permute_dims", "axes")
     if len(perm) != x.ndim:
         raise ValueError(f"permute_dims: axes={axes} must be a permutation of all "
                          f"{x.ndim} axes of x")
+    return perm
+
+
+def permute_dims(x, /, axes) -> Array:
+    """Array API 2023.12 ``permute_dims``: permute the axes of x."""
+    d = check_array(x, "permute_dims")._data
+    key = ("permute_dims", d.ndim, axes, option_type(axes))  # the checks read only these
+    try:
+        perm = _PLANS.get(key)
+    except TypeError:
+        perm = None
+    if perm is None:
+        perm = planned(key, (axes,), _check_permute_dims, x, axes)
     b = x._b
+    if b.switch is None:  # no device to make current: no context to enter
+        return _wrap(b.xp.transpose(d, perm), x._device)
     with b.ctx():
-        return _wrap(b.xp.transpose(x._data, perm), x.device)
+        return _wrap(b.xp.transpose(d, perm), x._device)
 
 
 def repeat(x, repeats, /, *, axis=None) -> Array:
@@ -192,22 +258,28 @@ def repeat(x, repeats, /, *, axis=None) -> Array:
 def reshape(x, /, shape, *, copy=None) -> Array:
     """Array API 2023.12 ``reshape``: same elements in a new shape (one -1 is inferred).
     copy=False raises ValueError when the new shape cannot be a view of x."""
-    check_array(x, "reshape")
-    data = x._data
-    shape = planned(("reshape", data.shape, shape, copy, type(copy)), (shape, copy),
-                    lambda: _reshape_target(x, shape, copy))
+    data = check_array(x, "reshape")._data
+    key = ("reshape", data.shape, shape, option_type(shape), copy, type(copy))
+    try:
+        target = _PLANS.get(key)
+    except TypeError:
+        target = None
+    if target is None:
+        target = planned(key, (shape, copy), _reshape_target, x, shape, copy)
     b = x._b
     if copy:
-        return _wrap(b.copy(x._data).reshape(shape), x.device)
+        return _wrap(b.copy(data).reshape(target), x._device)
+    if copy is None and b.switch is None:  # no view check, no device to make current
+        return _wrap(b.reshape(data, target), x._device)
     xp = b.xp
     with b.ctx():
-        out = b.reshape(x._data, shape)
+        out = b.reshape(data, target)
         # A reshape that had to copy lands in a fresh buffer, sharing no memory with x.
-        if copy is False and x.size > 0 and not xp.may_share_memory(out, x._data):
+        if copy is False and data.size > 0 and not xp.may_share_memory(out, data):
             raise ValueError(f"reshape: an array of shape {x.shape} with its strides cannot "
-                             f"be viewed as shape {shape} without a copy, but copy=False "
+                             f"be viewed as shape {target} without a copy, but copy=False "
                              f"was passed")
-        return _wrap(out, x.device)
+        return _wrap(out, x._device)
 
 
 def _reshape_target(x, shape, copy) -> tuple:
@@ -230,15 +302,12 @@ def _reshape_target(x, shape, copy) -> tuple:
     return shape
 
 
-def roll(x, /, shift, *, axis=None) -> Array:
-    """Array API 2023.12 ``roll``: shift elements along axes, wrapping around."""
-    check_array(x, "roll")
+def _check_roll(x, shift, axis):
     shifts = _int_or_tuple(shift, "roll", "shift")
-    b = x._b
     if axis is None:
         if isinstance(shift, tuple):
             raise ValueError("roll: a tuple shift needs a tuple axis of the same length")
-        return _wrap(b.roll(x._data, shifts, None), x.device)
+        return shifts, None
     # Repeated axes are allowed: their shifts add up.
     axes = tuple(normalize_axis(a, x.ndim, "roll") for a in _int_or_tuple(axis, "roll", "axis"))
     if isinstance(shift, tuple):
@@ -246,7 +315,21 @@ def roll(x, /, shift, *, axis=None) -> Array:
             raise ValueError(f"roll: shift {shift} and axis {axis} must have the same length")
     else:
         shifts = shifts * len(axes)
-    return _wrap(b.roll(x._data, shifts, axes), x.device)
+    return shifts, axes
+
+
+def roll(x, /, shift, *, axis=None) -> Array:
+    """Array API 2023.12 ``roll``: shift elements along axes, wrapping around."""
+    d = check_array(x, "roll")._data
+    # the checks read only these
+    key = ("roll", d.ndim, shift, option_type(shift), axis, option_type(axis))
+    try:
+        plan = _PLANS.get(key)
+    except TypeError:
+        plan = None
+    if plan is None:
+        plan = planned(key, (shift, axis), _check_roll, x, shift, axis)
+    return _wrap(x._b.roll(d, plan[0], plan[1]), x._device)
 
 
 def squeeze(x, /, axis) -> Array:
@@ -266,28 +349,52 @@ def squeeze(x, /, axis) -> Array:
         return _wrap(x._data.reshape(shape), x.device)
 
 
-def stack(arrays, /, *, axis=0) -> Array:
-    """Array API 2023.12 ``stack``: join same-shape arrays along a new axis."""
-    arrays = _check_sequence(arrays, "stack")
+def _check_stack(arrays, axis):
+    arrays = list(arrays)
     ref = arrays[0].shape
     for i, a in enumerate(arrays):
         if a.shape != ref:
             raise ValueError(f"stack: arrays[{i}] has shape {a.shape} but arrays[0] has "
                              f"{ref}; all arrays need the same shape")
     ax = normalize_axis(axis, len(ref) + 1, "stack")
-    dt = _promoted(arrays, "stack")
-    dev = arrays[0].device
-    b = _backend_of(arrays)
-    return _wrap(b.stack([a._data for a in arrays], ax, dt), dev)
+    return ax, _promoted(arrays, "stack")
+
+
+def stack(arrays, /, *, axis=0) -> Array:
+    """Array API 2023.12 ``stack``: join same-shape arrays along a new axis."""
+    natives, dev, b, key = _sequence(arrays, "stack")
+    # the arrays' dtypes and shapes and axis decide the checks: once per combination
+    key.append(axis)
+    key.append(option_type(axis))
+    key = tuple(key)
+    try:
+        plan = _PLANS.get(key)
+    except TypeError:
+        plan = None
+    if plan is None:
+        plan = planned(key, (axis,), _check_stack, arrays, axis)
+    ax, dt = plan
+    return _wrap(b.stack(natives, ax, dt), dev)
+
+
+def _check_tile(repetitions):
+    reps = _int_tuple(repetitions, "tile", "repetitions")
+    if any(r < 0 for r in reps):
+        raise ValueError(f"tile: repetitions {reps} must be non-negative")
+    return reps
 
 
 def tile(x, repetitions, /) -> Array:
     """Array API 2023.12 ``tile``: repeat the whole array along each axis."""
-    check_array(x, "tile")
-    reps = _int_tuple(repetitions, "tile", "repetitions")
-    if any(r < 0 for r in reps):
-        raise ValueError(f"tile: repetitions {reps} must be non-negative")
-    return _wrap(x._b.tile(x._data, reps), x.device)
+    d = check_array(x, "tile")._data
+    key = ("tile", repetitions, option_type(repetitions))  # the checks read only these
+    try:
+        reps = _PLANS.get(key)
+    except TypeError:
+        reps = None
+    if reps is None:
+        reps = planned(key, (repetitions,), _check_tile, repetitions)
+    return _wrap(x._b.tile(d, reps), x._device)
 
 
 def unstack(x, /, *, axis=0) -> tuple:

@@ -3,18 +3,35 @@ from __future__ import annotations
 
 from ._array import Array, _wrap, check_array
 from ._dtypes import DEFAULT_DTYPES
-from ._validation import check_bool, check_dtype_category, normalize_axis
+from ._validation import PLANS as _PLANS
+from ._validation import check_bool, check_dtype_category, normalize_axis, planned
 
 _INDEX = DEFAULT_DTYPES["indexing"]
+_INDEX_NP = _INDEX._np
 
 
 def _check(fname, x, axis, descending, stable):
-    check_array(x, fname)
     # 2023.12: "Should have a real-valued data type"; complex ordering is unspecified.
     check_dtype_category(x, "real-valued", fname)
     check_bool(descending, fname, "descending")
     check_bool(stable, fname, "stable")
     return normalize_axis(axis, x.ndim, fname)
+
+
+def _axis(fname, x, axis, descending, stable):
+    """The checked axis: the checks read only x's dtype and rank and the options, so they run
+    once per combination (_validation.planned)."""
+    d = check_array(x, fname)._data
+    key = (fname, d.dtype, d.ndim, axis, type(axis), descending, type(descending), stable,
+           type(stable))
+    try:
+        ax = _PLANS.get(key)
+    except TypeError:
+        ax = None
+    if ax is None:
+        ax = planned(key, (axis, descending, stable), _check, fname, x, axis, descending,
+                     stable)
+    return ax
 
 
 def _reverse(data, axis):
@@ -24,10 +41,13 @@ def _reverse(data, axis):
 def argsort(x, /, *, axis=-1, descending=False, stable=True) -> Array:
     """Array API 2023.12 ``argsort``: int64 indices that sort x along ``axis``. Always stable:
     equal elements keep their original order, also when ``descending``."""
-    ax = _check("argsort", x, axis, descending, stable)
+    ax = _axis("argsort", x, axis, descending, stable)
     b = x._b
+    data = x._data
+    if not descending and b.switch is None:  # no device to make current: no context
+        out = b.stable_argsort(data, ax)
+        return _wrap(out if out.dtype == _INDEX_NP else out.astype(_INDEX_NP), x._device)
     with b.ctx():
-        data = x._data
         if not descending:
             out = b.stable_argsort(data, ax)
         else:
@@ -35,23 +55,25 @@ def argsort(x, /, *, axis=-1, descending=False, stable=True) -> Array:
             # order with ties in their original order; positions map back by n-1-i.
             n = data.shape[ax]
             out = (n - 1) - _reverse(b.stable_argsort(_reverse(data, ax), ax), ax)
-        return _wrap(out.astype(_INDEX._np, copy=False), x.device)
+        return _wrap(out.astype(_INDEX_NP, copy=False), x._device)
 
 
 def sort(x, /, *, axis=-1, descending=False, stable=True) -> Array:
     """Array API 2023.12 ``sort``: a sorted copy of x along ``axis`` (stable; NaNs last when
     ascending, first when descending)."""
-    ax = _check("sort", x, axis, descending, stable)
+    ax = _axis("sort", x, axis, descending, stable)
     b = x._b
+    data = x._data
+    if not descending and b.switch is None:  # no device to make current: no context
+        return _wrap(b.stable_sort(data, ax), x._device)
     xp = b.xp
     with b.ctx():
-        data = x._data
         if not descending:
             out = b.stable_sort(data, ax)
         else:
             # Same reversal trick as argsort, so equal values (-0.0, +0.0) keep their order.
             out = xp.ascontiguousarray(_reverse(b.stable_sort(_reverse(data, ax), ax), ax))
-        return _wrap(out, x.device)
+        return _wrap(out, x._device)
 
 
 __all__ = ["argsort", "sort"]

@@ -12,8 +12,9 @@ import math
 from ._array import _wrap, check_array
 from ._dtypes import DEFAULT_DTYPES
 from ._dtypes import uint64 as _uint64
+from ._validation import PLANS as _PLANS
 from ._validation import (check_bool, check_dtype_arg, check_dtype_category, normalize_axes,
-                          normalize_axis, planned, reduced_shape)
+                          normalize_axis, option_type, planned, reduced_shape)
 
 # dtype=None for sum/prod/cumulative_sum/trace: integers of a smaller range than the default
 # integer widen to it (unsigned: to the unsigned integer of the same width); others are kept.
@@ -43,17 +44,28 @@ def _reduced(x, axis, keepdims, fname):
     return axes, n
 
 
-def _sum_prod(name, x, axis, dtype, keepdims):
-    check_array(x, name, "x")
-    d = x._data
+# Each function's checks depend only on x's dtype and shape and the options, so they run once
+# per combination (_validation.planned); the key holds each option's type (True == 1).
+# A hit costs one dictionary lookup; the validators below are what a miss runs.
 
-    def validate():
-        check_dtype_category(x, "numeric", name, "x")
-        axes, _ = _reduced(x, axis, keepdims, name)
-        return axes, accumulation_dtype(x, dtype, name)
-    axes, rdt = planned((name, d.dtype, d.shape, axis, type(axis), keepdims, type(keepdims),
-                         dtype, type(dtype)), (axis, keepdims, dtype), validate)
-    return _wrap(x._b.reduce(name, d, axes, keepdims, rdt), x._device)
+def _check_sum_prod(name, x, axis, dtype, keepdims):
+    check_dtype_category(x, "numeric", name, "x")
+    axes, _ = _reduced(x, axis, keepdims, name)
+    return axes, accumulation_dtype(x, dtype, name)
+
+
+def _sum_prod(name, x, axis, dtype, keepdims):
+    d = check_array(x, name, "x")._data
+    key = (name, d.dtype, d.shape, axis, option_type(axis), keepdims, type(keepdims), dtype,
+           type(dtype))
+    try:
+        plan = _PLANS.get(key)
+    except TypeError:  # an unhashable option: planned() runs the checks, which say why
+        plan = None
+    if plan is None:
+        plan = planned(key, (axis, keepdims, dtype), _check_sum_prod, name, x, axis, dtype,
+                       keepdims)
+    return _wrap(x._b.reduce(name, d, plan[0], keepdims, plan[1]), x._device)
 
 
 def sum(x, /, *, axis=None, dtype=None, keepdims=False):  # noqa: A001
@@ -64,9 +76,8 @@ def prod(x, /, *, axis=None, dtype=None, keepdims=False):
     return _sum_prod("prod", x, axis, dtype, keepdims)
 
 
-def cumulative_sum(x, /, *, axis=None, dtype=None, include_initial=False):
+def _check_cumulative_sum(x, axis, dtype, include_initial):
     fname = "cumulative_sum"
-    check_array(x, fname, "x")
     check_dtype_category(x, "numeric", fname, "x")
     check_bool(include_initial, fname, "include_initial")
     if x.ndim == 0:
@@ -77,69 +88,93 @@ def cumulative_sum(x, /, *, axis=None, dtype=None, include_initial=False):
             raise ValueError(f"{fname}: x has shape {x.shape}; axis is required when x has "
                              f"more than one dimension (Array API 2023.12)")
         axis = 0
-    ax = normalize_axis(axis, x.ndim, fname)
-    rdt = accumulation_dtype(x, dtype, fname)
-    return _wrap(x._b.cumsum(x._data, ax, rdt, include_initial), x.device)
+    return normalize_axis(axis, x.ndim, fname), accumulation_dtype(x, dtype, fname)
 
 
-def _max_min(name, x, axis, keepdims):
-    check_array(x, name, "x")
-    d = x._data
+def cumulative_sum(x, /, *, axis=None, dtype=None, include_initial=False):
+    d = check_array(x, "cumulative_sum", "x")._data
+    key = ("cumulative_sum", d.dtype, d.shape, axis, option_type(axis), dtype, type(dtype),
+           include_initial, type(include_initial))
+    try:
+        plan = _PLANS.get(key)
+    except TypeError:
+        plan = None
+    if plan is None:
+        plan = planned(key, (axis, dtype, include_initial), _check_cumulative_sum, x, axis,
+                       dtype, include_initial)
+    return _wrap(x._b.cumsum(d, plan[0], plan[1], include_initial), x._device)
 
-    def validate():
-        check_dtype_category(x, "real-valued", name, "x")
-        axes, n = _reduced(x, axis, keepdims, name)
-        if n == 0 and math.prod(reduced_shape(x.shape, axes, keepdims)) != 0:
-            raise ValueError(
-                f"{name}: the reduction over axis {axis} of an array of shape {x.shape} has no "
-                f"elements, and an empty set has no "
-                f"{'maximum' if name == 'max' else 'minimum'} (the Array API leaves it "
-                f"undefined); check the shape before reducing")
-        return axes, x.dtype
-    axes, rdt = planned((name, d.dtype, d.shape, axis, type(axis), keepdims, type(keepdims)),
-                        (axis, keepdims), validate)
-    return _wrap(x._b.reduce(name, d, axes, keepdims, rdt), x._device)
+
+def _check_max_min(name, x, axis, keepdims):
+    check_dtype_category(x, "real-valued", name, "x")
+    axes, n = _reduced(x, axis, keepdims, name)
+    if n == 0 and math.prod(reduced_shape(x.shape, axes, keepdims)) != 0:
+        raise ValueError(
+            f"{name}: the reduction over axis {axis} of an array of shape {x.shape} has no "
+            f"elements, and an empty set has no "
+            f"{'maximum' if name == 'max' else 'minimum'} (the Array API leaves it "
+            f"undefined); check the shape before reducing")
+    return axes, x.dtype
+
+
+def _check_mean(name, x, axis, keepdims):
+    check_dtype_category(x, "real-valued floating-point", name, "x")
+    axes, _ = _reduced(x, axis, keepdims, name)  # the mean of nothing is NaN (spec)
+    return axes, x.dtype
+
+
+def _same_dtype_reduction(name, check, x, axis, keepdims):
+    d = check_array(x, name, "x")._data
+    key = (name, d.dtype, d.shape, axis, option_type(axis), keepdims, type(keepdims))
+    try:
+        plan = _PLANS.get(key)
+    except TypeError:
+        plan = None
+    if plan is None:
+        plan = planned(key, (axis, keepdims), check, name, x, axis, keepdims)
+    return _wrap(x._b.reduce(name, d, plan[0], keepdims, plan[1]), x._device)
 
 
 def max(x, /, *, axis=None, keepdims=False):  # noqa: A001
-    return _max_min("max", x, axis, keepdims)
+    return _same_dtype_reduction("max", _check_max_min, x, axis, keepdims)
 
 
 def min(x, /, *, axis=None, keepdims=False):  # noqa: A001
-    return _max_min("min", x, axis, keepdims)
+    return _same_dtype_reduction("min", _check_max_min, x, axis, keepdims)
 
 
 def mean(x, /, *, axis=None, keepdims=False):
-    fname = "mean"
-    check_array(x, fname, "x")
-    d = x._data
-
-    def validate():
-        check_dtype_category(x, "real-valued floating-point", fname, "x")
-        axes, _ = _reduced(x, axis, keepdims, fname)  # the mean of nothing is NaN (spec)
-        return axes, x.dtype
-    axes, rdt = planned((fname, d.dtype, d.shape, axis, type(axis), keepdims, type(keepdims)),
-                        (axis, keepdims), validate)
-    return _wrap(x._b.reduce(fname, d, axes, keepdims, rdt), x._device)
+    return _same_dtype_reduction("mean", _check_mean, x, axis, keepdims)
 
 
-def _var(fname, x, axis, correction, keepdims, root):
-    check_array(x, fname, "x")
+def _check_var(fname, x, axis, keepdims):
     check_dtype_category(x, "real-valued floating-point", fname, "x")
+    return _reduced(x, axis, keepdims, fname)
+
+
+def _var(fname, x, axis, correction, keepdims):
+    d = check_array(x, fname, "x")._data
+    # correction is a value, not a choice among few: checked on every call, never keyed
     if isinstance(correction, bool) or not isinstance(correction, (int, float)):
         raise TypeError(f"{fname}: correction must be a Python int or float, got {correction!r}")
-    axes, n = _reduced(x, axis, keepdims, fname)
+    key = (fname, d.dtype, d.shape, axis, option_type(axis), keepdims, type(keepdims))
+    try:
+        plan = _PLANS.get(key)
+    except TypeError:
+        plan = None
+    if plan is None:
+        plan = planned(key, (axis, keepdims), _check_var, fname, x, axis, keepdims)
+    axes, n = plan
     # spec: NaN when N - correction <= 0
-    return _wrap(x._b.var(fname, x._data, axes, n - correction, keepdims, x.dtype),
-                 x.device)
+    return _wrap(x._b.var(fname, d, axes, n - correction, keepdims, x.dtype), x._device)
 
 
 def var(x, /, *, axis=None, correction=0.0, keepdims=False):
-    return _var("var", x, axis, correction, keepdims, root=False)
+    return _var("var", x, axis, correction, keepdims)
 
 
 def std(x, /, *, axis=None, correction=0.0, keepdims=False):
-    return _var("std", x, axis, correction, keepdims, root=True)
+    return _var("std", x, axis, correction, keepdims)
 
 
 __all__ = ["cumulative_sum", "max", "mean", "min", "prod", "std", "sum", "var"]

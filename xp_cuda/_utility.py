@@ -3,18 +3,24 @@ from __future__ import annotations
 
 from ._array import Array, _wrap, check_array
 from ._dtypes import bool as _bool
-from ._validation import check_bool, normalize_axes, planned
+from ._validation import PLANS as _PLANS
+from ._validation import check_bool, normalize_axes, option_type, planned
+
+
+def _check_reduce(op, x, axis, keepdims):
+    check_bool(keepdims, op, "keepdims")
+    return normalize_axes(axis, x.ndim, op)
 
 
 def _reduce(op: str, x, axis, keepdims) -> Array:
-    check_array(x, op)
-    d = x._data
-
-    def validate():
-        check_bool(keepdims, op, "keepdims")
-        return normalize_axes(axis, x.ndim, op)
-    axes = planned((op, d.shape, axis, type(axis), keepdims, type(keepdims)), (axis, keepdims),
-                   validate)
+    d = check_array(x, op)._data
+    key = (op, d.shape, axis, option_type(axis), keepdims, type(keepdims))
+    try:
+        axes = _PLANS.get(key)
+    except TypeError:
+        axes = None
+    if axes is None:
+        axes = planned(key, (axis, keepdims), _check_reduce, op, x, axis, keepdims)
     return _wrap(x._b.reduce(op, d, axes, keepdims, _bool), x._device)
 
 

@@ -129,13 +129,22 @@ def normalize_axes(axes, ndim: int, fname: str, argname: str = "axis") -> tuple:
 # A function's checks depend only on its arguments' dtypes, shapes and options; once they pass
 # for one combination, that combination's outcome (axes, result dtype, ...) is kept here, so a
 # repeat call costs one dictionary lookup instead of the checks. Only keys whose equality
-# implies identical checks are kept: options that are None, or exactly an int, a bool or one of
-# our DTypes (True == 1 and hash alike, so type(value) is part of the key). A miss always runs
+# implies identical checks are kept: options that are None, or exactly an int, a bool, a str or
+# one of our DTypes, or tuples of ints (True == 1 and hash alike, so the key holds
+# option_type(value) beside each option: its type, for a tuple its items' types). A miss always runs
 # the full checks; their errors are never cached. Bounded: a program with endless distinct
 # shapes evicts the oldest half instead of growing.
 PLANS: dict = {}
 PLAN_LIMIT = 8192
-_KEYABLE = (int, bool, type(None), DType)
+_KEYABLE = (int, bool, type(None), DType, str)
+
+
+def option_type(o):
+    """What a plan's key holds beside an option: its type, and for a tuple the types of its
+    items (0 == False and 1 == 1.0 hash alike: the plan of axis=(0, 1) must not answer for
+    axis=(0, True) or (0, 1.0), which the checks refuse)."""
+    t = type(o)
+    return t if t is not tuple else tuple(map(type, o))
 
 
 def _keyable(o) -> bool:
@@ -145,16 +154,17 @@ def _keyable(o) -> bool:
     return t in _KEYABLE
 
 
-def planned(key, options, validate):
-    """validate() for key, memoised when every option is keyable (see PLANS): None, an int,
-    a bool, a DType, or a tuple of ints (the key must hold each option's type, or the tuple)."""
+def planned(key, options, validate, *args):
+    """validate(*args) for key, memoised when every option is keyable (see PLANS): None, an
+    int, a bool, a str, a DType, or a tuple of ints (the key must hold option_type() of each). Hot callers look ``PLANS.get(key)`` up themselves and call this on a miss; passing
+    the arguments (instead of a closure) spares making a function object on every call."""
     try:
         plan = PLANS.get(key)
     except TypeError:  # an unhashable option (a list where a tuple belongs): the checks say so
-        return validate()
+        return validate(*args)
     if plan is not None:
         return plan
-    plan = validate()
+    plan = validate(*args)
     for o in options:
         if not _keyable(o):
             return plan

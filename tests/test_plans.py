@@ -1,0 +1,257 @@
+"""Memoised validation (_validation.planned): a cached plan rejects what a fresh call rejects.
+
+Each case is (valid call, invalid call) with the same array shapes: the invalid one differs
+only in a dtype or in an option whose value is equal to the valid one's (True == 1, 1.0 == 1,
+(0, True) == (0, 1)) or differs in kind. A fresh call (no plans) must raise; the same call
+after the valid one has left its plan must raise the same exception with the same message.
+The device-independent keys make cpu enough: the cuda half runs the same spec layer.
+"""
+import math
+
+import numpy as np
+import pytest
+
+import xp_cuda as xp
+from xp_cuda._devices import CPU
+from xp_cuda._backends._base import FAST_ANY_LAYOUT
+from xp_cuda._validation import PLANS, option_type, planned
+
+
+def _a(values, dtype=np.float32):
+    return xp.asarray(np.asarray(values, dtype=dtype), device=CPU)
+
+
+def _x(dtype=np.float32, shape=(2, 3)):
+    return _a(np.arange(1, 1 + math.prod(shape)).reshape(shape), dtype)
+
+
+def _sq(dtype=np.float32):
+    return _a(np.eye(3) * 4 + 1, dtype)
+
+
+def _bool(shape=(2, 3)):
+    return _a(np.arange(math.prod(shape)).reshape(shape) % 2 == 0, bool)
+
+
+def _idx(values=(0, 1), dtype=np.int64):
+    return _a(values, dtype)
+
+
+CASES = {
+    # reductions: an axis tuple with a bool or float item, bool flags as ints, dtypes
+    "sum axis (0, True)": (lambda: xp.sum(_x(), axis=(0, 1)),
+                           lambda: xp.sum(_x(), axis=(0, True))),
+    "sum axis (0, 1.0)": (lambda: xp.sum(_x(), axis=(0, 1)),
+                          lambda: xp.sum(_x(), axis=(0, 1.0))),
+    "sum axis True": (lambda: xp.sum(_x(), axis=1), lambda: xp.sum(_x(), axis=True)),
+    "sum keepdims 0": (lambda: xp.sum(_x(), keepdims=False), lambda: xp.sum(_x(), keepdims=0)),
+    "sum bool input": (lambda: xp.sum(_x()), lambda: xp.sum(_bool())),
+    "sum dtype narrows": (lambda: xp.sum(_x(), dtype=xp.float32),
+                          lambda: xp.sum(_x(), dtype=xp.int32)),
+    "prod axis (True,)": (lambda: xp.prod(_x(), axis=(1,)),
+                          lambda: xp.prod(_x(), axis=(True,))),
+    "max complex": (lambda: xp.max(_x()), lambda: xp.max(_x(np.complex64))),
+    "max keepdims 1": (lambda: xp.max(_x(), keepdims=True), lambda: xp.max(_x(), keepdims=1)),
+    "min axis (1, 0.0)": (lambda: xp.min(_x(), axis=(1, 0)),
+                          lambda: xp.min(_x(), axis=(1, 0.0))),
+    "min empty axis": (lambda: xp.min(_x(shape=(2, 0)), axis=0),
+                       lambda: xp.min(_x(shape=(2, 0)), axis=1)),
+    "mean int input": (lambda: xp.mean(_x()), lambda: xp.mean(_x(np.int32))),
+    "var axis True": (lambda: xp.var(_x(), axis=1), lambda: xp.var(_x(), axis=True)),
+    "std keepdims 0": (lambda: xp.std(_x(), keepdims=False), lambda: xp.std(_x(), keepdims=0)),
+    "var correction bool": (lambda: xp.var(_x(), correction=1),
+                            lambda: xp.var(_x(), correction=True)),
+    "cumulative_sum include_initial 0": (
+        lambda: xp.cumulative_sum(_x(), axis=1, include_initial=False),
+        lambda: xp.cumulative_sum(_x(), axis=1, include_initial=0)),
+    "cumulative_sum axis True": (lambda: xp.cumulative_sum(_x(), axis=1),
+                                 lambda: xp.cumulative_sum(_x(), axis=True)),
+    "cumulative_sum bool": (lambda: xp.cumulative_sum(_x(), axis=0),
+                            lambda: xp.cumulative_sum(_bool(), axis=0)),
+    "argmax keepdims 1": (lambda: xp.argmax(_x(), axis=0, keepdims=True),
+                          lambda: xp.argmax(_x(), axis=0, keepdims=1)),
+    "argmin axis False": (lambda: xp.argmin(_x(), axis=0), lambda: xp.argmin(_x(), axis=False)),
+    "argmax complex": (lambda: xp.argmax(_x()), lambda: xp.argmax(_x(np.complex64))),
+    "all keepdims 0": (lambda: xp.all(_x(), keepdims=False), lambda: xp.all(_x(), keepdims=0)),
+    "any axis (0, True)": (lambda: xp.any(_x(), axis=(0, 1)),
+                           lambda: xp.any(_x(), axis=(0, True))),
+    # elementwise: same shapes, other dtypes
+    "add bool": (lambda: xp.add(_x(), _x()), lambda: xp.add(_bool(), _bool())),
+    "add mixed kinds": (lambda: xp.add(_x(), _x()), lambda: xp.add(_x(), _x(np.int32))),
+    "x + 2.5 on int": (lambda: _x() + 2.5, lambda: _x(np.int32) + 2.5),
+    "2.5 - x on int": (lambda: 2.5 - _x(), lambda: 2.5 - _x(np.int32)),
+    "sin int": (lambda: xp.sin(_x()), lambda: xp.sin(_x(np.int32))),
+    "add broadcast": (lambda: xp.add(_x(shape=(2, 1)), _x(shape=(1, 3))),
+                      lambda: xp.add(_x(shape=(2, 1)), _x(shape=(3, 1)))),
+    # searching
+    "where float condition": (lambda: xp.where(_bool(), _x(), _x()),
+                              lambda: xp.where(_x(), _x(), _x())),
+    "where mixed kinds": (lambda: xp.where(_bool(), _x(), _x()),
+                          lambda: xp.where(_bool(), _x(), _x(np.int32))),
+    "searchsorted side": (lambda: xp.searchsorted(_x(shape=(4,)), _x(shape=(3,))),
+                          lambda: xp.searchsorted(_x(shape=(4,)), _x(shape=(3,)), side="mid")),
+    "searchsorted complex": (lambda: xp.searchsorted(_x(shape=(4,)), _x(shape=(3,))),
+                             lambda: xp.searchsorted(_x(np.complex64, (4,)), _x(shape=(3,)))),
+    "searchsorted float sorter": (
+        lambda: xp.searchsorted(_x(shape=(4,)), _x(shape=(3,)),
+                                sorter=_idx((0, 1, 2, 3))),
+        lambda: xp.searchsorted(_x(shape=(4,)), _x(shape=(3,)),
+                                sorter=_idx((0, 1, 2, 3), np.float32))),
+    # linear algebra
+    "matmul bool": (lambda: xp.matmul(_x(), _x(shape=(3, 2))),
+                    lambda: xp.matmul(_bool(), _bool((3, 2)))),
+    "matmul mixed kinds": (lambda: _x() @ _x(shape=(3, 2)),
+                           lambda: _x() @ _x(np.int32, (3, 2))),
+    "solve int": (lambda: xp.linalg.solve(_sq(), _x(shape=(3, 2))),
+                  lambda: xp.linalg.solve(_sq(np.int32), _x(shape=(3, 2)))),
+    "vector_norm axis (0, True)": (lambda: xp.linalg.vector_norm(_x(), axis=(0, 1)),
+                                   lambda: xp.linalg.vector_norm(_x(), axis=(0, True))),
+    "vector_norm keepdims 0": (lambda: xp.linalg.vector_norm(_x(), keepdims=False),
+                               lambda: xp.linalg.vector_norm(_x(), keepdims=0)),
+    "vector_norm ord bool": (lambda: xp.linalg.vector_norm(_x(), ord=1),
+                             lambda: xp.linalg.vector_norm(_x(), ord=True)),
+    "vector_norm int": (lambda: xp.linalg.vector_norm(_x()),
+                        lambda: xp.linalg.vector_norm(_x(np.int32))),
+    "matrix_norm ord": (lambda: xp.linalg.matrix_norm(_x(), ord=1),
+                        lambda: xp.linalg.matrix_norm(_x(), ord=True)),
+    "matrix_norm keepdims 1": (lambda: xp.linalg.matrix_norm(_x(), keepdims=True),
+                               lambda: xp.linalg.matrix_norm(_x(), keepdims=1)),
+    "matrix_norm int": (lambda: xp.linalg.matrix_norm(_x()),
+                        lambda: xp.linalg.matrix_norm(_x(np.int32))),
+    "trace offset True": (lambda: xp.linalg.trace(_sq(), offset=1),
+                          lambda: xp.linalg.trace(_sq(), offset=True)),
+    "trace bool": (lambda: xp.linalg.trace(_sq()), lambda: xp.linalg.trace(_sq(bool))),
+    "trace dtype narrows": (lambda: xp.linalg.trace(_sq(), dtype=xp.float64),
+                            lambda: xp.linalg.trace(_sq(), dtype=xp.int64)),
+    "diagonal offset True": (lambda: xp.linalg.diagonal(_sq(), offset=1),
+                             lambda: xp.linalg.diagonal(_sq(), offset=True)),
+    # manipulation and indexing
+    "concat axis False": (lambda: xp.concat([_x(), _x()], axis=0),
+                          lambda: xp.concat([_x(), _x()], axis=False)),
+    "concat mixed kinds": (lambda: xp.concat([_x(), _x()]),
+                           lambda: xp.concat([_x(), _x(np.int32)])),
+    "stack axis True": (lambda: xp.stack([_x(), _x()], axis=1),
+                        lambda: xp.stack([_x(), _x()], axis=True)),
+    "stack mixed kinds": (lambda: xp.stack([_x(), _x()]),
+                          lambda: xp.stack([_x(), _bool()])),
+    "take axis False": (lambda: xp.take(_x(), _idx(), axis=0),
+                        lambda: xp.take(_x(), _idx(), axis=False)),
+    "take float indices": (lambda: xp.take(_x(), _idx(), axis=0),
+                           lambda: xp.take(_x(), _idx(dtype=np.float32), axis=0)),
+    "flip axis (False,)": (lambda: xp.flip(_x(), axis=(0,)),
+                           lambda: xp.flip(_x(), axis=(False,))),
+    "flip axis 0.0": (lambda: xp.flip(_x(), axis=0), lambda: xp.flip(_x(), axis=0.0)),
+    "permute_dims (1, False)": (lambda: xp.permute_dims(_x(), (1, 0)),
+                                lambda: xp.permute_dims(_x(), (1, False))),
+    "roll shift (1, True)": (lambda: xp.roll(_x(), (1, 1), axis=(0, 1)),
+                             lambda: xp.roll(_x(), (1, True), axis=(0, 1))),
+    "roll axis (0, True)": (lambda: xp.roll(_x(), (1, 1), axis=(0, 1)),
+                            lambda: xp.roll(_x(), (1, 1), axis=(0, True))),
+    "tile (2, True)": (lambda: xp.tile(_x(), (2, 1)), lambda: xp.tile(_x(), (2, True))),
+    "reshape (6, 1.0)": (lambda: xp.reshape(_x(), (6, 1)), lambda: xp.reshape(_x(), (6, 1.0))),
+    "reshape (6, True)": (lambda: xp.reshape(_x(), (6, 1)),
+                          lambda: xp.reshape(_x(), (6, True))),
+    "reshape copy 0": (lambda: xp.reshape(_x(), (6,), copy=False),
+                       lambda: xp.reshape(_x(), (6,), copy=0)),
+    # sorting
+    "sort descending 1": (lambda: xp.sort(_x(), descending=True),
+                          lambda: xp.sort(_x(), descending=1)),
+    "argsort stable 1": (lambda: xp.argsort(_x(), stable=True),
+                         lambda: xp.argsort(_x(), stable=1)),
+    "sort axis True": (lambda: xp.sort(_x(), axis=1), lambda: xp.sort(_x(), axis=True)),
+    "argsort complex": (lambda: xp.argsort(_x()), lambda: xp.argsort(_x(np.complex64))),
+    # creation: the shape argument
+    "zeros shape (2, True)": (lambda: xp.zeros((2, 1), device=CPU),
+                              lambda: xp.zeros((2, True), device=CPU)),
+    "ones shape (2, 1.0)": (lambda: xp.ones((2, 1), device=CPU),
+                            lambda: xp.ones((2, 1.0), device=CPU)),
+    "empty shape True": (lambda: xp.empty(1, device=CPU), lambda: xp.empty(True, device=CPU)),
+    "full shape (2, -1)": (lambda: xp.full((2, 1), 3.0, device=CPU),
+                           lambda: xp.full((2, -1), 3.0, device=CPU)),
+    "zeros dtype numpy": (lambda: xp.zeros((2, 1), dtype=xp.float32, device=CPU),
+                          lambda: xp.zeros((2, 1), dtype=np.float32, device=CPU)),
+}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_cached_plan_rejects_what_a_fresh_call_rejects(name):
+    valid, invalid = CASES[name]
+    PLANS.clear()
+    with pytest.raises(Exception) as fresh:
+        invalid()
+    PLANS.clear()
+    valid()
+    valid()  # a hit, too
+    with pytest.raises(type(fresh.value)) as cached:
+        invalid()
+    assert str(cached.value) == str(fresh.value), name
+
+
+def test_option_type_tells_equal_tuples_apart():
+    assert (0, True) == (0, 1) and hash((0, True)) == hash((0, 1))
+    assert option_type((0, True)) != option_type((0, 1))
+    assert option_type((0, 1.0)) != option_type((0, 1))
+    assert option_type(1) is int and option_type(True) is bool and option_type(None) is type(None)
+
+
+def test_planned_keeps_only_keyable_options_and_never_errors():
+    PLANS.clear()
+    calls = []
+
+    def validate(v):
+        calls.append(v)
+        if v == "bad":
+            raise ValueError("bad")
+        return v
+
+    assert planned(("t", 1.5, float), (1.5,), validate, "float") == "float"
+    assert planned(("t", 1.5, float), (1.5,), validate, "float") == "float"
+    assert calls == ["float", "float"]  # a float option is not kept: checked every time
+    assert planned(("t", 2, int), (2,), validate, "int") == "int"
+    assert planned(("t", 2, int), (2,), validate, "again") == "int"  # kept
+    for _ in range(2):
+        with pytest.raises(ValueError):
+            planned(("t", 3, int), (3,), validate, "bad")  # errors are never kept
+    assert calls == ["float", "float", "int", "bad", "bad"]
+    assert planned(("t", [1]), ([1],), validate, "list") == "list"  # unhashable: checked
+
+
+def test_any_layout_hot_path_keeps_the_checks():
+    """The cpu backend remembers plain NumPy calls per (function, dtypes) for apply/apply2
+    (FAST_ANY_LAYOUT); a hit needs equal shapes and the same dtypes, everything else still
+    goes through the checks."""
+    FAST_ANY_LAYOUT.clear()
+    a, b = _x(), _x()
+    ref = np.asarray(a._data) + np.asarray(b._data)
+    for _ in range(2):  # registers, then hits
+        assert np.array_equal((a + b)._data, ref)
+    assert ("add", np.dtype(np.float32), np.dtype(np.float32)) in FAST_ANY_LAYOUT
+    with pytest.raises(ValueError, match="cannot be broadcast"):
+        a + _x(shape=(4,))
+    with pytest.raises(TypeError, match="cannot be promoted"):
+        a + _x(np.int32)
+    with pytest.raises(TypeError, match="numeric"):
+        _bool() + _bool()
+    # strided operands of equal shapes take the hot path and keep their values
+    got = a[:, ::2] + b[:, ::2]
+    assert np.array_equal(got._data, ref[:, ::2]) and got.dtype is xp.float32
+    # a scalar operand: its value is checked on every call, before any table
+    for _ in range(2):
+        assert np.array_equal((a * 2.5)._data, np.asarray(a._data) * np.float32(2.5))
+    with pytest.raises(TypeError):
+        a * True
+    with pytest.raises(TypeError):
+        _x(np.int32) * 2.5
+    with pytest.raises(OverflowError):
+        _x(np.int8) + 1000
+    # unary
+    for _ in range(2):
+        xp.sin(a)
+    with pytest.raises(TypeError):
+        xp.sin(_x(np.int32))
+    # 0-d operands come back as 0-d arrays, not NumPy scalars
+    z = _a(2.0)
+    for _ in range(2):
+        r = z + z
+        assert isinstance(r, xp._array.Array) and r.shape == () and float(r) == 4.0
+        assert (-z).shape == () and (z * 2.0).shape == ()
