@@ -48,7 +48,7 @@ def red(shape, axes, kind="sum", dt="float32", strides=None):
     ((6, 5, 4), (0, 2), (5, 24, True, 2, 1, 24, 128, 1, False, 1)),  # innermost reduced
     ((20011, 3), (0,), (3, 20011, False, 64, 9, 2224, 4, 9, False, 1)),  # column
     ((3, 4001, 5), (1,), (15, 4001, False, 16, 7, 576, 16, 7, False, 1)),  # middle axis
-    ((2**20, 256), (0,), (256, 2**20, False, 8, 1041, 1008, 32, 2082, False, 1)),  # 4 a lane
+    ((2**20, 256), (0,), (256, 2**20, False, 8, 264, 3984, 32, 2112, False, 1)),
     ((0, 5000), (1,), (0, 5000, True, 256, 1, 5000, 1, 1, True, 4)),  # no output: no split
     ((5000, 0), (0,), (0, 5000, False, 256, 1, 5000, 1, 1, False, 1)),
 ])
@@ -76,14 +76,16 @@ def test_reduction_vector_width_by_dtype_and_layout():
     assert red((64, 64), (1,), strides=(4, 256)).reductions[0].flat is False
     assert red((64, 64), (0,)).reductions[0].vec == 1
     # the innermost axis kept: outputs a lane by the widest input, dividing the outputs
-    for dt, shape, colvec in (("bool", (9, 64), 4), ("float32", (9, 64), 4),
-                              ("float64", (9, 64), 2), ("complex128", (9, 64), 1),
-                              ("int8", (9, 6), 2), ("int8", (9, 7), 1)):
+    for dt, shape, colvec in (("bool", (9, 128), 4), ("int16", (9, 128), 4),
+                              ("float32", (9, 128), 1), ("complex128", (9, 128), 1),
+                              ("int8", (9, 66), 2), ("int8", (9, 67), 1), ("int8", (9, 64), 2),
+                              ("bool", (9, 31), 1)):
         r = red(shape, (0,), kind="sum" if dt != "bool" else "any", dt=dt).reductions[0]
         assert r.colvec == colvec, (dt, shape, r.colvec)
-    assert red((64, 64), (0,), strides=(4, 256)).reductions[0].colvec == 1  # transposed
-    assert red((9, 64), (0,), kind="argmax").reductions[0].colvec == 1  # struct accumulator
-    assert red((9, 8, 8), (0, 2)).reductions[0].colvec == 1  # a reduced axis innermost
+    assert red((64, 128), (0,), "any", "bool", strides=(1, 64)).reductions[0].colvec == 1
+    assert red((9, 128), (0,), kind="argmax", dt="int8").reductions[0].colvec == 1  # struct
+    assert red((9, 8, 128), (0, 1), "any", "bool").reductions[0].colvec == 4
+    assert red((9, 128, 8), (0, 2), "any", "bool").reductions[0].colvec == 1  # innermost
     # a broadcast operand (stride 0) is read through its strides
     assert red((64, 64), (1,), strides=(0, 4)).reductions[0].flat is False
 

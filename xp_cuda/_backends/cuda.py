@@ -54,6 +54,31 @@ def _gemm_operand(d, rows, cols):
     return None, None
 
 
+_GEMM_PLANS: dict = {}  # (dtype, shapes, strides) -> the gemm call's fixed arguments, or False
+
+
+def _gemm_plan(name, d1, d2):
+    """The fixed arguments of one cuBLAS call computing d1 @ d2, or False (CuPy's matmul)."""
+    from cupy_backends.cuda.libs import cublas
+    gemm = _GEMM.get(name)
+    if gemm is None or d1.ndim < 2 or d1.ndim != d2.ndim or d1.shape[:-2] != d2.shape[:-2]:
+        return False
+    (m, k), n = d1.shape[-2:], d2.shape[-1]
+    batch = math.prod(d1.shape[:-2])
+    if not (m and n and k and batch):
+        return False
+    # row-major C = A B is column-major C^T = B^T A^T: a C-contiguous operand is its
+    # transpose as cuBLAS sees it ("N"), an F-contiguous one needs "T"
+    ob, ldb = _gemm_operand(d2, k, n)
+    oa, lda = _gemm_operand(d1, m, k)
+    if ob is None or oa is None:
+        return False
+    one, zero = _SCALARS[name]
+    fn = getattr(cublas, gemm if d1.ndim == 2 else gemm + "StridedBatched")
+    return (fn, d1.shape[:-2] + (m, n), ob, oa, n, m, k, ldb, lda, one.ctypes.data,
+            zero.ctypes.data, None if d1.ndim == 2 else batch)
+
+
 def _cublas(cp):
     from cupy_backends.cuda.libs import cublas
     return cublas, cp.cuda.device.get_cublas_handle()
@@ -372,37 +397,31 @@ class CudaBackend(Backend):
     def matmul(self, d1, d2, dtype):
         """Matrices (2-D, or stacks of one batch shape) of a floating dtype, each C- or
         F-contiguous in its last two dims: one cuBLAS call, made here (CuPy's matmul spent
-        ~16 us of host time on an 8x8 product); anything else through CuPy."""
-        gemm = _GEMM.get(dtype.name)
-        if gemm is None or d1.ndim < 2 or d1.ndim != d2.ndim or d1.shape[:-2] != d2.shape[:-2]:
-            return super().matmul(d1, d2, dtype)
-        (m, k), n = d1.shape[-2:], d2.shape[-1]
-        batch = 1
-        for s in d1.shape[:-2]:
-            batch *= s
-        if not (m and n and k and batch):
-            return super().matmul(d1, d2, dtype)
+        ~16 us of host time on an 8x8 product); anything else through CuPy. The call's
+        layout is planned once per (dtype, shapes, strides)."""
         with self.ctx():
-            d1, d2 = self.astype(d1, dtype, False), self.astype(d2, dtype, False)
-            # row-major C = A B is column-major C^T = B^T A^T: a C-contiguous operand is its
-            # transpose as cuBLAS sees it ("N"), an F-contiguous one needs "T"
-            ob, ldb = _gemm_operand(d2, k, n)
-            oa, lda = _gemm_operand(d1, m, k)
-            if ob is None or oa is None:
-                return super().matmul(d1, d2, dtype)
+            if d1.dtype != dtype._np or d2.dtype != dtype._np:
+                d1, d2 = self.astype(d1, dtype, False), self.astype(d2, dtype, False)
+            key = (dtype.name, d1.shape, d1.strides, d2.shape, d2.strides)
+            plan = _GEMM_PLANS.get(key)
+            if plan is None:
+                if len(_GEMM_PLANS) >= 4096:  # bounded: shapes are user data
+                    _GEMM_PLANS.clear()
+                plan = _GEMM_PLANS[key] = _gemm_plan(dtype.name, d1, d2)
+            if plan is False:
+                return self.xp.matmul(d1, d2)
             cp = self.xp
-            out = self._alloc(d1.shape[:-2] + (m, n), dtype._np)
+            fn, shape, ob, oa, n, m, k, ldb, lda, one, zero, batch = plan
+            out = self._alloc(shape, dtype._np)
             lib, handle = _cublas(cp)
             lib.setStream(handle, cp.cuda.get_current_stream().ptr)
             lib.setPointerMode(handle, 0)  # host scalars
-            one, zero = _SCALARS[dtype.name]
-            if batch == 1:
-                getattr(lib, gemm)(handle, ob, oa, n, m, k, one.ctypes.data, d2.data.ptr, ldb,
-                                   d1.data.ptr, lda, zero.ctypes.data, out.data.ptr, n)
+            if batch is None:
+                fn(handle, ob, oa, n, m, k, one, d2.data.ptr, ldb, d1.data.ptr, lda, zero,
+                   out.data.ptr, n)
             else:
-                getattr(lib, gemm + "StridedBatched")(
-                    handle, ob, oa, n, m, k, one.ctypes.data, d2.data.ptr, ldb, k * n,
-                    d1.data.ptr, lda, m * k, zero.ctypes.data, out.data.ptr, n, m * n, batch)
+                fn(handle, ob, oa, n, m, k, one, d2.data.ptr, ldb, k * n, d1.data.ptr, lda,
+                   m * k, zero, out.data.ptr, n, m * n, batch)
             return out
 
     def vecdot(self, d1, d2, axis, dtype):

@@ -60,6 +60,10 @@ SCALAR_BYTES = 32
 # kernel vectorises its outputs: a warp reading 32 neighbouring 1-byte columns moved one
 # 32-byte sector per request, any(axis=0) of a (8192, 8192) bool ran at 0.28 of the copy.
 COL_VECTOR = 4
+# ... for inputs of at most this many bytes: 4-byte columns already fill a sector per request,
+# and there the extra trees cost more than they save (sum(axis=0) of (8192, 8192) float32 went
+# from 0.077 to 0.085 ms; of a tall (2^24, 4) one from 0.33 to 0.46 ms, torch 0.34)
+COL_VECTOR_ITEM = 2
 # Reductions whose accumulator is a struct of fusion.cuh: kind -> its bytes (XpArg<T> for T of
 # at most 8 bytes: 16; XpMom<double>: 24). Their partials are scratch of 8-byte words.
 STRUCT_ACC = {"argmax": 16, "argmin": 16, "var": 24, "std": 24}
@@ -257,10 +261,10 @@ def plan_reduction(node, j, r, strides_ok, inputs, sms) -> ReducePlan:
     if not row_like and kind not in STRUCT_ACC and kept == tuple(range(nd - len(kept), nd)) \
             and contiguous(x, x.shape, strides_ok):
         cfin = flat_inputs([x])
-        if cfin:
-            widest = max(i.itemsize for k in cfin for i in inputs if i.pos == k)
-            colvec = max(1, min(COL_VECTOR, RED_VECTOR_BYTES // widest))
-            while P % colvec:
+        widest = max([i.itemsize for k in cfin for i in inputs if i.pos == k] or [16])
+        if widest <= COL_VECTOR_ITEM:
+            colvec = COL_VECTOR
+            while colvec > 1 and (P % colvec or P // colvec < 32):  # a warp: 32 groups
                 colvec //= 2
         if colvec == 1:
             cfin = ()

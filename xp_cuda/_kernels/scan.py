@@ -22,7 +22,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._runtime import dtype_name, device_info, grid, instance_units, load_kernel, source
+from ._runtime import (device_info, dtype_name, empty_allocator, grid, instance_units, load_kernel,
+                       source)
 
 __all__ = ["THREADS", "CHUNKS", "ROW_V", "COUNT_ITEMS", "CUMSUM_PAIRS", "Route", "cumsum_route",
            "kernel_names", "ScanPlan", "plan_scan", "scan_depth", "row_unit", "mask_tile",
@@ -287,6 +288,17 @@ def _columns(cp, plan, x, out, kernel, w_name):
     _kernel(name)((bx, plan.chunks), (threads,), (x, out) + geom + (null, sums, np.int32(0)))
 
 
+def _contig(cp, a):
+    """a, or a C-contiguous copy of it by copy.cu (CuPy's copy kernel costs ~20 us of host
+    time and its own compile on first use)."""
+    if a.flags.c_contiguous:
+        return a
+    if not hasattr(cp, "ndarray"):  # a stand-in module (tests emulate scan.cu on the CPU)
+        return cp.ascontiguousarray(a)
+    from .copy import copy_into
+    return copy_into(cp, empty_allocator(cp)(a.shape, a.dtype), a)
+
+
 def _work_name(out_name: str) -> str:
     """The dtype scan.cu accumulates in for an out dtype (Work<A>)."""
     if out_name in ("int8", "uint8", "int16", "uint16", "int32"):
@@ -322,10 +334,10 @@ def cumsum(cp, x, axis: int, out_dtype, include_initial: bool):
         x = x.astype(route.precast, order="C")
     if plan.kind == "transpose":
         # the axis made last by a copy, scanned as rows, and moved back by a second copy
-        xt = cp.ascontiguousarray(cp.moveaxis(x, axis, -1))
+        xt = _contig(cp, cp.moveaxis(x, axis, -1))
         rt = cumsum(cp, xt, x.ndim - 1, out_dtype, include_initial)
-        return cp.ascontiguousarray(cp.moveaxis(rt, -1, axis))
-    x = cp.ascontiguousarray(x)
+        return _contig(cp, cp.moveaxis(rt, -1, axis))
+    x = _contig(cp, x)
     out = cp.empty(tuple(shape), dtype=out_dtype)
     w_name = _work_name(dtype_name(out_dtype))
     if plan.kind == "lookback":
@@ -369,18 +381,18 @@ def nonzero(cp, x):
     ndim = x.ndim
     if x.size == 0:
         return tuple(cp.empty(0, dtype=np.int64) for _ in range(ndim))
-    xc = cp.ascontiguousarray(x)
+    xc = _contig(cp, x)
     pred = _PRED[dtype_name(x.dtype)]
     counts, total = _offsets(cp, xc, x.size, THREADS * COUNT_ITEMS, f"xp_count_{pred}")
     if ndim <= MAX_NZ_DIMS:
         out = _coords(cp, xc, pred, x.shape, counts, total)
         return tuple(out[d] for d in range(ndim))
     lin = _coords(cp, xc, pred, (x.size,), counts, total)[0]
-    return tuple(cp.ascontiguousarray(a) for a in cp.unravel_index(lin, x.shape))
+    return tuple(_contig(cp, a) for a in cp.unravel_index(lin, x.shape))
 
 
 def _mask_flat(cp, mask):
-    return cp.ascontiguousarray(mask).reshape(-1)
+    return _contig(cp, mask).reshape(-1)
 
 
 def _selected_rows(cp, m):
@@ -397,7 +409,7 @@ def mask_select(cp, x, mask):
     if mask.size == 0:
         return cp.empty((0,) + inner_shape, dtype=x.dtype)
     m = _mask_flat(cp, mask)
-    xc = cp.ascontiguousarray(x)
+    xc = _contig(cp, x)
     if inner == 1:
         tile, count_kernel = mask_tile(x.itemsize)
         counts, total = _offsets(cp, m, m.size, tile, count_kernel)
@@ -449,7 +461,7 @@ def mask_assign(cp, x, mask, value):
         return x
     idx, total = _selected_rows(cp, m)
     if total:
-        v = cp.ascontiguousarray(value)
+        v = _contig(cp, value)
         _move_rows(cp, v, x, idx, total, inner * item, scatter=True)
     return x
 
