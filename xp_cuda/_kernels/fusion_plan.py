@@ -287,6 +287,8 @@ def plan_reduction(node, j, r, strides_ok, inputs, sms) -> ReducePlan:
     scratch = (part, (P, "uint32")) if S > 1 else (None, None)
     per = THREADS // G
     blocks = max(1, min(MAX_GRID, -(-(P * S) // per) if row_like else -(-PV // per) * S))
+    if colvec > 1:  # rows a step: the same bytes in flight as the element-wise loop
+        unroll = min(16, max(4, SCALAR_BYTES // (colvec * itemsize(x.dtype.name))))
     fin, vec = cfin, 1
     if flat:
         fin = flat_inputs([x])

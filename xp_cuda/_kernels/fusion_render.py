@@ -566,15 +566,16 @@ def _colvec_section(vals, plan, red, node):
             with e.block("if (live) {"):
                 e.line("const long long jend = min(s * chunk + chunk, M);")
                 e.line("long long jj = s * chunk + lane;")
+                U = red.unroll
                 with e.block(f"if ({al}) {{", close=None):
-                    with e.block("for (; jj + 3 * G < jend; jj += 4 * G) {"):
+                    with e.block(f"for (; jj + {U - 1} * G < jend; jj += {U} * G) {{"):
                         for k, pk in packs.items():
-                            e.line(f"{pk} p{k}[4];")
+                            e.line(f"{pk} p{k}[{U}];")
                             e.pragma("#pragma unroll")
-                            e.line(f"for (int u = 0; u < 4; ++u) p{k}[u] = "
+                            e.line(f"for (int u = 0; u < {U}; ++u) p{k}[u] = "
                                    f"reinterpret_cast<const {pk}*>(in{k})[(jj + u * G) * PV + p];")
                         e.pragma("#pragma unroll")
-                        with e.block("for (int u = 0; u < 4; ++u) {"):
+                        with e.block(f"for (int u = 0; u < {U}; ++u) {{"):
                             e.pragma("#pragma unroll")
                             with e.block(f"for (int q = 0; q < {V}; ++q) {{"):
                                 e.lines(packed)

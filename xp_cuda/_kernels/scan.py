@@ -32,6 +32,10 @@ __all__ = ["THREADS", "CHUNKS", "ROW_V", "COUNT_ITEMS", "CUMSUM_PAIRS", "Route",
 THREADS = 256      # THREADS in scan.cu
 CHUNKS = 4         # CH: 16-byte vectors per thread in a look-back tile
 ROW_V = 4          # RV: elements per lane per step of the short-row scan
+# Axes with fewer than 32 elements after them are moved last (two copies) only for arrays this
+# large: a small array's copies cost more host time (cumulative_sum(axis=0) of a (2, 4) array
+# took 71 us, torch 9) than its column scan's idle lanes cost the GPU.
+TRANSPOSE_MIN = 1 << 16
 COUNT_ITEMS = 16   # IT_COUNT: elements per thread in a compaction tile
 MAX_NZ_DIMS = 8    # coordinates nonzero writes directly (more: linear indices, unravelled)
 
@@ -179,7 +183,7 @@ def plan_scan(shape, axis: int, out_itemsize: int, include_initial: bool,
         lanes = -(-n // ROW_V)
         group = min(32, 1 << max(0, lanes - 1).bit_length())
         return ScanPlan("rows", group=group, **base)
-    if inner < 32:
+    if inner < 32 and outer * n * inner >= TRANSPOSE_MIN:
         inner_plan = plan_scan((outer * inner, n), 1, out_itemsize, include_initial, sm_count)
         return ScanPlan("transpose", inner_plan=inner_plan, **base)
     cols = outer * inner
