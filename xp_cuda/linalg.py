@@ -452,19 +452,6 @@ def _check_diagonal(x, offset):
     return True
 
 
-def _diagonal(b, d, offset, dtype):
-    """The diagonals of the matrices in d (native, validated) as a new native array."""
-    m, n = d.shape[-2:]
-    xp = b.xp
-    if b.switch is None and -m < offset < n:  # no device to make current: no context
-        # A copy: NumPy's diagonal is a read-only view.
-        return xp.diagonal(d, offset=offset, axis1=-2, axis2=-1).copy()
-    with b.ctx():
-        if offset >= n or -offset >= m:  # entirely outside the matrix: empty diagonals
-            return xp.zeros(d.shape[:-2] + (0,), dtype=dtype._np)
-        return xp.diagonal(d, offset=offset, axis1=-2, axis2=-1).copy()
-
-
 def diagonal(x, /, *, offset=0):
     d = check_array(x, "diagonal", "x")._data
     key = ("diagonal", d.shape, offset, type(offset))  # the checks read only these
@@ -474,7 +461,7 @@ def diagonal(x, /, *, offset=0):
         ok = None
     if ok is None:
         planned(key, (offset,), _check_diagonal, x, offset)
-    return _wrap(_diagonal(x._b, d, offset, x.dtype), x._device)
+    return _wrap(x._b.diagonal(d, offset, True), x._device)
 
 
 def _check_trace(x, offset, dtype):
@@ -496,7 +483,7 @@ def trace(x, /, *, offset=0, dtype=None):
     if rdt is None:
         rdt = planned(key, (offset, dtype), _check_trace, x, offset, dtype)
     b = x._b
-    diag = _diagonal(b, d, offset, x.dtype)
+    diag = b.diagonal(d, offset, False)  # reduced where it lies: no copy
     return _wrap(b.reduce("sum", diag, (diag.ndim - 1,), False, rdt), x._device)
 
 

@@ -224,6 +224,16 @@ class Backend:
         with self.ctx():
             return self.xp.stack([p.astype(dtype._np, copy=False) for p in parts], axis=axis)
 
+    def diagonal(self, data, offset, copy):
+        """The diagonals of the matrices in data (offset checked by the caller): a new
+        C-contiguous array, or with copy=False possibly a read-only view."""
+        m, n = data.shape[-2:]
+        with self.ctx():
+            if offset >= n or -offset >= m:  # entirely outside the matrix: empty diagonals
+                return self.xp.zeros(data.shape[:-2] + (0,), dtype=data.dtype)
+            view = self.xp.diagonal(data, offset=offset, axis1=-2, axis2=-1)
+        return self.copy(view) if copy else view
+
     def matmul(self, d1, d2, dtype):
         """d1 @ d2 in `dtype` (shapes checked by the caller)."""
         with self.ctx():
