@@ -76,16 +76,16 @@ def test_reduction_vector_width_by_dtype_and_layout():
     assert red((64, 64), (1,), strides=(4, 256)).reductions[0].flat is False
     assert red((64, 64), (0,)).reductions[0].vec == 1
     # the innermost axis kept: outputs a lane by the widest input, dividing the outputs
-    for dt, shape, colvec in (("bool", (9, 128), 4), ("int16", (9, 128), 4),
-                              ("float32", (9, 128), 1), ("complex128", (9, 128), 1),
-                              ("int8", (9, 66), 2), ("int8", (9, 67), 1), ("int8", (9, 64), 2),
-                              ("bool", (9, 31), 1)):
+    for dt, shape, colvec in (("bool", (9, 1024), 4), ("int16", (9, 1024), 4),
+                              ("float32", (9, 1024), 1), ("complex128", (9, 1024), 1),
+                              ("int8", (9, 514), 2), ("int8", (9, 515), 1), ("int8", (9, 512), 2),
+                              ("bool", (9, 64), 1)):
         r = red(shape, (0,), kind="sum" if dt != "bool" else "any", dt=dt).reductions[0]
         assert r.colvec == colvec, (dt, shape, r.colvec)
-    assert red((64, 128), (0,), "any", "bool", strides=(1, 64)).reductions[0].colvec == 1
-    assert red((9, 128), (0,), kind="argmax", dt="int8").reductions[0].colvec == 1  # struct
-    assert red((9, 8, 128), (0, 1), "any", "bool").reductions[0].colvec == 4
-    assert red((9, 128, 8), (0, 2), "any", "bool").reductions[0].colvec == 1  # innermost
+    assert red((64, 1024), (0,), "any", "bool", strides=(1, 64)).reductions[0].colvec == 1
+    assert red((9, 1024), (0,), kind="argmax", dt="int8").reductions[0].colvec == 1  # struct
+    assert red((9, 8, 1024), (0, 1), "any", "bool").reductions[0].colvec == 4
+    assert red((9, 1024, 8), (0, 2), "any", "bool").reductions[0].colvec == 1  # innermost
     # a broadcast operand (stride 0) is read through its strides
     assert red((64, 64), (1,), strides=(0, 4)).reductions[0].flat is False
 

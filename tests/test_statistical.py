@@ -142,12 +142,13 @@ def test_column_reductions_long_split_and_misaligned(device, rng, dtype):
     """Reductions keeping the innermost axis (on cuda: several outputs a lane, read as one
     vector per row, ranges split across blocks), on aligned data and on a view one element
     off alignment (the element-wise fallback), against NumPy."""
-    rows, cols = 3001, 136  # 136 and 68 outputs: 4 and 2 a lane for narrow dtypes on cuda
+    rows, cols = 1001, 1032  # 1032 and 516 outputs: 4 and 2 a lane for narrow dtypes on cuda
     flat, f = random_array(rng, (rows * cols + 1,), dtype, device)
     views = {"aligned": (xp.reshape(flat[:-1], (rows, cols)), f[:-1].reshape(rows, cols)),
              "offset": (xp.reshape(flat[1:], (rows, cols)), f[1:].reshape(rows, cols)),
-             "3-d": (xp.reshape(flat[:-1], (rows, 8, 17)), f[:-1].reshape(rows, 8, 17)),
-             "68": (xp.reshape(flat[:-1], (2 * rows, 4, 17)), f[:-1].reshape(2 * rows, 4, 17))}
+             "3-d": (xp.reshape(flat[:-1], (rows, 8, 129)), f[:-1].reshape(rows, 8, 129)),
+             "516": (xp.reshape(flat[:-1], (2 * rows, 4, 129)),
+                     f[:-1].reshape(2 * rows, 4, 129))}
     for vname, (x, a) in views.items():
         for axes in ((0,), (0, 1)) if a.ndim == 3 else ((0,),):
             msg = f"{vname} axes={axes}"

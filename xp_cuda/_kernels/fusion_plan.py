@@ -64,6 +64,9 @@ COL_VECTOR = 4
 # and there the extra trees cost more than they save (sum(axis=0) of (8192, 8192) float32 went
 # from 0.077 to 0.085 ms; of a tall (2^24, 4) one from 0.33 to 0.46 ms, torch 0.34)
 COL_VECTOR_ITEM = 2
+# ... and for at least this many groups: wide rows only (any(axis=0) of a tall (2^22, 64) bool
+# ran 0.195 ms one output a lane, 0.29 ms two, torch 0.21)
+COL_VECTOR_GROUPS = 256
 # Reductions whose accumulator is a struct of fusion.cuh: kind -> its bytes (XpArg<T> for T of
 # at most 8 bytes: 16; XpMom<double>: 24). Their partials are scratch of 8-byte words.
 STRUCT_ACC = {"argmax": 16, "argmin": 16, "var": 24, "std": 24}
@@ -264,7 +267,7 @@ def plan_reduction(node, j, r, strides_ok, inputs, sms) -> ReducePlan:
         widest = max([i.itemsize for k in cfin for i in inputs if i.pos == k] or [16])
         if widest <= COL_VECTOR_ITEM:
             colvec = COL_VECTOR
-            while colvec > 1 and (P % colvec or P // colvec < 32):  # a warp: 32 groups
+            while colvec > 1 and (P % colvec or P // colvec < COL_VECTOR_GROUPS):
                 colvec //= 2
         if colvec == 1:
             cfin = ()
