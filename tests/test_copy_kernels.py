@@ -756,3 +756,14 @@ def test_gather_large(dtype):
     out = cp.empty(ii.size, dtype)
     K.gather(cp, cp.asarray(flat), cp.asarray(ii), 0, out)
     _check(out, flat[ii], "gather scalars")
+
+
+def test_c_contiguity_from_shape_and_strides_matches_numpy():
+    """concat's cache key holds shapes and strides only: contiguity is derived from them."""
+    b = np.empty((6, 5, 4), np.float32)
+    views = [b, b[:, :1], b[::2], b.transpose(1, 0, 2), b[:, :, ::-1], b[:1, :1], b[:0],
+             b[..., :1], b[:, 2:3, :], np.broadcast_to(b[:1], (3, 5, 4)), b[1:2, :, 1:2],
+             b.reshape(-1)[3:], b[:, :, :1][:, ::2], np.empty((0, 3), np.float32)[:, ::2]]
+    for v in views:
+        assert K._c_contiguous(v.shape, v.strides, 4) == v.flags.c_contiguous, (v.shape,
+                                                                                v.strides)

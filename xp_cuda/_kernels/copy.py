@@ -616,10 +616,10 @@ def concat(cp, parts, axis: int, out):
     S, oshape, ostr = out.itemsize, out.shape, out.strides
     shapes = tuple(p.shape for p in parts)
     strides = tuple(p.strides for p in parts)
-    contig = tuple(bool(p.flags.c_contiguous) for p in parts)
 
     def run(o, *pp):
-        infos = [(sh, c and q % S == 0) for sh, c, q in zip(shapes, contig, pp)]
+        infos = [(sh, _c_contiguous(sh, st, S) and q % S == 0)
+                 for sh, st, q in zip(shapes, strides, pp)]
         inner = math.prod(oshape[axis + 1:])
         for st in plan_concat(oshape, axis, infos, S):
             i = st.parts[0]
@@ -638,8 +638,20 @@ def concat(cp, parts, axis: int, out):
     if len(ptrs) > _MAX_SLOTS:  # too many addresses to stand in for: plan this call alone
         run(*ptrs)
     else:
-        _run(cp, ("concat", oshape, axis, S, shapes, strides, contig), ptrs, run)
+        _run(cp, ("concat", oshape, axis, S, shapes, strides), ptrs, run)
     return out
+
+
+def _c_contiguous(shape, strides, S) -> bool:
+    """NumPy's C-contiguity from shape and strides (dims of one element are free)."""
+    want = S
+    for n, st in zip(reversed(shape), reversed(strides)):
+        if n == 0:
+            return True
+        if n != 1 and st != want:
+            return False
+        want *= n
+    return True
 
 
 def _concat_launch(cp, group, S, dst_ptr, outer, row_stride, width):
