@@ -187,6 +187,36 @@ def test_layouts_and_mixed_dtypes(device, rng, name):
                                                     np.ascontiguousarray(b)]), d1, name)
 
 
+@pytest.mark.parametrize("name", ["add", "divide", "less", "atan2", "bitwise_and", "equal"])
+def test_layouts_through_the_strided_plan(device, rng, name, monkeypatch):
+    """The same layouts through the Plan's strided kernel, which only arrays of more than
+    _EAGER_STRIDED_MAX elements reach otherwise (its runs of neighbours along the innermost
+    axis, and its element-by-element loop), and one such array for real."""
+    if device.kind != "cuda":
+        pytest.skip("the strided plan is the cuda backend's")
+    import xp_cuda._backends.cuda as cuda_backend
+    monkeypatch.setattr(cuda_backend, "_EAGER_STRIDED_MAX", 0)
+    pairs = _pairs(name)
+    chosen = [p for p in pairs if p[0] == p[1]][:6] + [p for p in pairs if p[0] != p[1]][::5]
+    big = (lambda d1, d2: (_data(rng, name, d1, (300, 1)), _data(rng, name, d2, (1, 404), True),
+                           None))
+    for d1, d2 in chosen:
+        for a, b, sl in list(_layouts(rng, d1, d2, name)) + [big(d1, d2)]:
+            xa, xb = xp.asarray(a, device=device), xp.asarray(b, device=device)
+            if sl is not None:
+                s1, s2 = sl
+                xa = xa.T if s1 == "T" else (xa if s1 is None else xa[s1])
+                xb = xb if s2 is None else xb[s2]
+                a = a.T if s1 == "T" else (a if s1 is None else a[s1])
+                b = b if s2 is None else b[s2]
+            out = getattr(xp, name)(xa, xb)
+            _close(to_numpy(out), _reference(name, [np.ascontiguousarray(a),
+                                                    np.ascontiguousarray(b)]), d1, name)
+    a = _data(rng, "negative", xp.float32, (64, 36))
+    x = xp.asarray(a, device=device)
+    _close(to_numpy(xp.negative(x[:, ::-3])), np.negative(a[:, ::-3]), xp.float32, "negative")
+
+
 @pytest.mark.parametrize("dtype", ["int8", "uint16", "int64", "float32", "float64", "complex64",
                                    "complex128", "bool"])
 def test_operators_with_python_scalars(device, rng, dtype):

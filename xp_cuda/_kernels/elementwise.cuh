@@ -463,13 +463,54 @@ __device__ __forceinline__ void xp_strided2_loop(const S1& x1, const S2& x2, TO*
   }
 }
 
+// Runs of U neighbours along the innermost dimension (its length a multiple of U): the
+// coordinates are decomposed once per run and the run is stored as one vector; the divisions
+// per element held (4096, 1) + (1, 16384) float32 at 0.93 of torch.
+template <typename IT, int U, typename Op, typename S1, typename S2, typename TO>
+__device__ __forceinline__ void xp_strided2_runs(const S1& x1, const S2& x2,
+                                                 TO* __restrict__ out, IT n, const XpGeo& g) {
+  typedef typename Op::T T;
+  const IT stride = (IT)gridDim.x * blockDim.x;
+  const IT nr = n / U;
+  const xp_i64 i1 = g.s1[g.nd - 1], i2 = g.s2[g.nd - 1];
+  for (IT j = (IT)blockIdx.x * blockDim.x + threadIdx.x; j < nr; j += stride) {
+    IT r = j * U;
+    xp_i64 o1 = 0, o2 = 0;
+#pragma unroll
+    for (int d = XP_MAXND - 1; d > 0; --d) {
+      if (d < g.nd) {
+        IT q = r / (IT)g.sh[d];
+        IT c = r - q * (IT)g.sh[d];
+        r = q;
+        o1 += (xp_i64)c * g.s1[d];
+        o2 += (xp_i64)c * g.s2[d];
+      }
+    }
+    o1 += (xp_i64)r * g.s1[0];
+    o2 += (xp_i64)r * g.s2[0];
+    XpPack<TO, U> v;
+#pragma unroll
+    for (int k = 0; k < U; ++k)
+      v.v[k] = Op::f((T)xp_ld(x1, o1 + k * i1), (T)xp_ld(x2, o2 + k * i2));
+    reinterpret_cast<XpPack<TO, U>*>(out)[j] = v;
+  }
+}
+
 template <typename Op, typename S1, typename S2, typename TO>
 __device__ __forceinline__ void xp_strided2(const S1& x1, const S2& x2, TO* __restrict__ out,
                                             xp_i64 n, const XpGeo& g) {
-  if (n <= 0xffffffffLL)  // 32-bit index arithmetic where it fits: divisions are cheaper
+  constexpr int U = sizeof(TO) >= 16 ? 1 : (sizeof(TO) >= 4 ? 16 / (int)sizeof(TO) : 4);
+  if (U > 1 && g.nd > 0 && g.sh[g.nd - 1] % U == 0 &&
+      ((xp_u64)out % (sizeof(TO) * U)) == 0) {
+    if (n <= 0xffffffffLL)
+      xp_strided2_runs<unsigned int, U, Op>(x1, x2, out, (unsigned int)n, g);
+    else
+      xp_strided2_runs<xp_u64, U, Op>(x1, x2, out, (xp_u64)n, g);
+  } else if (n <= 0xffffffffLL) {  // 32-bit index arithmetic where it fits: cheaper divisions
     xp_strided2_loop<unsigned int, Op>(x1, x2, out, (unsigned int)n, g);
-  else
+  } else {
     xp_strided2_loop<xp_u64, Op>(x1, x2, out, (xp_u64)n, g);
+  }
 }
 
 template <typename Op, typename S1, typename TO>
