@@ -455,8 +455,17 @@ def test_replayed_programs_match_direct_planning(launches, base):
         got = log[start:]
         _same(got, _direct(cp, log, lambda: K.gather(cp, fx, fi, 0, fo)))
         assert got
-    # one recording per geometry (and alignment), replays after: 3 copies, concat, gather
-    assert [k[0] for k in recorded] == ["copy"] * 3 + ["concat", "gather"], recorded
+    src = b[:40, :48].T
+    for shift in (0, 256):
+        fo = _FakeArray(np.empty((48, 40), np.float32), base + shift)
+        fx = _FakeArray(src, base + 0x900000 + shift)
+        start = len(log)
+        K.roll(cp, fx, fo, [3, 5])
+        got = log[start:]
+        _same(got, _direct(cp, log, lambda: K.roll(cp, fx, fo, [3, 5])))
+        assert len(got) == 4  # two rolled axes: four slices
+    # one recording per geometry (and alignment), replays after
+    assert [k[0] for k in recorded] == ["copy"] * 3 + ["concat", "gather", "roll"], recorded
 
 
 def test_every_launcher_kernel_compiles():

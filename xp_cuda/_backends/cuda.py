@@ -79,6 +79,17 @@ def _gemm_plan(name, d1, d2):
             zero.ctypes.data, None if d1.ndim == 2 else batch)
 
 
+class _Unit:
+    """An array seen with a size-1 axis inserted at `axis`, as copy.concat reads a part (shape,
+    strides, data): stack's parts without a CuPy view each (~3 us of host time apiece)."""
+    __slots__ = ("shape", "strides", "data")
+
+    def __init__(self, a, axis):
+        self.shape = a.shape[:axis] + (1,) + a.shape[axis:]
+        self.strides = a.strides[:axis] + (a.itemsize,) + a.strides[axis:]
+        self.data = a.data
+
+
 def _cublas(cp):
     from cupy_backends.cuda.libs import cublas
     return cublas, cp.cuda.device.get_cublas_handle()
@@ -265,36 +276,23 @@ class CudaBackend(Backend):
     def stack(self, parts, axis, dtype):
         cp = self.xp
         with self.ctx():
-            parts = [cp.expand_dims(self.astype(p, dtype, False), axis) for p in parts]
+            parts = [_Unit(self.astype(p, dtype, False), axis) for p in parts]
             shape = list(parts[0].shape)
             shape[axis] = len(parts)
             return _copy.concat(cp, parts, axis, self._alloc(tuple(shape), dtype._np))
 
     def roll(self, data, shifts, axes):
-        """Each rolled axis splits into two slices that trade places: 2**k copies."""
-        cp = self.xp
+        """Each rolled axis splits into two slices that trade places (copy.roll)."""
         with self.ctx():
             if axes is None:
                 return self.roll(self._flat(data), shifts, (0,)).reshape(data.shape)
-            total = {}
+            total = [0] * data.ndim
             for s, a in zip(shifts, axes):  # repeated axes add up
-                total[a] = total.get(a, 0) + s
+                total[a] += s
             out = self._alloc(data.shape, data.dtype)
             if out.size == 0:
                 return out
-            pieces = [((), ())]  # (dst key, src key) per axis so far
-            for a in range(data.ndim):
-                n = data.shape[a]
-                k = total.get(a, 0) % n
-                if k == 0:
-                    pieces = [(d + (slice(None),), s + (slice(None),)) for d, s in pieces]
-                else:
-                    pieces = [(d + dd, s + ss) for d, s in pieces for dd, ss in
-                              (((slice(k, None),), (slice(None, n - k),)),
-                               ((slice(None, k),), (slice(n - k, None),)))]
-            for d, s in pieces:
-                _copy.copy_into(cp, out[d], data[s])
-            return out
+            return _copy.roll(self.xp, data, out, [t % n for t, n in zip(total, data.shape)])
 
     def tile(self, data, reps):
         """x viewed as (1, d0, 1, d1, ...), broadcast to (r0, d0, r1, d1, ...), copied."""

@@ -92,7 +92,7 @@ from ._runtime import device_info, driver_launch, instance_units, load_kernel, s
 __all__ = ["MAXND", "MAXPARTS", "FLATND", "THREADS", "TRANSPOSE_MIN", "MEMCPY_MIN", "ITEM_SIZES",
            "CopyPlan", "GatherPlan", "ConcatStep", "kernel_names", "tile_of",
            "transpose_packed", "plan_copy", "plan_gather", "plan_concat", "run_copy",
-           "run_gather", "copy_into", "concat", "gather"]
+           "run_gather", "copy_into", "concat", "gather", "roll"]
 
 MAXND = 32        # XC_MAXND: outer dims one launch walks (more are walked here, in Python)
 MAXPARTS = 32     # XC_MAXPARTS: parts one concat launch reads
@@ -609,7 +609,9 @@ def copy_into(cp, dst, src):
 
 
 def concat(cp, parts, axis: int, out):
-    """out = the parts joined along ``axis`` (out C-contiguous, of the joined shape)."""
+    """out = the parts joined along ``axis`` (out C-contiguous, of the joined shape); a part is
+    anything with ``.shape``, ``.strides`` and ``.data.ptr`` (a CuPy array, or a view of one
+    described without making it)."""
     if out.size == 0:
         return out
     axis = axis + out.ndim if axis < 0 else axis
@@ -639,6 +641,25 @@ def concat(cp, parts, axis: int, out):
         run(*ptrs)
     else:
         _run(cp, ("concat", oshape, axis, S, shapes, strides), ptrs, run)
+    return out
+
+
+def roll(cp, x, out, shifts):
+    """out = x rolled by ``shifts`` (one non-negative shift below its length per axis of x):
+    each rolled axis splits into two slices that trade places, 2**k copies in one recorded
+    program. out: C-contiguous, x's shape and dtype, not overlapping x."""
+    shape, xs, os_, S = x.shape, x.strides, out.strides, x.itemsize
+
+    def run(o, s):
+        pieces = [((), 0, 0)]  # (piece shape, dst byte offset, src byte offset)
+        for a, (n, k) in enumerate(zip(shape, shifts)):
+            parts = ((n, 0, 0),) if k == 0 else ((n - k, k, 0), (k, 0, n - k))
+            pieces = [(sh + (m,), do + d0 * os_[a], so + s0 * xs[a])
+                      for sh, do, so in pieces for m, d0, s0 in parts]
+        for sh, do, so in pieces:
+            run_copy(cp, plan_copy(sh, os_, xs, S, (o + do) % 16, (s + so) % 16), o + do,
+                     s + so)
+    _run(cp, ("roll", shape, xs, os_, S, tuple(shifts)), (out.data.ptr, x.data.ptr), run)
     return out
 
 
