@@ -168,23 +168,28 @@ def _layouts(rng, d1, d2, name):
         (np.s_[..., ::-1], None)  # ten axes: more than the kernels take after collapsing
 
 
+def _check_layouts(device, name, d1, layouts):
+    """`name` of each (a, b, slicing) layout on `device` against the NumPy reference."""
+    for a, b, sl in layouts:
+        xa, xb = xp.asarray(a, device=device), xp.asarray(b, device=device)
+        if sl is not None:
+            s1, s2 = sl
+            xa = xa.T if s1 == "T" else (xa if s1 is None else xa[s1])
+            xb = xb if s2 is None else xb[s2]
+            a = a.T if s1 == "T" else (a if s1 is None else a[s1])
+            b = b if s2 is None else b[s2]
+        out = getattr(xp, name)(xa, xb)
+        _close(to_numpy(out), _reference(name, [np.ascontiguousarray(a),
+                                                np.ascontiguousarray(b)]), d1, name)
+
+
 @pytest.mark.parametrize("name", LAYOUT_NAMES)
 def test_layouts_and_mixed_dtypes(device, rng, name):
     pairs = _pairs(name)
     # same dtype, and mixed pairs of each kind
     chosen = [p for p in pairs if p[0] == p[1]][:4] + [p for p in pairs if p[0] != p[1]][::7]
     for d1, d2 in chosen:
-        for a, b, sl in _layouts(rng, d1, d2, name):
-            xa, xb = xp.asarray(a, device=device), xp.asarray(b, device=device)
-            if sl is not None:
-                s1, s2 = sl
-                xa = xa.T if s1 == "T" else (xa if s1 is None else xa[s1])
-                xb = xb if s2 is None else xb[s2]
-                a = a.T if s1 == "T" else (a if s1 is None else a[s1])
-                b = b if s2 is None else b[s2]
-            out = getattr(xp, name)(xa, xb)
-            _close(to_numpy(out), _reference(name, [np.ascontiguousarray(a),
-                                                    np.ascontiguousarray(b)]), d1, name)
+        _check_layouts(device, name, d1, _layouts(rng, d1, d2, name))
 
 
 @pytest.mark.parametrize("name", ["add", "divide", "less", "atan2", "bitwise_and", "equal"])
@@ -201,17 +206,7 @@ def test_layouts_through_the_strided_plan(device, rng, name, monkeypatch):
     big = (lambda d1, d2: (_data(rng, name, d1, (300, 1)), _data(rng, name, d2, (1, 404), True),
                            None))
     for d1, d2 in chosen:
-        for a, b, sl in list(_layouts(rng, d1, d2, name)) + [big(d1, d2)]:
-            xa, xb = xp.asarray(a, device=device), xp.asarray(b, device=device)
-            if sl is not None:
-                s1, s2 = sl
-                xa = xa.T if s1 == "T" else (xa if s1 is None else xa[s1])
-                xb = xb if s2 is None else xb[s2]
-                a = a.T if s1 == "T" else (a if s1 is None else a[s1])
-                b = b if s2 is None else b[s2]
-            out = getattr(xp, name)(xa, xb)
-            _close(to_numpy(out), _reference(name, [np.ascontiguousarray(a),
-                                                    np.ascontiguousarray(b)]), d1, name)
+        _check_layouts(device, name, d1, list(_layouts(rng, d1, d2, name)) + [big(d1, d2)])
     a = _data(rng, "negative", xp.float32, (64, 36))
     x = xp.asarray(a, device=device)
     _close(to_numpy(xp.negative(x[:, ::-3])), np.negative(a[:, ::-3]), xp.float32, "negative")

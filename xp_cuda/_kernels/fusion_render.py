@@ -459,6 +459,17 @@ class _Acc:
         self.value = value
 
 
+def _reduce_head(e, vals, red, acc):
+    """A reduction section's geometry (runtime slots) and its shared-memory tree."""
+    j = red.out
+    e.line(f"const long long P = {vals.slot(('P', j), red.P)}, "
+           f"M = {vals.slot(('M', j), red.M)}, S = {vals.slot(('S', j), red.S)}, "
+           f"chunk = {vals.slot(('chunk', j), red.chunk)};")
+    e.line(f"const int G = (int){vals.slot(('G', j), red.G)};")
+    e.line("const int per = blockDim.x / G;")
+    e.line(f"{acc.ctype}* sh = reinterpret_cast<{acc.ctype}*>(xp_smem);")
+
+
 def _reduce_section(vals, plan, red, node):
     if red.colvec > 1:
         return _colvec_section(vals, plan, red, node)
@@ -469,12 +480,7 @@ def _reduce_section(vals, plan, red, node):
     nd = len(x.shape)
     e = Emitter(2)
     with e.block(f"{{ // reduction {j}: {red.kind}"):
-        e.line(f"const long long P = {vals.slot(('P', j), red.P)}, "
-               f"M = {vals.slot(('M', j), red.M)}, S = {vals.slot(('S', j), red.S)}, "
-               f"chunk = {vals.slot(('chunk', j), red.chunk)};")
-        e.line(f"const int G = (int){vals.slot(('G', j), red.G)};")
-        e.line("const int per = blockDim.x / G;")
-        e.line(f"{acc.ctype}* sh = reinterpret_cast<{acc.ctype}*>(xp_smem);")
+        _reduce_head(e, vals, red, acc)
         if red.row_like:  # items (p, s) in order, per consecutive ones a block
             e.line("const int grp = threadIdx.x / G, lane = threadIdx.x % G;")
             loop = ("for (long long w0 = (long long)blockIdx.x * per; w0 < P * S; "
@@ -547,12 +553,7 @@ def _colvec_section(vals, plan, red, node):
     single = vals.lines
     e = Emitter(2)
     with e.block(f"{{ // reduction {j}: {red.kind}, {V} columns a lane"):
-        e.line(f"const long long P = {vals.slot(('P', j), red.P)}, "
-               f"M = {vals.slot(('M', j), red.M)}, S = {vals.slot(('S', j), red.S)}, "
-               f"chunk = {vals.slot(('chunk', j), red.chunk)};")
-        e.line(f"const int G = (int){vals.slot(('G', j), red.G)};")
-        e.line("const int per = blockDim.x / G;")
-        e.line(f"{acc.ctype}* sh = reinterpret_cast<{acc.ctype}*>(xp_smem);")
+        _reduce_head(e, vals, red, acc)
         e.line("const int grp = threadIdx.x % per, lane = threadIdx.x / per;")
         e.line(f"const long long PV = P / {V};")
         e.line("const long long CB = (PV + per - 1) / per;")
