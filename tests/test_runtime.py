@@ -451,3 +451,26 @@ def test_warm_cache_tool_enumerates_every_elementwise_kernel():
     for name, dtypes, tc, to in items[:50]:
         assert gen.kernel_name(name, dtypes, gen.layouts_for(dtypes)[0]) in \
             gen.translation_unit([(name, dtypes, tc, to)])
+
+
+def test_a_slow_compile_says_so_and_a_quick_one_says_nothing(fake_load, monkeypatch, capsys):
+    """A first call that compiles for longer than NOTICE_AFTER names what it compiles on
+    stderr, then how long it took; a quick compile prints nothing."""
+    import time
+    cp = _fake_cupy(set())
+    slow = rt._compile
+
+    def compile_slowly(*args):
+        time.sleep(0.3)
+        return slow(*args)
+    monkeypatch.setattr(rt, "_compile", compile_slowly)
+    monkeypatch.setattr(rt, "NOTICE_AFTER", 0.05)
+    rt._load(cp, "slow source", "k", ())
+    err = capsys.readouterr().err
+    assert "xp_cuda: compiling the kernel k for sm_90" in err
+    assert "xp_cuda: compiled the kernel k for sm_90 in 0." in err
+    monkeypatch.setattr(rt, "NOTICE_AFTER", 30.0)
+    rt._load(cp, "another source", "k", ())
+    monkeypatch.setattr(rt, "_modules", {})
+    rt._load(cp, "slow source", "k", ())  # from the disk cache: no compile at all
+    assert capsys.readouterr().err == ""

@@ -38,8 +38,10 @@ import hashlib
 import os
 import stat
 import struct
+import sys
 import tempfile
 import threading
+import time
 import warnings
 from pathlib import Path
 from typing import NamedTuple
@@ -508,10 +510,47 @@ def shipped_cubin(source: str, options: tuple, arch: str) -> bytes | None:
     return None
 
 
-def _obtain(source, kernel_name, options, arch, key, fresh=False):
+NOTICE_AFTER = 1.0  # seconds a compile runs before it says so on stderr
+
+
+class CompileNotice:
+    """Says on stderr what is compiling once it has taken NOTICE_AFTER seconds (a first call
+    would otherwise wait in silence), and then how long it took; quick compiles say nothing.
+    ``what``: e.g. "the kernel xp_scan_rows_f4 for sm_90" or "12 kernels for sm_90"."""
+
+    def __init__(self, what: str):
+        self.what = what
+        self._lock = threading.Lock()
+        self._said = False
+
+    def _say(self):
+        with self._lock:
+            self._said = True
+            sys.stderr.write(f"xp_cuda: compiling {self.what} (first use on this GPU and "
+                             f"NVRTC; cached on disk afterwards)...\n")
+            sys.stderr.flush()
+
+    def __enter__(self):
+        self._t0 = time.perf_counter()
+        self._timer = threading.Timer(NOTICE_AFTER, self._say)
+        self._timer.daemon = True
+        self._timer.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._timer.cancel()
+        with self._lock:
+            if self._said:
+                sys.stderr.write(f"xp_cuda: compiled {self.what} in "
+                                 f"{time.perf_counter() - self._t0:.1f} s\n")
+                sys.stderr.flush()
+        return False
+
+
+def _obtain(source, kernel_name, options, arch, key, fresh=False, notice=True):
     """(cubin, whether it came from a cache): the verified disk entry unless ``fresh``, else
-    the package's shipped cubin, else compiled now and stored (atomically replacing a bad
-    entry)."""
+    the package's shipped cubin, else compiled now (saying so after NOTICE_AFTER seconds
+    unless the caller says for a batch) and stored (atomically replacing a bad entry)."""
     path = _entry_path(key)
     if path is not None and not fresh:
         payload = read_entry(path)
@@ -521,7 +560,11 @@ def _obtain(source, kernel_name, options, arch, key, fresh=False):
         payload = shipped_cubin(source, options, arch)
         if payload is not None:
             return payload, True
-    payload = _compile(source, f"{kernel_name}.cu", arch, options, "cubin")
+    if notice:
+        with CompileNotice(f"the kernel {kernel_name} for {arch}"):
+            payload = _compile(source, f"{kernel_name}.cu", arch, options, "cubin")
+    else:
+        payload = _compile(source, f"{kernel_name}.cu", arch, options, "cubin")
     if path is not None:
         _store(path, payload)
     return payload, False
@@ -639,8 +682,10 @@ def load_kernels(pairs, options=()):
     if len(jobs) > 1:
         cache_dir()  # resolved here, not raced by the workers (its warning is given once)
         from concurrent.futures import ThreadPoolExecutor
-        with ThreadPoolExecutor(len(jobs)) as pool:
-            prepared = dict(zip(jobs, pool.map(lambda job: _obtain(*job), jobs.values())))
+        with CompileNotice(f"{len(jobs)} kernels for {arch} in parallel"), \
+                ThreadPoolExecutor(len(jobs)) as pool:
+            prepared = dict(zip(jobs, pool.map(lambda job: _obtain(*job, notice=False),
+                                               jobs.values())))
     out = []
     for src, name in pairs:
         kern = _loaded.get((src, name, options, dev))
