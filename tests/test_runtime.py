@@ -474,3 +474,25 @@ def test_a_slow_compile_says_so_and_a_quick_one_says_nothing(fake_load, monkeypa
     monkeypatch.setattr(rt, "_modules", {})
     rt._load(cp, "slow source", "k", ())  # from the disk cache: no compile at all
     assert capsys.readouterr().err == ""
+
+
+def test_a_slow_parallel_batch_says_so_once(fake_load, monkeypatch, capsys):
+    """load_kernels compiles its missing cubins in parallel: one notice for the batch, none
+    per kernel."""
+    import sys
+    import time
+    cp = _fake_cupy(set())
+    monkeypatch.setitem(sys.modules, "cupy", cp)
+    slow = rt._compile
+
+    def compile_slowly(*args):
+        time.sleep(0.3)
+        return slow(*args)
+    monkeypatch.setattr(rt, "_compile", compile_slowly)
+    monkeypatch.setattr(rt, "NOTICE_AFTER", 0.05)
+    kernels = rt.load_kernels([("source one", "k"), ("source two", "k")])
+    assert len(kernels) == 2 and fake_load == ["k.cu", "k.cu"]
+    err = capsys.readouterr().err
+    assert err.count("xp_cuda: compiling") == 1, err
+    assert "compiling 2 kernels for sm_90 in parallel" in err
+    assert "compiled 2 kernels for sm_90 in parallel in 0." in err
