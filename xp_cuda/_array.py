@@ -8,7 +8,7 @@ import numpy as np
 from . import _dtypes
 from ._backends import EmptyMask, backend
 from ._devices import Device, check_device
-from ._dtypes import (DType, TypedScalar, check_scalar, in_category, scalar_type_name,
+from ._dtypes import (DType, check_scalar, in_category, scalar_type_name,
                       typed_scalar)
 from ._validation import _foreign_hint
 

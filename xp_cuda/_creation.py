@@ -11,7 +11,6 @@ from ._backends import backend
 from ._backends.cpu import lin_at as _lin_at
 from ._devices import CPU, Device, check_device, cupy_module, default_device
 from ._dtypes import DEFAULT_DTYPES, DType, check_scalar, from_numpy_dtype, scalar_type_name
-from ._validation import PLANS as _PLANS
 from ._validation import (check_dtype_arg, check_int, check_shape, common_device, option_type,
                           planned)
 
@@ -232,12 +231,7 @@ def _new_filled(fname, shape, dtype, device, value, check_dtype=False):
     checked on every call, the dtype argument by the caller (or here after the shape's, with
     check_dtype)."""
     key = (fname, shape, option_type(shape))
-    try:
-        plan = _PLANS.get(key)
-    except TypeError:  # a list: check_shape takes it, but it cannot be a key
-        plan = None
-    if plan is None:
-        plan = planned(key, (shape,), _shape_plan, shape, fname)
+    plan = planned(key, (shape,), _shape_plan, shape, fname)
     shape, size = plan
     if check_dtype:
         check_dtype_arg(dtype, fname)

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 from ._array import Array, _backend_of, _wrap, check_array
-from ._validation import PLANS as _PLANS
 from ._validation import check_dtype_category, common_device, normalize_axis, planned
 
 
@@ -31,12 +30,7 @@ def take(x, indices, /, *, axis=None) -> Array:
     # dtypes, shapes and axis decide the checks: once per combination (the indices' values
     # are data: their bounds are checked on every call below)
     key = ("take", d.shape, idx.dtype, idx.shape, axis, type(axis))
-    try:
-        ax = _PLANS.get(key)
-    except TypeError:
-        ax = None
-    if ax is None:
-        ax = planned(key, (axis,), _check_take, x, indices, axis)
+    ax = planned(key, (axis,), _check_take, x, indices, axis)
     dev = x._device
     if indices._device is not dev:
         dev = common_device([x, indices], "take")

@@ -10,7 +10,6 @@ import math
 from ._array import Array, _backend_of, _wrap, check_array
 from ._dtypes import int64 as _int64
 from ._dtypes import promote
-from ._validation import PLANS as _PLANS
 from ._validation import (broadcast_shapes, check_int, common_device, normalize_axes,
                           normalize_axis, option_type, planned)
 
@@ -133,12 +132,7 @@ def concat(arrays, /, *, axis=0) -> Array:
     key.append(axis)
     key.append(option_type(axis))
     key = tuple(key)
-    try:
-        plan = _PLANS.get(key)
-    except TypeError:
-        plan = None
-    if plan is None:
-        plan = planned(key, (axis,), _check_concat, arrays, axis)
+    plan = planned(key, (axis,), _check_concat, arrays, axis)
     ax, dt = plan
     return _wrap(b.concat(natives, ax, dt), dev)
 
@@ -166,12 +160,7 @@ def flip(x, /, *, axis=None) -> Array:
     """Array API 2023.12 ``flip``: reverse the order of elements along the given axes."""
     d = check_array(x, "flip")._data
     key = ("flip", d.ndim, axis, option_type(axis))  # the checks read only these
-    try:
-        index = _PLANS.get(key)
-    except TypeError:
-        index = None
-    if index is None:
-        index = planned(key, (axis,), _check_flip, x, axis)
+    index = planned(key, (axis,), _check_flip, x, axis)
     b = x._b
     if b.switch is None:  # no device to make current: no context to enter
         return _wrap(d[index], x._device)
@@ -207,12 +196,7 @@ def permute_dims(x, /, axes) -> Array:
     """Array API 2023.12 ``permute_dims``: permute the axes of x."""
     d = check_array(x, "permute_dims")._data
     key = ("permute_dims", d.ndim, axes, option_type(axes))  # the checks read only these
-    try:
-        perm = _PLANS.get(key)
-    except TypeError:
-        perm = None
-    if perm is None:
-        perm = planned(key, (axes,), _check_permute_dims, x, axes)
+    perm = planned(key, (axes,), _check_permute_dims, x, axes)
     b = x._b
     if b.switch is None:  # no device to make current: no context to enter
         return _wrap(b.xp.transpose(d, perm), x._device)
@@ -260,12 +244,7 @@ def reshape(x, /, shape, *, copy=None) -> Array:
     copy=False raises ValueError when the new shape cannot be a view of x."""
     data = check_array(x, "reshape")._data
     key = ("reshape", data.shape, shape, option_type(shape), copy, type(copy))
-    try:
-        target = _PLANS.get(key)
-    except TypeError:
-        target = None
-    if target is None:
-        target = planned(key, (shape, copy), _reshape_target, x, shape, copy)
+    target = planned(key, (shape, copy), _reshape_target, x, shape, copy)
     b = x._b
     if copy:
         return _wrap(b.copy(data).reshape(target), x._device)
@@ -323,12 +302,7 @@ def roll(x, /, shift, *, axis=None) -> Array:
     d = check_array(x, "roll")._data
     # the checks read only these
     key = ("roll", d.ndim, shift, option_type(shift), axis, option_type(axis))
-    try:
-        plan = _PLANS.get(key)
-    except TypeError:
-        plan = None
-    if plan is None:
-        plan = planned(key, (shift, axis), _check_roll, x, shift, axis)
+    plan = planned(key, (shift, axis), _check_roll, x, shift, axis)
     return _wrap(x._b.roll(d, plan[0], plan[1]), x._device)
 
 
@@ -367,12 +341,7 @@ def stack(arrays, /, *, axis=0) -> Array:
     key.append(axis)
     key.append(option_type(axis))
     key = tuple(key)
-    try:
-        plan = _PLANS.get(key)
-    except TypeError:
-        plan = None
-    if plan is None:
-        plan = planned(key, (axis,), _check_stack, arrays, axis)
+    plan = planned(key, (axis,), _check_stack, arrays, axis)
     ax, dt = plan
     return _wrap(b.stack(natives, ax, dt), dev)
 
@@ -388,12 +357,7 @@ def tile(x, repetitions, /) -> Array:
     """Array API 2023.12 ``tile``: repeat the whole array along each axis."""
     d = check_array(x, "tile")._data
     key = ("tile", repetitions, option_type(repetitions))  # the checks read only these
-    try:
-        reps = _PLANS.get(key)
-    except TypeError:
-        reps = None
-    if reps is None:
-        reps = planned(key, (repetitions,), _check_tile, repetitions)
+    reps = planned(key, (repetitions,), _check_tile, repetitions)
     return _wrap(x._b.tile(d, reps), x._device)
 
 

@@ -96,12 +96,7 @@ def searchsorted(x1, x2, /, *, side="left", sorter=None) -> Array:
                s.dtype, s.shape)
     # dtypes, shapes and side decide the checks: once per combination (the sorter's values
     # are data and are checked on every call below)
-    try:
-        dt = _PLANS.get(key)
-    except TypeError:
-        dt = None
-    if dt is None:
-        dt = planned(key, (side,), _check_searchsorted, x1, x2, side, sorter)
+    dt = planned(key, (side,), _check_searchsorted, x1, x2, side, sorter)
     dev = x1._device
     if x2._device is not dev or (s is not None and sorter._device is not dev):
         dev = common_device([x1, x2] if s is None else [x1, x2, sorter], "searchsorted")

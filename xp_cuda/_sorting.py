@@ -3,7 +3,6 @@ from __future__ import annotations
 
 from ._array import Array, _wrap, check_array
 from ._dtypes import DEFAULT_DTYPES
-from ._validation import PLANS as _PLANS
 from ._validation import check_bool, check_dtype_category, normalize_axis, planned
 
 _INDEX = DEFAULT_DTYPES["indexing"]
@@ -24,14 +23,7 @@ def _axis(fname, x, axis, descending, stable):
     d = check_array(x, fname)._data
     key = (fname, d.dtype, d.ndim, axis, type(axis), descending, type(descending), stable,
            type(stable))
-    try:
-        ax = _PLANS.get(key)
-    except TypeError:
-        ax = None
-    if ax is None:
-        ax = planned(key, (axis, descending, stable), _check, fname, x, axis, descending,
-                     stable)
-    return ax
+    return planned(key, (axis, descending, stable), _check, fname, x, axis, descending, stable)
 
 
 def _reverse(data, axis):

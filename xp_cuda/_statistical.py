@@ -12,7 +12,6 @@ import math
 from ._array import _wrap, check_array
 from ._dtypes import DEFAULT_DTYPES
 from ._dtypes import uint64 as _uint64
-from ._validation import PLANS as _PLANS
 from ._validation import (check_bool, check_dtype_arg, check_dtype_category, normalize_axes,
                           normalize_axis, option_type, planned, reduced_shape)
 
@@ -58,13 +57,8 @@ def _sum_prod(name, x, axis, dtype, keepdims):
     d = check_array(x, name, "x")._data
     key = (name, d.dtype, d.shape, axis, option_type(axis), keepdims, type(keepdims), dtype,
            type(dtype))
-    try:
-        plan = _PLANS.get(key)
-    except TypeError:  # an unhashable option: planned() runs the checks, which say why
-        plan = None
-    if plan is None:
-        plan = planned(key, (axis, keepdims, dtype), _check_sum_prod, name, x, axis, dtype,
-                       keepdims)
+    plan = planned(key, (axis, keepdims, dtype), _check_sum_prod, name, x, axis, dtype,
+                   keepdims)
     return _wrap(x._b.reduce(name, d, plan[0], keepdims, plan[1]), x._device)
 
 
@@ -95,13 +89,8 @@ def cumulative_sum(x, /, *, axis=None, dtype=None, include_initial=False):
     d = check_array(x, "cumulative_sum", "x")._data
     key = ("cumulative_sum", d.dtype, d.shape, axis, option_type(axis), dtype, type(dtype),
            include_initial, type(include_initial))
-    try:
-        plan = _PLANS.get(key)
-    except TypeError:
-        plan = None
-    if plan is None:
-        plan = planned(key, (axis, dtype, include_initial), _check_cumulative_sum, x, axis,
-                       dtype, include_initial)
+    plan = planned(key, (axis, dtype, include_initial), _check_cumulative_sum, x, axis,
+                   dtype, include_initial)
     return _wrap(x._b.cumsum(d, plan[0], plan[1], include_initial), x._device)
 
 
@@ -126,12 +115,7 @@ def _check_mean(name, x, axis, keepdims):
 def _same_dtype_reduction(name, check, x, axis, keepdims):
     d = check_array(x, name, "x")._data
     key = (name, d.dtype, d.shape, axis, option_type(axis), keepdims, type(keepdims))
-    try:
-        plan = _PLANS.get(key)
-    except TypeError:
-        plan = None
-    if plan is None:
-        plan = planned(key, (axis, keepdims), check, name, x, axis, keepdims)
+    plan = planned(key, (axis, keepdims), check, name, x, axis, keepdims)
     return _wrap(x._b.reduce(name, d, plan[0], keepdims, plan[1]), x._device)
 
 
@@ -158,12 +142,7 @@ def _var(fname, x, axis, correction, keepdims):
     if isinstance(correction, bool) or not isinstance(correction, (int, float)):
         raise TypeError(f"{fname}: correction must be a Python int or float, got {correction!r}")
     key = (fname, d.dtype, d.shape, axis, option_type(axis), keepdims, type(keepdims))
-    try:
-        plan = _PLANS.get(key)
-    except TypeError:
-        plan = None
-    if plan is None:
-        plan = planned(key, (axis, keepdims), _check_var, fname, x, axis, keepdims)
+    plan = planned(key, (axis, keepdims), _check_var, fname, x, axis, keepdims)
     axes, n = plan
     # spec: NaN when N - correction <= 0
     return _wrap(x._b.var(fname, d, axes, n - correction, keepdims, x.dtype), x._device)

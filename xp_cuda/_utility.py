@@ -3,7 +3,6 @@ from __future__ import annotations
 
 from ._array import Array, _wrap, check_array
 from ._dtypes import bool as _bool
-from ._validation import PLANS as _PLANS
 from ._validation import check_bool, normalize_axes, option_type, planned
 
 
@@ -15,12 +14,7 @@ def _check_reduce(op, x, axis, keepdims):
 def _reduce(op: str, x, axis, keepdims) -> Array:
     d = check_array(x, op)._data
     key = (op, d.shape, axis, option_type(axis), keepdims, type(keepdims))
-    try:
-        axes = _PLANS.get(key)
-    except TypeError:
-        axes = None
-    if axes is None:
-        axes = planned(key, (axis, keepdims), _check_reduce, op, x, axis, keepdims)
+    axes = planned(key, (axis, keepdims), _check_reduce, op, x, axis, keepdims)
     return _wrap(x._b.reduce(op, d, axes, keepdims, _bool), x._device)
 
 

@@ -455,12 +455,7 @@ def _check_diagonal(x, offset):
 def diagonal(x, /, *, offset=0):
     d = check_array(x, "diagonal", "x")._data
     key = ("diagonal", d.shape, offset, type(offset))  # the checks read only these
-    try:
-        ok = _PLANS.get(key)
-    except TypeError:
-        ok = None
-    if ok is None:
-        planned(key, (offset,), _check_diagonal, x, offset)
+    planned(key, (offset,), _check_diagonal, x, offset)
     return _wrap(x._b.diagonal(d, offset, True), x._device)
 
 
@@ -476,12 +471,7 @@ def trace(x, /, *, offset=0, dtype=None):
     d = check_array(x, "trace", "x")._data
     # dtype, shape and the options decide the checks: once per combination
     key = ("trace", d.dtype, d.shape, offset, type(offset), dtype, type(dtype))
-    try:
-        rdt = _PLANS.get(key)
-    except TypeError:
-        rdt = None
-    if rdt is None:
-        rdt = planned(key, (offset, dtype), _check_trace, x, offset, dtype)
+    rdt = planned(key, (offset, dtype), _check_trace, x, offset, dtype)
     b = x._b
     diag = b.diagonal(d, offset, False)  # reduced where it lies: no copy
     return _wrap(b.reduce("sum", diag, (diag.ndim - 1,), False, rdt), x._device)
@@ -517,12 +507,7 @@ def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
     # dtype, shape, axis and keepdims decide the checks: once per combination; ord is a value
     # (any float), checked on every call
     key = ("vector_norm", d.dtype, d.shape, axis, option_type(axis), keepdims, type(keepdims))
-    try:
-        plan = _PLANS.get(key)
-    except TypeError:
-        plan = None
-    if plan is None:
-        plan = planned(key, (axis, keepdims), _check_vector_norm, x, axis, keepdims)
+    plan = planned(key, (axis, keepdims), _check_vector_norm, x, axis, keepdims)
     axes, rdt = plan
     ord = _check_ord(ord, "vector_norm")
     return _wrap(x._b.vector_norm(d, axes, keepdims, ord, rdt), x._device)
@@ -546,12 +531,7 @@ def matrix_norm(x, /, *, keepdims=False, ord="fro"):
     # dtype, shape and the options decide the checks: once per combination (ord=inf is a
     # float, never keyed: checked on every call)
     key = (fname, d.dtype, d.shape, keepdims, type(keepdims), ord, type(ord))
-    try:
-        plan = _PLANS.get(key)
-    except TypeError:
-        plan = None
-    if plan is None:
-        plan = planned(key, (keepdims, ord), _check_matrix_norm, x, keepdims, ord)
+    plan = planned(key, (keepdims, ord), _check_matrix_norm, x, keepdims, ord)
     rdt, axes = plan
     stack = x.shape[:-2]
     b = x._b

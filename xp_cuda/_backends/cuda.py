@@ -325,7 +325,6 @@ class CudaBackend(Backend):
         return _copy.gather(self.xp, data, idx, axis, self._alloc(shape, data.dtype))
 
     def take(self, data, idx, axis, negative=True):
-        cp = self.xp
         with self.ctx():
             idx = self.astype(idx, _INT64, False)
             if not idx.flags.c_contiguous:
