@@ -9,9 +9,9 @@ from .. import _elementwise as ew
 from .. import _searching as srch
 from .. import _statistical as st
 from .. import _utility as ut
-from .._array import Array, TypedScalar
+from .._array import Array
 from .._backends import backend
-from .._dtypes import scalar_type_name
+from .._dtypes import TypedScalar, scalar_type_name
 from .._kernels.fusion_ir import Op
 from .._validation import common_device
 from . import _trace

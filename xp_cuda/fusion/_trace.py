@@ -16,9 +16,9 @@ import threading
 
 import numpy as np
 
-from .._array import Array, TypedScalar, register_native_type
+from .._array import Array, register_native_type
 from .._backends import Backend, EmptyMask
-from .._dtypes import PROMOTION_TABLE, check_scalar, clip_scalar, scalar_type_name
+from .._dtypes import PROMOTION_TABLE, TypedScalar, check_scalar, clip_scalar, scalar_type_name
 from .._kernels.fusion_ir import (Clip, Const, Elementwise, Input, Node, Op, Param, Reduce,
                                   Slice, Take, View)
 from .._validation import reduced_shape
