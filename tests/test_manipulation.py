@@ -216,6 +216,41 @@ def test_errors(device):
         xp.take(x, xp.asarray([0.0], device=device), axis=0)
 
 
+@pytest.mark.parametrize("itype", ["int8", "int32", "int64", "uint8", "uint64"])
+def test_take_refuses_every_out_of_range_index(device, rng, itype):
+    """Every gather path (whole rows, strided rows, single elements) checks its indices: one
+    bad index among many good ones, at either end, is refused and named; the next call on
+    the same thread works (the report does not stick)."""
+    it = getattr(xp, itype)
+    big, B = random_array(rng, (40, 37), xp.float32, device)
+    cases = {"rows": (big, B, 0), "strided": (big[:, ::2], B[:, ::2], 0),
+             "elements": (big[3], B[3], 0), "inner axis": (big[::3], B[::3], 1)}
+    hi = np.iinfo(itype).max
+    for name, (v, a, ax) in cases.items():
+        n = a.shape[ax]
+        lo_ok = 0 if itype.startswith("u") else -n
+        good = rng.integers(lo_ok, min(n, hi + 1), 300)
+        signed = [] if itype.startswith("u") else [-n - 1, int(np.iinfo(itype).min)]
+        for bad in [n, n + 7, int(hi)] + signed:  # every axis here is shorter than 127
+            idx = good.astype(itype)
+            idx[rng.integers(0, idx.size)] = bad
+            with pytest.raises(IndexError, match=rf"index {bad} is out of bounds for axis "
+                                                 rf"{ax} of size {n}"):
+                xp.take(v, xp.asarray(idx, device=device), axis=ax)
+            # the same thread's next take, with valid indices of the same geometry, works
+            got = xp.take(v, xp.asarray(good.astype(itype), device=device), axis=ax)
+            np.testing.assert_array_equal(to_numpy(got), np.take(a, good, axis=ax),
+                                          err_msg=f"{name} after a refused call")
+    empty_axis = xp.zeros((0, 3), device=device)
+    with pytest.raises(IndexError, match="out of bounds for axis 0 of size 0"):
+        xp.take(empty_axis, xp.asarray([0], dtype=it, device=device), axis=0)
+    assert xp.take(empty_axis, xp.asarray([], dtype=it, device=device), axis=0).shape == (0, 3)
+    # searchsorted's sorter goes through the same checked gather
+    s = xp.asarray([1.0, 2.0, 3.0], device=device)
+    with pytest.raises(IndexError, match="sorter holds the index 3"):
+        xp.searchsorted(s, s, sorter=xp.asarray([0, 3, 1], device=device))
+
+
 @pytest.mark.cuda
 @pytest.mark.skipif(cuda_device_count() == 0, reason="no usable CUDA GPU here")
 def test_mixed_devices():

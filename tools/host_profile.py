@@ -40,6 +40,20 @@ CALLS = {
     "argmax": "xp.argmax(x)",
     "cumulative_sum": "xp.cumulative_sum(x)",
     "sort": "xp.sort(x)",
+    "stack": "xp.stack([x, y, x])",
+    "roll": "xp.roll(m, (1, 2), axis=(0, 1))",
+    "cumsum axis0": "xp.cumulative_sum(m, axis=0)",
+    "cumsum axis1": "xp.cumulative_sum(m, axis=1)",
+    "outer add": "col + row",
+    "permute reshape": "xp.reshape(xp.permute_dims(m, (1, 0)), (-1,))",
+    "searchsorted": "xp.searchsorted(s, x)",
+    "solve": "xp.linalg.solve(a, b)",
+    "repeat": "xp.repeat(m, 2, axis=0)",
+    "tile": "xp.tile(m, (2, 1))",
+    "trace": "xp.linalg.trace(m)",
+    "nonzero": "xp.nonzero(c)",
+    "unique_values": "xp.unique_values(x)",
+    "x[::2] + y[::2]": "x[::2] + y[::2]",
 }
 
 
@@ -58,6 +72,12 @@ def main() -> None:
     env["m"] = xp.asarray(rng.standard_normal((4, 4)).astype(np.float32), device=dev)
     env["c"] = env["x"] > 0
     env["i"] = xp.asarray(rng.integers(0, 8, 8), device=dev)
+    env["col"] = xp.reshape(env["x"], (8, 1))
+    env["row"] = xp.reshape(env["y"], (1, 8))
+    env["s"] = xp.sort(env["y"])
+    env["a"] = xp.asarray((rng.standard_normal((4, 4)) + 4 * np.eye(4)).astype(np.float32),
+                          device=dev)
+    env["b"] = xp.asarray(rng.standard_normal((4, 2)).astype(np.float32), device=dev)
     for name, stmt in CALLS.items():
         if args.only not in name:
             continue

@@ -21,9 +21,10 @@ def _check_take(x, indices, axis):
 def take(x, indices, /, *, axis=None) -> Array:
     """Array API 2023.12 ``take``: elements of x at ``indices`` (1-D, integer) along ``axis``.
 
-    The spec leaves out-of-bounds indices unspecified; we refuse them with IndexError (one
-    min/max over the indices, a synchronization on a GPU) so cpu and cuda agree instead of
-    NumPy raising and CuPy wrapping silently. Negative indices count from the end.
+    The spec leaves out-of-bounds indices unspecified; we refuse them with IndexError (on a
+    GPU the gather itself checks them and the call waits for its verdict: one
+    synchronization) so cpu and cuda agree instead of NumPy raising and CuPy wrapping
+    silently. Negative indices count from the end.
     """
     d = check_array(x, "take")._data
     idx = check_array(indices, "take", "indices")._data
@@ -34,15 +35,13 @@ def take(x, indices, /, *, axis=None) -> Array:
     dev = x._device
     if indices._device is not dev:
         dev = common_device([x, indices], "take")
-    n = d.shape[ax]
     b = x._b if type(x) is type(indices) else _backend_of([x, indices])
-    lo = 0
-    if idx.size:
-        lo, hi = b.bounds(idx)
-        if lo < -n or hi >= n:
-            bad = lo if lo < -n else hi
-            raise IndexError(f"take: index {bad} is out of bounds for axis {ax} of size {n}")
-    return _wrap(b.take(d, idx, ax, lo < 0), dev)
+    out, bad = b.take(d, idx, ax)
+    if bad is not None:
+        raise IndexError(f"take: index {bad} is out of bounds for axis {ax} of size "
+                         f"{d.shape[ax]}; indices must lie in [-{d.shape[ax]}, "
+                         f"{d.shape[ax]})")
+    return _wrap(out, dev)
 
 
 __all__ = ["take"]

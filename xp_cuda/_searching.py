@@ -106,11 +106,11 @@ def searchsorted(x1, x2, /, *, side="left", sorter=None) -> Array:
     b = _backend_of([x1, x2, sorter])
     n = a.shape[0]
     if n:
-        lo, hi = b.bounds(s)
-        if lo < -n or hi >= n:
-            raise IndexError(f"searchsorted: sorter holds indices outside [-{n}, {n})")
         # Reorder x1 once here, then one plain search: the same path on both backends.
-        a = b.take(a, s, 0, lo < 0)
+        a, bad = b.take(a, s, 0)
+        if bad is not None:
+            raise IndexError(f"searchsorted: sorter holds the index {bad}, outside "
+                             f"[-{n}, {n})")
     return _wrap(b.searchsorted(a, v, side, dt), dev)
 
 

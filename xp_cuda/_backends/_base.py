@@ -278,13 +278,20 @@ class Backend:
         with self.ctx():
             return int(data.min()), int(data.max())
 
-    def take(self, data, idx, axis, negative=True):
-        """idx: a native integer array already checked to lie in [-n, n); negative: whether
-        it may hold negative indices (False lets a backend skip wrapping them)."""
+    def take(self, data, idx, axis):
+        """(data taken at idx along axis, None), or (None, an index outside [-n, n)) for the
+        n of that axis: idx is a native 1-D integer array whose values are data, checked here
+        (the spec leaves out-of-range indices unspecified; both devices refuse them alike).
+        Negative indices count from the end."""
+        n = data.shape[axis]
+        if idx.shape[0]:
+            lo, hi = self.bounds(idx)
+            if lo < -n or hi >= n:
+                return None, (lo if lo < -n else hi)
         with self.ctx():
             if idx.dtype.kind == "u":  # NumPy refuses to index with uint64; bounds make it exact
                 idx = idx.astype("int64")
-            return self.xp.take(data, idx, axis=axis)
+            return self.xp.take(data, idx, axis=axis), None
 
     # ---- searching and sets -------------------------------------------------------------------
     def nonzero(self, data):

@@ -324,15 +324,20 @@ class CudaBackend(Backend):
         shape = data.shape[:axis] + (idx.shape[0],) + data.shape[axis + 1:]
         return _copy.gather(self.xp, data, idx, axis, self._alloc(shape, data.dtype))
 
-    def take(self, data, idx, axis, negative=True):
+    def take(self, data, idx, axis):
+        n, m = data.shape[axis], idx.shape[0]
+        if n == 0 or m == 0 or idx.dtype == np.uint64:
+            # nothing to gather, or indices of 2**63 and above (which int64 would wrap)
+            return super().take(data, idx, axis)
         with self.ctx():
             idx = self.astype(idx, _INT64, False)
             if not idx.flags.c_contiguous:
                 idx = self.copy(idx)
-            if negative:  # the caller checked [-n, n): floor remainder wraps the negatives
-                n = TypedScalar(np.int64(data.shape[axis]), _INT64)
-                idx = self.elementwise("remainder", None, (idx, n), _INT64, _INT64, idx.shape)
-            return self._gather(data, idx, axis)
+            shape = data.shape[:axis] + (m,) + data.shape[axis + 1:]
+            out = self._alloc(shape, data.dtype)
+            # the gather checks the indices and wraps the negative ones as it reads them
+            bad = _copy.gather_checked(self.xp, data, idx, axis, out)
+            return (None, bad) if bad is not None else (out, None)
 
     # ---- reductions: the generator fused reductions use ------------------------------------
     def reduce(self, kind, data, axes, keepdims, dtype):

@@ -57,8 +57,26 @@ struct MoveArgs {
     i64 nd, gdim, shift; // outer dims; the outer dim read through idx (-1: none); see above
     i64 segs;            // > 0: long rows, a block moves one segment (XC_SEG chunks) of a row
                          // per step (one row lookup per block); 0: a thread per chunk
+    i64 glen;            // gathers: the length of x's gathered axis; an index i < 0 reads
+                         // i + glen (take's negative indices, no separate pass over them)
+    i64 err;             // gathers: 0, or the address (host-mapped) of two words set to
+                         // (1, index) by an index out of [-glen, glen): the check rides on the
+                         // gather's own read of the indices instead of a pass of its own
     i64 shape[XC_MAXND], dstr[XC_MAXND], sstr[XC_MAXND];  // outer dims, outermost first
 };
+
+// An index of the gathered axis as an element offset in [0, glen). One out of range is
+// reported through a.err and read as 0 (a valid element: glen > 0 whenever a gather runs).
+__device__ __forceinline__ i64 gathered(const MoveArgs& a, i64 i) {
+    const i64 k = i < 0 ? i + a.glen : i;
+    if ((unsigned long long)k < (unsigned long long)a.glen) return k;
+    if (a.err) {
+        volatile i64* e = (volatile i64*)a.err;
+        e[1] = i;
+        e[0] = 1;
+    }
+    return 0;
+}
 
 // Byte offsets of outer row r in dst and src (the gathered dim through the indices).
 template <typename IT>
@@ -72,7 +90,7 @@ __device__ __forceinline__ void locate(const MoveArgs& a, IT r, i64& doff, i64& 
         const IT k = r - q * n;
         r = q;
         doff += (i64)k * a.dstr[d];
-        soff += (d == (int)a.gdim ? idx[k] : (i64)k) * a.sstr[d];
+        soff += (d == (int)a.gdim ? gathered(a, idx[k]) : (i64)k) * a.sstr[d];
     }
 }
 
@@ -111,13 +129,14 @@ __device__ __forceinline__ void load_chunk(const MoveArgs& a, const char* srow, 
                     ix[k + 1] = w.y;
                 }
 #pragma unroll
-                for (int k = 0; k < V; ++k) p.t[k] = *(const T*)(srow + ix[k] * a.ssi);
+                for (int k = 0; k < V; ++k) p.t[k] = *(const T*)(srow + gathered(a, ix[k]) * a.ssi);
                 return;
             }
         }
 #pragma unroll
         for (int k = 0; k < V; ++k)
-            if (j + k >= 0 && j + k < a.n) p.t[k] = *(const T*)(srow + idx[k] * a.ssi);
+            if (j + k >= 0 && j + k < a.n)
+                p.t[k] = *(const T*)(srow + gathered(a, idx[k]) * a.ssi);
     }
 }
 

@@ -92,7 +92,7 @@ from ._runtime import device_info, driver_launch, instance_units, load_kernel, s
 __all__ = ["MAXND", "MAXPARTS", "FLATND", "THREADS", "TRANSPOSE_MIN", "MEMCPY_MIN", "ITEM_SIZES",
            "CopyPlan", "GatherPlan", "ConcatStep", "kernel_names", "tile_of",
            "transpose_packed", "plan_copy", "plan_gather", "plan_concat", "run_copy",
-           "run_gather", "copy_into", "concat", "gather", "roll"]
+           "run_gather", "copy_into", "concat", "gather", "gather_checked", "roll"]
 
 MAXND = 32        # XC_MAXND: outer dims one launch walks (more are walked here, in Python)
 MAXPARTS = 32     # XC_MAXPARTS: parts one concat launch reads
@@ -454,7 +454,7 @@ def _run(cp, key, ptrs, run) -> None:
     _replay(cp, prog, ptrs)
 
 
-_MOVE_FIELDS = 12      # MoveArgs: scalars before the three per-dim arrays
+_MOVE_FIELDS = 14      # MoveArgs: scalars before the three per-dim arrays
 _TRANS_FIELDS = 14     # TransArgs
 _CONCAT_FIELDS = 8     # ConcatArgs: scalars before src, w, start
 
@@ -497,9 +497,10 @@ def _flat(cp, plan: CopyPlan, dst_ptr, src_ptr):
     n = math.prod(sh)
     a = np.zeros(_MOVE_FIELDS + 3 * MAXND, dtype=np.int64)
     nd = len(sh)
-    a[:12] = (dst_ptr, src_ptr, 0, n, S, 0, 0, 1, nd, -1, 0, 0)
-    a[12:12 + nd] = sh
-    a[12 + 2 * MAXND:12 + 2 * MAXND + nd] = plan.src_strides
+    F = _MOVE_FIELDS
+    a[:F] = (dst_ptr, src_ptr, 0, n, S, 0, 0, 1, nd, -1, 0, 0, 0, 0)
+    a[F:F + nd] = sh
+    a[F + 2 * MAXND:F + 2 * MAXND + nd] = plan.src_strides
     V = max(1, 16 // S)
     work = -(-(n + V - 1) // V)
     blocks = max(1, min(-(-work // THREADS), device_info(cp).sm_count * BLOCKS_PER_SM))
@@ -530,9 +531,11 @@ def _outer_split(shape, dstr, sstr, keep):
     return offs, shape[lead:], dstr[lead:], sstr[lead:]
 
 
-def _move(cp, kind, S, dst_ptr, src_ptr, idx_ptr, shape, dstr, sstr, gdim, shift):
+def _move(cp, kind, S, dst_ptr, src_ptr, idx_ptr, shape, dstr, sstr, gdim, shift, glen=0,
+          err=0):
     """Launch xp_<kind>_<S> over ``shape`` (last dim inner) at the given byte addresses.
-    ``gdim``: the outer dim read through the indices, or -1."""
+    ``gdim``: the outer dim read through the indices, or -1; ``glen``, ``err``: see
+    ``gather``."""
     V = max(1, 16 // S)
     n = shape[-1]
     cpr = -(-(n + (V - 1 if shift else 0)) // V)
@@ -544,10 +547,11 @@ def _move(cp, kind, S, dst_ptr, src_ptr, idx_ptr, shape, dstr, sstr, gdim, shift
     nd = len(oshape)
     segs, blocks = _segments(cp, rows, cpr)
     a = np.zeros(_MOVE_FIELDS + 3 * MAXND, dtype=np.int64)
-    a[3:12] = (n, dstr[-1], sstr[-1], cpr, rows, nd, gdim, shift, segs)
-    a[12:12 + nd] = oshape
-    a[12 + MAXND:12 + MAXND + nd] = odst
-    a[12 + 2 * MAXND:12 + 2 * MAXND + nd] = osrc
+    F = _MOVE_FIELDS
+    a[3:F] = (n, dstr[-1], sstr[-1], cpr, rows, nd, gdim, shift, segs, glen, err)
+    a[F:F + nd] = oshape
+    a[F + MAXND:F + MAXND + nd] = odst
+    a[F + 2 * MAXND:F + 2 * MAXND + nd] = osrc
     a[2] = idx_ptr
     name = f"xp_{kind}_{S}"
     for do, so in offs:
@@ -693,28 +697,58 @@ def _concat_launch(cp, group, S, dst_ptr, outer, row_stride, width):
     _launch(cp, f"xp_concat_{S}", blocks, (THREADS, 1), a)
 
 
-def gather(cp, x, indices, axis: int, out):
-    """out = take(x, indices, axis): indices 1-D C-contiguous int64, in range (unchecked)."""
+def gather(cp, x, indices, axis: int, out, err: int = 0):
+    """out = take(x, indices, axis): indices 1-D C-contiguous int64 in [-n, n) for the n of
+    x's axis, a negative one counting from the end. ``err``: 0 when the indices are known to
+    be in range, else the address of two int64 words (host-mapped, zeroed by the caller) that
+    an index out of range sets to (1, the index); its element of out is then undefined."""
     assert indices.dtype == np.int64 and indices.ndim == 1 and indices.flags.c_contiguous
     assert out.flags.c_contiguous and out.dtype == x.dtype
     axis = axis + x.ndim if axis < 0 else axis
     shape, xstr, m, S = x.shape, x.strides, indices.size, x.itemsize
+    glen = shape[axis]
 
-    def run(o, xp_, ip):
+    def run(o, xp_, ip, e=0):
         plan = plan_gather(shape, xstr, axis, m, S, xp_ % 16, o % 16)
         if plan.path != "empty":
-            run_gather(cp, plan, o, xp_, ip)
-    _run(cp, ("gather", shape, xstr, axis, m, S), (out.data.ptr, x.data.ptr,
-                                                   indices.data.ptr), run)
+            run_gather(cp, plan, o, xp_, ip, glen, e)
+    ptrs = (out.data.ptr, x.data.ptr, indices.data.ptr) + ((err,) if err else ())
+    _run(cp, ("gather", shape, xstr, axis, m, S), ptrs, run)
     return out
 
 
-def run_gather(cp, plan: GatherPlan, out_ptr: int, x_ptr: int, idx_ptr: int) -> None:
-    """Execute a GatherPlan between device addresses."""
+_err_words = threading.local()  # per thread: the host-mapped words a checked gather reports in
+
+
+def _err_word(cp):
+    """This thread's two int64 words in pinned host memory: with unified addressing the
+    device writes them directly (no copy back, no memset before; the host zeroes them)."""
+    w = getattr(_err_words, "w", None)
+    if w is None:
+        mem = cp.cuda.alloc_pinned_memory(16)
+        w = _err_words.w = (np.frombuffer(mem, np.int64, 2), mem.ptr, mem)
+    return w
+
+
+def gather_checked(cp, x, indices, axis: int, out):
+    """``gather`` of indices not yet checked: None when all lie in [-n, n) (out is then the
+    result), else an index outside it. Waits for the gather (one stream synchronisation):
+    the one wait a checked take costs, where a separate min/max of the indices cost two
+    reductions, a copy back and a pass wrapping negative indices."""
+    words, addr, _ = _err_word(cp)
+    words[0] = 0
+    gather(cp, x, indices, axis, out, addr)
+    cp.cuda.get_current_stream().synchronize()
+    return int(words[1]) if words[0] else None
+
+
+def run_gather(cp, plan: GatherPlan, out_ptr: int, x_ptr: int, idx_ptr: int, glen: int,
+               err: int = 0) -> None:
+    """Execute a GatherPlan between device addresses (``glen``, ``err``: see ``gather``)."""
     if plan.path == "scalars":
         _move(cp, "gather", plan.itemsize, out_ptr, x_ptr, idx_ptr, plan.shape,
-              plan.dst_strides, plan.src_strides, -1, plan.shift)
+              plan.dst_strides, plan.src_strides, -1, plan.shift, glen, err)
     else:
         kind = "copy_rows" if plan.path == "rows" else "copy_strided"
         _move(cp, kind, plan.itemsize, out_ptr, x_ptr, idx_ptr, plan.shape, plan.dst_strides,
-              plan.src_strides, plan.gdim, plan.shift)
+              plan.src_strides, plan.gdim, plan.shift, glen, err)
