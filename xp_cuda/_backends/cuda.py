@@ -22,11 +22,14 @@ from .._kernels.fusion import Launch as _Launch
 from .._kernels import reduction as _reduction
 from .._kernels import scan as _scan
 from .._kernels import sort as _sort
+from .._kernels.reduction import lookup as _lookup
 from .._kernels.reduction import reduce_eager as _reduce_eager
 from .._kernels.vecdot import vecdot_cuda as _vecdot
 from ._base import _NO_SWITCH, FAST, Backend
 
 
+_RESHAPE_VIEWS: dict = {}  # (shape, strides, itemsize, new shape) -> view strides, or False
+_RESHAPE_VIEWS_MAX = 4096  # layouts remembered (cleared when full: the cache stays bounded)
 _EAGER_STRIDED_MAX = 1 << 16  # elements: below, a launch costs more than the kernel runs
 
 
@@ -143,6 +146,17 @@ class CudaBackend(Backend):
     def elementwise(self, name, fn, operands, in_dtype, out_dtype, shape):
         """Operands read in their own dtypes (scalars as parameters), converted in registers,
         the output written once. Registers the validated plan for the spec layer's hot path."""
+        n = 1
+        for s in shape:
+            n *= s
+        if n <= _EAGER_STRIDED_MAX and type(operands[0]) is not TypedScalar and (
+                len(operands) == 1 or type(operands[-1]) is not TypedScalar):
+            # a broadcast or strided call seen before: its launch found by layout alone
+            launch = _lookup(_eager.ew_key(name, in_dtype.name, out_dtype.name, operands,
+                                           shape, self.device.index))
+            if launch is not None:
+                with self.ctx():
+                    return launch(operands, ())[0]
         dtypes = tuple(o.dtype.name if type(o) is TypedScalar else dtype_name(o.dtype)
                        for o in operands)
         with self.ctx():

@@ -53,6 +53,13 @@ def astype(cp, x, out_dtype: str, device):
                lambda ins: [Node(Op.ASTYPE, ins, DName(out_dtype), tuple(x.shape))], device)[0]
 
 
+def ew_key(name: str, compute_dtype: str, out_dtype: str, arrays, shape, device) -> tuple:
+    """The launch cache's key of ``elementwise``: a caller that holds these may look the
+    launch up itself (``reduction.lookup``) before doing any other work."""
+    return ("ew", name, compute_dtype, out_dtype, shape, device) + tuple(
+        (a.dtype, a.shape, a.strides) for a in arrays)
+
+
 def elementwise(cp, name: str, compute_dtype: str, out_dtype: str, arrays, shape, device):
     """Elementwise function ``name`` of the OPS table on arrays of any strides, broadcast to
     ``shape``: each operand read through its strides in its own dtype, converted to
@@ -60,8 +67,13 @@ def elementwise(cp, name: str, compute_dtype: str, out_dtype: str, arrays, shape
     operands of the output's shape take elementwise.Plan's hot path instead.)"""
     if math.prod(shape) == 0:
         return cp.empty(shape, dtype=out_dtype)
-    key = ("ew", name, compute_dtype, out_dtype, tuple(shape)) + tuple(dtype_name(a.dtype)
-                                                                      for a in arrays)
-    return run(cp, key, tuple(arrays),
-               lambda ins: [Node(Op.ELEMENTWISE, ins, DName(out_dtype), shape,
-                                 Elementwise(name, compute_dtype))], device)[0]
+    arrays = tuple(arrays)
+    full = ew_key(name, compute_dtype, out_dtype, tuple(shape), arrays, device)
+    launch = lookup(full)
+    if launch is None:
+        from .fusion import Launch
+        ins = _inputs(arrays)
+        out = [Node(Op.ELEMENTWISE, ins, DName(out_dtype), shape,
+                    Elementwise(name, compute_dtype))]
+        launch = keep(full, Launch(cp, Graph(ins), out, list(arrays)))
+    return launch(arrays, ())[0]
