@@ -435,6 +435,17 @@ def test_diagonal_trace(device, rng, dtype):
         assert t.dtype == rdt and t.shape == (2,)
         np.testing.assert_allclose(to_numpy(t), np.sum(ref.astype(rdt._np), axis=-1),
                                    rtol=1e-5)
+    # views: transposed, reversed and strided matrices (the diagonal is a view of their memory)
+    big, B = random_array(rng, (3, 9, 8), dtype, device)
+    for v, va in ((big.mT, B.transpose(0, 2, 1)), (big[:, ::-2, 1::3], B[:, ::-2, 1::3]),
+                  (big[1, ::-1, ::-1], B[1, ::-1, ::-1])):
+        for off in (0, 2, -1):
+            ref = np.diagonal(va, offset=off, axis1=-2, axis2=-1)
+            np.testing.assert_array_equal(to_numpy(L.diagonal(v, offset=off)), ref)
+            if dtype is not xp.bool:
+                rdt = {"int": xp.int64, "uint": xp.uint64}.get(dtype.kind, dtype)
+                np.testing.assert_allclose(to_numpy(L.trace(v, offset=off)),
+                                           np.sum(ref.astype(rdt._np), axis=-1), rtol=1e-5)
     if dtype is xp.bool:
         with pytest.raises(TypeError):
             L.trace(x)

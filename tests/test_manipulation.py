@@ -139,6 +139,21 @@ def test_reshape_copy(device):
     with pytest.raises(ValueError, match="copy=False"):
         xp.reshape(x.mT, (12,), copy=False)
     assert to_numpy(xp.reshape(x.mT, (12,))).tolist() == to_numpy(x).T.ravel().tolist()
+    # strided views that can be viewed in the new shape stay views (twice: the second call of
+    # a layout takes the remembered decision), those that cannot are copied
+    big = xp.reshape(xp.arange(96, device=device), (4, 6, 4))
+    ref = np.arange(96).reshape(4, 6, 4)
+    for _ in range(2):
+        v = xp.reshape(big[:, :, ::2], (24, 2), copy=False)
+        assert to_numpy(v).tolist() == ref[:, :, ::2].reshape(24, 2).tolist()
+        w = xp.reshape(big[::-1, 1], (2, 2, 4), copy=False)
+        assert to_numpy(w).tolist() == ref[::-1, 1].reshape(2, 2, 4).tolist()
+        c = xp.reshape(big[:, ::2, ::2], (24,))
+        assert to_numpy(c).tolist() == ref[:, ::2, ::2].reshape(24).tolist()
+        with pytest.raises(ValueError, match="copy=False"):
+            xp.reshape(big[:, ::2, ::2], (24,), copy=False)
+    big[0, 0, 0] = -1
+    assert int(v[0, 0]) == -1  # v is a view of big
 
 
 def test_errors(device):

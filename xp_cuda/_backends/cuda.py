@@ -166,9 +166,6 @@ class CudaBackend(Backend):
                                       for o in operands)
                 if key[-1] != "s" or len(key) == 3:
                     FAST[key] = (plan, self.device, self.switch)
-            n = 1
-            for s in shape:
-                n *= s
             args, modes = [], []
             for o in operands:
                 if type(o) is TypedScalar:
@@ -263,19 +260,45 @@ class CudaBackend(Backend):
     def reshape(self, data, shape):
         if data.flags.c_contiguous:
             return data.reshape(shape)
-        # NumPy's rule says whether these strides can view `shape` (on a stand-in array of
-        # one element: only the strides matter); else our copy, not CuPy's
-        probe = np.lib.stride_tricks.as_strided(np.empty(1, data.dtype), data.shape,
-                                                data.strides)
-        try:
-            view = probe.reshape(shape, copy=False)
-        except ValueError:
+        key = (data.shape, data.strides, data.itemsize, shape)
+        strides = _RESHAPE_VIEWS.get(key)
+        if strides is None:
+            # NumPy's rule says whether these strides can view `shape` (on a stand-in array of
+            # one element: only the strides matter); else our copy, not CuPy's. Decided once
+            # per layout: the probe costs ~5 us, a refusal more.
+            probe = np.lib.stride_tricks.as_strided(np.empty(1, data.dtype), data.shape,
+                                                    data.strides)
+            try:
+                strides = probe.reshape(shape, copy=False).strides
+            except ValueError:
+                strides = False
+            if len(_RESHAPE_VIEWS) >= _RESHAPE_VIEWS_MAX:
+                _RESHAPE_VIEWS.clear()
+            _RESHAPE_VIEWS[key] = strides
+        if strides is False:
             with self.ctx():
                 return self.copy(data).reshape(shape)
-        return self.xp.lib.stride_tricks.as_strided(data, view.shape, view.strides)
+        return self._view(data, tuple(shape), strides, 0)
+
+    def _view(self, data, shape, strides, offset):
+        """A view of data's memory from byte ``offset`` (CuPy's as_strided and diagonal cost
+        3 and 8 us of host time; the constructor 1.8 us)."""
+        if data.size == 0:
+            return self.xp.lib.stride_tricks.as_strided(data, shape, strides)
+        return self.xp.ndarray(shape, data.dtype, data.data + offset, strides)
+
+    def diagonal(self, data, offset, copy):
+        m, n = data.shape[-2:]
+        length = min(m, n - offset) if offset >= 0 else min(m + offset, n)
+        if length <= 0 or data.size == 0:
+            return super().diagonal(data, offset, copy)
+        s0, s1 = data.strides[-2:]
+        view = self._view(data, data.shape[:-2] + (length,), data.strides[:-2] + (s0 + s1,),
+                          offset * s1 if offset >= 0 else -offset * s0)
+        return self.copy(view) if copy else view
 
     def _flat(self, data):
-        return self.reshape(data, (-1,))
+        return self.reshape(data, (data.size,))
 
     def concat(self, parts, axis, dtype):
         cp = self.xp
