@@ -79,7 +79,7 @@ def _gemm_plan(name, d1, d2):
     one, zero = _SCALARS[name]
     fn = getattr(cublas, gemm if d1.ndim == 2 else gemm + "StridedBatched")
     return (fn, d1.shape[:-2] + (m, n), ob, oa, n, m, k, ldb, lda, one.ctypes.data,
-            zero.ctypes.data, None if d1.ndim == 2 else batch)
+            zero.ctypes.data, None if d1.ndim == 2 else batch, cublas)
 
 
 class _Unit:
@@ -91,11 +91,6 @@ class _Unit:
         self.shape = a.shape[:axis] + (1,) + a.shape[axis:]
         self.strides = a.strides[:axis] + (a.itemsize,) + a.strides[axis:]
         self.data = a.data
-
-
-def _cublas(cp):
-    from cupy_backends.cuda.libs import cublas
-    return cublas, cp.cuda.device.get_cublas_handle()
 
 
 class CudaBackend(Backend):
@@ -206,6 +201,9 @@ class CudaBackend(Backend):
 
     # ---- indexing: boolean masks by stream compaction (scan.cu) ---------------------------
     def getitem(self, data, key, user_key):
+        t = type(key)
+        if t is tuple or t is slice or t is int:  # basic indexing: a view (no device work)
+            return data[key]
         if type(key) is type(data):  # a boolean mask over the leading dimensions
             with self.ctx():
                 return _scan.mask_select(self.xp, data, key)
@@ -450,9 +448,9 @@ class CudaBackend(Backend):
             if plan is False:
                 return self.xp.matmul(d1, d2)
             cp = self.xp
-            fn, shape, ob, oa, n, m, k, ldb, lda, one, zero, batch = plan
+            fn, shape, ob, oa, n, m, k, ldb, lda, one, zero, batch, lib = plan
             out = self._alloc(shape, dtype._np)
-            lib, handle = _cublas(cp)
+            handle = cp.cuda.device.get_cublas_handle()
             lib.setStream(handle, cp.cuda.get_current_stream().ptr)
             lib.setPointerMode(handle, 0)  # host scalars
             if batch is None:

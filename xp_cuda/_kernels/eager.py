@@ -25,7 +25,7 @@ def _inputs(arrays):
 def run(cp, key, arrays, build, device):
     """The launch for (key, the arrays' layouts, device), built by ``build(inputs) -> [out
     node]`` on a miss; returns the outputs (new C-contiguous CuPy arrays)."""
-    full = (key, device) + tuple((a.shape, a.strides) for a in arrays)
+    full = (key, device) + tuple((a.dtype, a.shape, a.strides) for a in arrays)
     launch = lookup(full)
     if launch is None:
         from .fusion import Launch
@@ -36,20 +36,27 @@ def run(cp, key, arrays, build, device):
 
 def where(cp, cond, x1, x2, out_dtype: str, shape, device):
     """cond ? x1 : x2 broadcast to ``shape``, each side converted to ``out_dtype`` (a name)."""
+    # the key holds the operands' dtypes with their layouts (see run); a launch is never
+    # cached for an empty result, so a hit needs no other check
+    launch = lookup((("where", out_dtype, shape), device, (cond.dtype, cond.shape, cond.strides),
+                     (x1.dtype, x1.shape, x1.strides), (x2.dtype, x2.shape, x2.strides)))
+    if launch is not None:
+        return launch((cond, x1, x2), ())[0]
     if math.prod(shape) == 0:
         return cp.empty(shape, dtype=out_dtype)
-    key = ("where", dtype_name(cond.dtype), dtype_name(x1.dtype), dtype_name(x2.dtype), out_dtype, tuple(shape))
-    return run(cp, key, (cond, x1, x2),
+    return run(cp, ("where", out_dtype, shape), (cond, x1, x2),
                lambda ins: [Node(Op.WHERE, ins, DName(out_dtype), shape)], device)[0]
 
 
 def astype(cp, x, out_dtype: str, device):
     """x converted element by element to ``out_dtype`` (C casts, as CuPy's astype; to bool:
     nonzero, NaN included, is True), a new C-contiguous array."""
+    launch = lookup((("astype", out_dtype), device, (x.dtype, x.shape, x.strides)))
+    if launch is not None:
+        return launch((x,), ())[0]
     if x.size == 0:
         return cp.empty(x.shape, dtype=out_dtype)
-    key = ("astype", dtype_name(x.dtype), out_dtype)
-    return run(cp, key, (x,),
+    return run(cp, ("astype", out_dtype), (x,),
                lambda ins: [Node(Op.ASTYPE, ins, DName(out_dtype), tuple(x.shape))], device)[0]
 
 
