@@ -119,6 +119,39 @@ class _FakeCp:
         return np.full(shape, value, dtype=dtype)
 
 
+def test_eager_launches_are_found_again_by_their_layout_keys(monkeypatch):
+    """eager.py's one-node programs are cached under the keys their fast lookups build: the
+    cuda backend's elementwise (ew_key) and where/astype's own first lookups. A stand-in
+    Launch records what is built (no GPU)."""
+    from xp_cuda._kernels import eager
+
+    built = []
+
+    class FakeLaunch:
+        def __init__(self, cp, graph, outs, arrays):
+            built.append(self)
+            self.shape = outs[0].shape
+
+        def __call__(self, arrays, values):
+            return [np.empty(self.shape)]
+
+    monkeypatch.setattr(kfusion, "Launch", FakeLaunch)
+    monkeypatch.setattr(kred, "_cache", type(kred._cache)())
+    a, b = np.ones((3, 1), np.float32), np.ones((1, 4), np.float32)
+    c = np.ones((3, 4), bool)
+    eager.elementwise(None, "add", "float32", "float32", (a, b), (3, 4), 0)
+    assert kred.lookup(eager.ew_key("add", "float32", "float32", (a, b), (3, 4), 0)) is built[0]
+    assert kred.lookup(eager.ew_key("add", "float32", "float32", (b, a), (3, 4), 0)) is None
+    eager.elementwise(None, "add", "float32", "float32", (a, b), (3, 4), 0)
+    eager.where(None, c, a, b, "float32", (3, 4), 0)
+    eager.where(None, c, a, b, "float32", (3, 4), 0)
+    eager.astype(None, a.T, "float64", 0)
+    eager.astype(None, a.T, "float64", 0)
+    assert len(built) == 3  # each second call found the first one's launch
+    eager.astype(None, a, "float64", 0)  # another layout: another launch
+    assert len(built) == 4
+
+
 @pytest.mark.parametrize("kind,value", [("sum", 0), ("prod", 1), ("mean", np.nan),
                                         ("all", True), ("any", False)])
 def test_reduce_eager_empty_ranges_need_no_kernel(kind, value):

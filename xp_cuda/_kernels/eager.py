@@ -75,7 +75,7 @@ def elementwise(cp, name: str, compute_dtype: str, out_dtype: str, arrays, shape
     if math.prod(shape) == 0:
         return cp.empty(shape, dtype=out_dtype)
     arrays = tuple(arrays)
-    full = ew_key(name, compute_dtype, out_dtype, tuple(shape), arrays, device)
+    full = ew_key(name, compute_dtype, out_dtype, arrays, tuple(shape), device)
     launch = lookup(full)
     if launch is None:
         from .fusion import Launch
