@@ -135,22 +135,26 @@ def time_wall(fn, sync=lambda: None, warmup: int = 1, reps: int = 5) -> float:
     return statistics.median(ts)
 
 
-def pipelined_us(fn, sync, calls: int = 2000, rounds: int = 5) -> float:
-    """Host microseconds per call with calls enqueued back to back and one ``sync()`` at the
-    end of each round: the median over rounds of (round time / calls). This is the cost of an
-    operation when the GPU keeps up, as in real code."""
+def pipelined_us(fns, sync, calls: int = 2000, rounds: int = 5) -> list:
+    """Host microseconds per call of each of ``fns`` with calls enqueued back to back and one
+    ``sync()`` at the end of each round; rounds of the functions interleaved, each one's
+    minimum over rounds of (round time / calls). The cost of an operation when the GPU keeps
+    up, as in real code; interleaved so that every function sees the same host, and the
+    minimum because noise on a shared host only ever adds time."""
     import time
-    for _ in range(min(calls, 100)):
-        fn()
-    sync()
-    per = []
-    for _ in range(rounds):
-        t0 = time.perf_counter()
-        for _ in range(calls):
+    for fn in fns:
+        for _ in range(min(calls, 100)):
             fn()
-        sync()
-        per.append((time.perf_counter() - t0) / calls)
-    return statistics.median(per) * 1e6
+    sync()
+    best = [float("inf")] * len(fns)
+    for _ in range(rounds):
+        for k, fn in enumerate(fns):
+            t0 = time.perf_counter()
+            for _ in range(calls):
+                fn()
+            sync()
+            best[k] = min(best[k], (time.perf_counter() - t0) / calls)
+    return [b * 1e6 for b in best]
 
 
 def per_call_us(fn, calls: int = 2000) -> float:
