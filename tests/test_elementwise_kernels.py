@@ -149,6 +149,89 @@ LAYOUT_NAMES = ["add", "multiply", "divide", "pow", "less", "maximum", "atan2", 
                 "bitwise_and", "logical_xor", "equal"]
 
 
+def test_fast_divisor_divides_exactly_below_2_31():
+    """The strided kernels' division by a multiply and shift (elementwise.fast_divisor),
+    modelled in 32-bit unsigned arithmetic, equals integer division for every divisor kind
+    (powers of two, 1, 3, large primes, random) and dividends up to 2**31 - 1."""
+    from xp_cuda._kernels.elementwise import fast_divisor
+    rng = np.random.default_rng(5)
+    divisors = [1, 2, 3, 5, 7, 12288, 4096, 65537, 2**31 - 1, 2**30 + 3]
+    divisors += rng.integers(2, 2**31, 500).tolist() + rng.integers(2, 300, 200).tolist()
+    for d in divisors:
+        q = fast_divisor(d)
+        shift, magic = q >> 32, q & 0xFFFFFFFF
+        assert magic < 2**32 and shift < 32
+        r = np.concatenate([[0, 1, d - 1, d, d + 1, 2**31 - 1],
+                            rng.integers(0, 2**31, 64)]).astype(np.uint64)
+        t = (r * np.uint64(magic)) >> np.uint64(32)  # umulhi (r, magic < 2**32: no overflow)
+        assert np.all((t + r) < 2**32), d  # the 32-bit sum of the kernel cannot wrap
+        np.testing.assert_array_equal((t + r) >> np.uint64(shift), r // np.uint64(d),
+                                      err_msg=f"divisor {d}")
+
+
+@pytest.mark.parametrize("layout,dtypes", [("gg", ("float32", "int8")), ("gs", ("float64", "complex128")),
+                                           ("sg", ("int16", "float32")), ("g", ("float32",))])
+def test_strided_launch_packs_the_kernel_signature(layout, dtypes):
+    """Plan.strided's packed parameter block holds, cell by cell, the arguments of the strided
+    kernel's signature (operands, out, n, nd, dims, strides, divisors), with no GPU: a stand-in
+    launch reads the block back through its pointers."""
+    import ctypes
+    from xp_cuda._kernels import elementwise as E
+
+    class Arr:  # what strided reads of a CuPy array
+        def __init__(self, shape, strides, ptr, itemsize):
+            self.shape, self.strides, self.itemsize = shape, strides, itemsize
+            self.data = type("P", (), {"ptr": ptr})()
+            self.ndim = len(shape)
+
+    launched = []
+
+    def launch(fn, gx, gy, gz, bx, by, bz, smem, stream, addr, extra):
+        arity = len(layout)
+        cells = 5 + 4 * E.MAXND if arity == 2 else 4 + 3 * E.MAXND
+        ptrs = (ctypes.c_void_p * cells).from_address(addr)
+        vals = [ctypes.c_uint64.from_address(p).value for p in ptrs]
+        hi = [ctypes.c_uint64.from_address(p + 8).value for p in ptrs]
+        launched.append((fn, gx, bx, vals, hi))
+
+    plan = object.__new__(E.Plan)
+    plan.cp, plan.max_blocks, plan._geos = None, 2112, {}
+    plan.out_np = np.dtype("float32")
+    plan._ndarray = lambda shape, dt: Arr(shape, (), 0x7000, 4)
+    plan._launch, plan._stream = launch, lambda: type("S", (), {"ptr": 5})()
+    plan.kernels = {layout: type("K", (), {"ptr": 0xF00})()}
+    shape = (6, 4, 3)
+    ops = []
+    for m, d in zip(layout, dtypes):
+        if m == "g":
+            isz = np.dtype(d).itemsize
+            ops.append(Arr((6, 1, 3), (-3 * isz, 0, isz), 0x1000 + 16 * len(ops), isz))
+        else:
+            ops.append(np.array(1.5 - 2j if d.startswith("complex") else 3, dtype=d)[()])
+    for _ in range(2):  # the second call replays the packed geometry
+        plan.strided(layout, tuple(ops), shape, 72)
+    assert len(plan._geos) == 1 and len(launched) == 2 and launched[0] == launched[1]
+    fn, blocks, threads, vals, hi = launched[0]
+    assert fn == 0xF00 and blocks == 1 and threads == E.THREADS
+    k = 0
+    for m, o in zip(layout, ops):
+        if m == "g":
+            assert vals[k] == o.data.ptr
+        else:
+            bits = int.from_bytes(o.tobytes(), "little")
+            assert vals[k] == bits & (2**64 - 1) and hi[k] == bits >> 64
+        k += 1
+    assert vals[k] == 0x7000 and vals[k + 1] == 72
+    nd, dims, strides = E._geometry(shape, ops, layout)
+    assert vals[k + 2] & 0xFFFFFFFF == nd
+    rest = vals[k + 3:]
+    M = E.MAXND
+    assert rest[:M] == list(dims)
+    flat = [v & (2**64 - 1) for st in strides for v in st]
+    assert rest[M:M + len(flat)] == flat
+    assert rest[M + len(flat):] == [E.fast_divisor(v) for v in dims]
+
+
 def _layouts(rng, d1, d2, name):
     """(numpy operands before slicing, how to slice each): broadcast, strided, reversed,
     transposed, 0-d, single-element, misaligned, and vector-tail sizes."""

@@ -16,6 +16,8 @@ decides the result dtype; nothing here checks user input.
 """
 from __future__ import annotations
 
+import ctypes
+
 import numpy as np
 
 from ._runtime import CTYPES, ThreadParams, device_info, driver_launch, empty_allocator, \
@@ -163,11 +165,23 @@ def _geo_params(arity):
     names = [f"d{i}" for i in range(MAXND)] + [f"a{i}" for i in range(MAXND)]
     if arity == 2:
         names += [f"b{i}" for i in range(MAXND)]
+    names += [f"q{i}" for i in range(MAXND)]
     params = "int nd, " + ", ".join(f"long long {n}" for n in names)
     fill = (f"XpGeo g; g.nd = nd;\n"
             + "".join(f"  g.sh[{i}] = d{i}; g.s1[{i}] = a{i}; g.s2[{i}] = "
-                      f"{f'b{i}' if arity == 2 else '0'};\n" for i in range(MAXND)))
+                      f"{f'b{i}' if arity == 2 else '0'}; g.mg[{i}] = (unsigned int)q{i}; "
+                      f"g.sf[{i}] = (int)(q{i} >> 32);\n" for i in range(MAXND)))
     return params, fill
+
+
+def fast_divisor(d: int) -> int:
+    """elementwise.cuh's division by d (1 <= d < 2**31) as a multiply and shift, packed as
+    (shift << 32) | magic: q = (umulhi(r, magic) + r) >> shift for every r < 2**31
+    (Granlund and Montgomery's round-up method, as torch's IntDivider)."""
+    shift = max(0, (d - 1).bit_length())
+    magic = ((1 << 32) * ((1 << shift) - d)) // d + 1
+    assert 0 < magic <= 0xFFFFFFFF or d == 1, d
+    return (shift << 32) | (magic & 0xFFFFFFFF)
 
 
 def instantiation(fname: str, dtypes, tc: str, to: str, layouts) -> str:
@@ -250,6 +264,11 @@ MAX_GRID = 2**31 - 1
 # The hot paths' parameter block (in1, in2, out, n; c1 uses three cells), one per thread and
 # shared by every Plan: cuLaunchKernel copies it before returning.
 _PARAMS = ThreadParams(4)
+# The strided kernels' blocks: operands, out, n, nd and the geometry (MAXND dims, MAXND strides
+# per operand, MAXND divisors), in 16-byte cells (a complex128 scalar operand takes one whole)
+_STRIDED_PARAMS = {1: ThreadParams(4 + 3 * MAXND, 16), 2: ThreadParams(5 + 4 * MAXND, 16)}
+_M64 = (1 << 64) - 1
+STRIDED_GEOMETRIES = 256  # geometries a Plan keeps packed (cleared when full: bounded)
 
 
 def _max_blocks(cp) -> int:
@@ -265,7 +284,7 @@ class Plan:
     """
 
     __slots__ = ("fname", "dtypes", "tc", "to", "out_np", "kernels", "vec", "max_blocks",
-                 "cp", "_ndarray", "_fn", "_fs", "_launch", "_per_block", "_stream")
+                 "cp", "_ndarray", "_fn", "_fs", "_launch", "_per_block", "_stream", "_geos")
 
     def __init__(self, cp, fname, dtypes, tc, to):
         self.cp = cp
@@ -283,6 +302,7 @@ class Plan:
         self._launch = driver_launch()
         self._per_block = THREADS * self.vec
         self._stream = cp.cuda.get_current_stream
+        self._geos = {}
 
     # The hot path: all-contiguous array operands, launched through the driver with the
     # thread's reused parameter block (a fraction of a RawKernel call's generic argument
@@ -372,20 +392,47 @@ class Plan:
         return out
 
     def strided(self, layout, args, shape, n):
-        """Any operand layout: collapsed to at most MAXND dims, read through strides."""
+        """Any operand layout: collapsed to at most MAXND dims, read through strides. Each
+        geometry's parameters are packed once (a RawKernel call packing the ~40 arguments
+        cost ~50 us of host time: longer than the kernel of a 16M-element broadcast)."""
         out = self._ndarray(shape, self.out_np)
         if not n:
             return out
-        geo = _geometry(shape, args, layout)
-        if geo is None:  # more than MAXND dims survive collapsing: read contiguous copies
-            args = tuple(self.cp.ascontiguousarray(self.cp.broadcast_to(a, shape))
-                         if m == "g" else a for a, m in zip(args, layout))
+        key = (layout, shape) + tuple((a.shape, a.strides) if m == "g" else None
+                                      for a, m in zip(args, layout))
+        entry = self._geos.get(key)
+        if entry is None:
             geo = _geometry(shape, args, layout)
-        nd, dims, strides = geo
-        params = [np.int32(nd)] + [np.int64(v) for v in dims]
-        for s in strides:
-            params += [np.int64(v) for v in s]
-        self.kernel(layout)((self.blocks(n),), (THREADS,), (*args, out, np.int64(n), *params))
+            if geo is None:  # more than MAXND dims survive collapsing: read contiguous copies
+                args = tuple(self.cp.ascontiguousarray(self.cp.broadcast_to(a, shape))
+                             if m == "g" else a for a, m in zip(args, layout))
+                return self.strided(layout, args, shape, n)
+            nd, dims, strides = geo
+            tail = [n, nd] + list(dims)
+            for st in strides:
+                tail += st
+            # the divisors (fast_divisor: dims past nd are never divided by, 1 a placeholder)
+            tail += [fast_divisor(v if 1 <= v < 2**31 else 1) for v in dims]
+            cells = np.zeros((len(tail), 2), dtype=np.uint64)
+            cells[:, 0] = [v & _M64 for v in tail]
+            if len(self._geos) >= STRIDED_GEOMETRIES:
+                self._geos.clear()
+            entry = self._geos[key] = (self.kernel(layout).ptr, self.blocks(n),
+                                       (len(layout) + 1) * 16, cells.tobytes())
+        fn, blocks, head, tail = entry
+        vals, addr = _STRIDED_PARAMS[len(layout)].block
+        i = 0
+        for a, m in zip(args, layout):
+            if m == "g":
+                vals[i] = a.data.ptr
+            else:  # a NumPy scalar: its bits (16 bytes for complex128)
+                bits = int.from_bytes(a.tobytes(), "little")
+                vals[i] = bits & _M64
+                vals[i + 1] = bits >> 64
+            i += 2
+        vals[i] = out.data.ptr
+        ctypes.memmove(ctypes.addressof(vals) + head, tail, len(tail))
+        self._launch(fn, blocks, 1, 1, THREADS, 1, 1, 0, self._stream().ptr, addr, 0)
         return out
 
 
