@@ -25,28 +25,38 @@ def _plan_of(a, b, lwork=0, method=None):
 # ---- method choice and plans (pure Python) ---------------------------------------------------
 
 def test_choose_method():
-    assert lk.choose_method(1, 4, True) == "shared"
-    assert lk.choose_method(1, 4096, True) == "shared"
-    assert lk.choose_method(7, 4, True) == "shared"          # one matrix broadcast: one LU
+    one, stack = lk.ONE_BATCHED_MAX_N, lk.BATCHED_MAX_N
+    assert lk.choose_method(1, 4, True) == "batched"
+    assert lk.choose_method(1, one, True) == "batched"
+    assert lk.choose_method(1, one + 1, True) == "single"
+    assert lk.choose_method(1, 4096, True) == "single"
+    assert lk.choose_method(7, 4, True) == "batched"          # one matrix broadcast: one LU
+    assert lk.choose_method(7, 4096, True) == "single"
     assert lk.choose_method(7, 4, False) == "batched"
-    assert lk.choose_method(7, lk.BATCHED_MAX_N, False) == "batched"
-    assert lk.choose_method(7, lk.BATCHED_MAX_N + 1, False) == "loop"
+    assert lk.choose_method(7, stack, False) == "batched"
+    assert lk.choose_method(7, stack + 1, False) == "loop"
     assert lk.choose_method(0, 4, False) == "empty"
     assert lk.choose_method(3, 0, False) == "empty"
 
 
 @pytest.mark.parametrize("order", ["C", "F"])
-def test_plan_single_layout(order):
+@pytest.mark.parametrize("method", ["single", "batched"])
+def test_plan_single_layout(order, method):
     a = np.zeros((5, 5), np.float32, order=order)
     b = np.zeros((5, 1), np.float32)
-    p = _plan_of(a, b, lwork=77)
-    assert p.method == "shared" and p.n == 5 and p.k == 1 and p.batch == 1 and p.nrhs == 1
+    p = _plan_of(a, b, lwork=77, method=method)
+    assert p.method == method and p.n == 5 and p.k == 1 and p.batch == 1 and p.nrhs == 1
+    assert p.mats == 1
     # the copy keeps the source's order: C -> read as A^T, op T; F -> read as A, op N
-    assert p.trans == (1 if order == "C" else 0)
-    assert p.lu_strides == ((20, 4) if order == "C" else (4, 20))
+    column = order == "F"
+    assert p.trans == (0 if column else 1)
+    assert p.lu_strides == ((4, 20) if column else (20, 4))
     assert p.rhs_strides is None          # k = 1: the result buffer is B
-    assert p.info_count == 2 and p.read == 2 and p.lwork == 77
-    assert p.work % 256 == 0 and p.nbytes >= p.work + 77 * 4
+    if method == "single":
+        assert p.info_count == 2 and p.read == 2 and p.lwork == 77 and p.host_ptrs == 0
+        assert p.work % 256 == 0 and p.nbytes >= p.work + 77 * 4
+    else:
+        assert p.info_count == 1 and p.lwork == 0 and p.host_ptrs == 16
 
 
 def test_plan_regions_are_aligned_and_disjoint():
@@ -64,6 +74,7 @@ def test_plan_regions_are_aligned_and_disjoint():
     assert p.host_ptrs == 2 * 6 * 8 and p.host_bytes == p.host_ptrs + 4 * (6 + 1)
     assert p.offsets.dtype == np.uint64
     assert p.offsets.tolist() == [i * 36 * 16 for i in range(6)] + [i * 24 * 16 for i in range(6)]
+    assert p.mats == 6 and p.nrhs == 4
     # the column-major B scratch: packed (6 x 4) blocks, column-major inside
     assert p.rhs_strides == (3 * 24 * 16, 24 * 16, 16, 6 * 16)
 
@@ -72,20 +83,26 @@ def test_plan_shared_for_a_broadcast_matrix():
     m = np.zeros((4, 4), np.float64)
     a = np.broadcast_to(m, (3, 2, 4, 4))
     b = np.zeros((3, 2, 4, 2))
-    p = _plan_of(a, b, lwork=5)
-    assert p.method == "shared" and p.nrhs == 3 * 2 * 2 and p.lu_shape == (4, 4)
-    assert p.lu == 0 and p.piv >= 4 * 4 * 8 and p.info_count == 2
+    for method in ("batched", "single"):
+        p = _plan_of(a, b, lwork=5, method=method)
+        assert p.method == method and p.mats == 1 and p.nrhs == 3 * 2 * 2
+        assert p.lu_shape == (4, 4) and p.lu == 0 and p.piv >= 4 * 4 * 8
+        assert p.info_count == (2 if method == "single" else 1)
+    assert _plan_of(a, b).method == "batched"
+    p = _plan_of(a, b, method="loop")  # the loop factors every matrix
+    assert p.mats == 6 and p.nrhs == 2 and p.lu_shape == (3, 2, 4, 4)
     # partly broadcast: one matrix per row of the stack, so not shared
     a2 = np.broadcast_to(np.zeros((3, 1, 4, 4)), (3, 2, 4, 4))
-    assert _plan_of(a2, b).method == "batched"
+    assert _plan_of(a2, b).method == "batched" and _plan_of(a2, b).mats == 6
     with pytest.raises(AssertionError):
-        _plan_of(a2, b, method="shared")
+        _plan_of(a2, b, method="single")
 
 
 def test_plan_loop_and_long_stacks():
     n = lk.BATCHED_MAX_N + 1
     p = lk.plan_solve((5, n, n), (4 * n * n, 4 * n, 4), (5, n, 1), (4 * n, 4, 4), "float32", 9)
     assert p.method == "loop" and p.info_count == 6 and p.read == 6 and p.lwork == 9
+    assert p.trans == 1 and p.host_ptrs == 0
     big = lk.INFO_READ_MAX + 1
     p = lk.plan_solve((big, 2, 2), (16, 8, 4), (big, 2, 1), (8, 4, 4), "float32")
     assert p.method == "batched" and p.read == 0 and p.host_bytes == p.host_ptrs + 8
@@ -123,7 +140,7 @@ def _emulate(a, b, method=None):
 
     def view(shape, strides, off):
         return np.ndarray(shape, dt, raw.data, off, strides)
-    src = a if p.method != "shared" else a[(0,) * (a.ndim - 2)]
+    src = a if p.mats == p.batch else a[(0,) * (a.ndim - 2)]
     view(p.lu_shape, p.lu_strides, p.lu)[...] = src
     out = np.empty(p.shape, dt)
     if p.rhs_strides is None:
@@ -135,15 +152,11 @@ def _emulate(a, b, method=None):
 
     def op(m):
         return m.T if p.trans == 1 else m  # T: plain transpose, for complex too
-    if p.method == "shared":
-        m = _colmajor(raw, p.lu, n, n, dt)
-        B = _colmajor(rbuf, roff, n, p.nrhs, dt)
+    # each factored matrix i at lu + i * a_step, its nrhs columns at B + i * b_step
+    for i in range(p.mats):
+        m = _colmajor(raw, p.lu + i * p.a_step, n, n, dt)
+        B = _colmajor(rbuf, roff + i * p.b_step, n, p.nrhs, dt)
         B[...] = np.linalg.solve(op(m), B)
-    else:
-        for i in range(p.batch):
-            m = _colmajor(raw, p.lu + i * p.a_step, n, n, dt)
-            B = _colmajor(rbuf, roff + i * p.b_step, n, k, dt)
-            B[...] = np.linalg.solve(op(m), B)
     if p.rhs_strides is not None:
         out[...] = view(p.shape, p.rhs_strides, p.rhs)
     return out
@@ -172,7 +185,7 @@ def _check(x, a, b, what):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("method", [None, "batched", "loop"])
+@pytest.mark.parametrize("method", [None, "batched", "loop", "single"])
 @pytest.mark.parametrize("layout", ["C", "F", "strided"])
 def test_emulated_launcher(rng, dtype, method, layout):
     for batch in ((), (4,), (2, 3)):
@@ -184,7 +197,9 @@ def test_emulated_launcher(rng, dtype, method, layout):
             elif layout == "strided":
                 a = np.repeat(a, 2, axis=-1)[..., ::-2][..., ::-1]
                 b = np.repeat(b, 3, axis=-2)[..., ::3, :]
-            m = None if batch == () else method
+            m = method if batch != () or method != "loop" else None
+            if m == "single" and batch != ():
+                a = np.broadcast_to(a[(0,) * len(batch)], a.shape)
             x = _emulate(a, b, m)
             assert x.flags.c_contiguous
             _check(x, a, b, f"{dtype} batch={batch} n={n} k={k} {layout} {m}")
@@ -196,8 +211,8 @@ def test_emulated_shared_matrix(rng, dtype):
     for k in (1, 3):
         b = _random(rng, (2, 3, 4, k), dtype)
         ab = np.broadcast_to(a, (2, 3, 4, 4))
-        _check(_emulate(ab, b), ab, b, f"shared k={k}")
-        _check(_emulate(ab, b, "batched"), ab, b, f"shared as batched k={k}")
+        for method in (None, "single", "batched", "loop"):
+            _check(_emulate(ab, b, method), ab, b, f"shared k={k} {method}")
 
 
 def test_complex_needs_plain_transpose(rng):
@@ -216,7 +231,7 @@ def test_module_imports_without_cupy():
             "import xp_cuda._kernels.lapack as m; print(m.plan_solve((2, 2), (16, 8), (2, 1), "
             "(8, 8), 'float64').method)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert out.returncode == 0 and out.stdout.strip() == "shared", out.stderr
+    assert out.returncode == 0 and out.stdout.strip() == "batched", out.stderr
 
 
 # ---- the cpu backend's reference ---------------------------------------------------------------
@@ -256,12 +271,14 @@ def test_cuda_solve(rng, dtype, n, k, batch):
 @pytest.mark.cuda
 @needs_gpu
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("method", ["batched", "loop"])
-@pytest.mark.parametrize("n", [1, 4, 33])
+@pytest.mark.parametrize("method", ["batched", "loop", "single"])
+@pytest.mark.parametrize("n", [1, 4, 33, 70])
 def test_cuda_every_method(rng, dtype, method, n):
     cp = _cp()
-    for batch, k in (((1,), 1), ((3,), 1), ((2, 2), 2)):
+    for batch, k in (((), 1), ((1,), 1), ((3,), 1), ((2, 2), 2), ((3,), 3)):
         a, b = _system(rng, batch, n, k, dtype)
+        if method == "single":  # one matrix for the whole stack
+            a = np.broadcast_to(a[(0,) * len(batch)], a.shape)
         x, singular = lk.solve(cp, cp.asarray(a), cp.asarray(b), method=method)
         assert not singular
         _check(cp.asnumpy(x), a, b, f"{method} {dtype} n={n} batch={batch} k={k}")
@@ -328,9 +345,9 @@ def test_cuda_singular_in_a_stack(rng, dtype, n):
         assert singular, f"{dtype} n={n} {method}: a singular matrix went unreported"
         ok = [0, 1, 2, 4]
         _check(cp.asnumpy(x)[ok], a[ok], b[ok], f"the regular ones beside it ({method})")
-    single = a[3]
-    x, singular = lk.solve(cp, cp.asarray(single), cp.asarray(b[3]))
-    assert singular
+    for method in (None, "single", "batched"):
+        x, singular = lk.solve(cp, cp.asarray(a[3]), cp.asarray(b[3]), method=method)
+        assert singular, f"one singular matrix, {method}"
     x, singular = lk.solve(cp, cp.asarray(a[2]), cp.asarray(b[2]))
     assert not singular  # the next call's read is its own
 
