@@ -7,6 +7,8 @@ module docstring (op T, never C, for complex too) and the shared-matrix nrhs tri
 GPU. cuda (``pytest -m cuda``): the launcher on every method, dtype, size and layout against
 NumPy in float64, singular stacks, and the namespace's error.
 """
+import ctypes
+
 import numpy as np
 import pytest
 import xp_cuda as xp
@@ -111,6 +113,28 @@ def test_plan_loop_and_long_stacks():
     assert p.host_ptrs == 0 and p.offsets is None and p.ptrs == p.rhs  # device-computed
 
 
+def test_plan_memcpy_where_layouts_agree():
+    S = 8
+    a = np.zeros((3, 5, 5))
+    b1, b3 = np.zeros((3, 5, 1)), np.zeros((3, 5, 3))
+    p = _plan_of(a, b1)
+    assert p.a_memcpy == 3 * 25 * S and p.b_memcpy == 3 * 5 * S   # C in, C copies
+    p = _plan_of(a, b3)
+    assert p.a_memcpy == 3 * 25 * S and p.b_memcpy == 0            # B goes column-major
+    fb = np.swapaxes(np.swapaxes(b3, -1, -2).copy(), -1, -2)
+    assert _plan_of(a, fb).b_memcpy == 3 * 15 * S
+    fa = np.swapaxes(np.swapaxes(a, -1, -2).copy(), -1, -2)
+    p = _plan_of(fa, b1)
+    assert p.trans == 0 and p.a_memcpy == 3 * 25 * S
+    assert _plan_of(a[:, ::-1], b1).a_memcpy == 0                   # reversed rows
+    assert _plan_of(a, b1[::-1]).b_memcpy == 0                      # reversed stack
+    shared = np.broadcast_to(a[0], a.shape)
+    p = _plan_of(shared, b1)
+    assert p.mats == 1 and p.a_memcpy == 25 * S                     # its one matrix
+    assert _plan_of(shared, b1, method="loop").a_memcpy == 0        # every matrix: a copy
+    assert _plan_of(a, np.broadcast_to(b1[0], b1.shape)).b_memcpy == 0
+
+
 @pytest.mark.parametrize("shape", [(0, 3, 3), (2, 0, 0)])
 def test_plan_empty(shape):
     a = np.zeros(shape)
@@ -141,14 +165,21 @@ def _emulate(a, b, method=None):
     def view(shape, strides, off):
         return np.ndarray(shape, dt, raw.data, off, strides)
     src = a if p.mats == p.batch else a[(0,) * (a.ndim - 2)]
-    view(p.lu_shape, p.lu_strides, p.lu)[...] = src
+    if p.a_memcpy:  # the launcher's cudaMemcpyAsync: bytes from a's first element on
+        ctypes.memmove(raw.ctypes.data + p.lu, a.ctypes.data, p.a_memcpy)
+    else:
+        view(p.lu_shape, p.lu_strides, p.lu)[...] = src
     out = np.empty(p.shape, dt)
     if p.rhs_strides is None:
-        out[...] = b
         rbuf, roff = out.reshape(-1).view(np.uint8), 0
     else:
-        view(p.shape, p.rhs_strides, p.rhs)[...] = b
         rbuf, roff = raw, p.rhs
+    if p.b_memcpy:
+        ctypes.memmove(rbuf.ctypes.data + roff, b.ctypes.data, p.b_memcpy)
+    elif p.rhs_strides is None:
+        out[...] = b
+    else:
+        view(p.shape, p.rhs_strides, p.rhs)[...] = b
 
     def op(m):
         return m.T if p.trans == 1 else m  # T: plain transpose, for complex too
@@ -277,9 +308,11 @@ def test_cuda_every_method(rng, dtype, method, n):
     cp = _cp()
     for batch, k in (((), 1), ((1,), 1), ((3,), 1), ((2, 2), 2), ((3,), 3)):
         a, b = _system(rng, batch, n, k, dtype)
-        if method == "single":  # one matrix for the whole stack
+        da = cp.asarray(a)
+        if method == "single":  # one matrix for the whole stack (broadcast on the device)
             a = np.broadcast_to(a[(0,) * len(batch)], a.shape)
-        x, singular = lk.solve(cp, cp.asarray(a), cp.asarray(b), method=method)
+            da = cp.broadcast_to(da[(0,) * len(batch)], da.shape)
+        x, singular = lk.solve(cp, da, cp.asarray(b), method=method)
         assert not singular
         _check(cp.asnumpy(x), a, b, f"{method} {dtype} n={n} batch={batch} k={k}")
 

@@ -28,9 +28,9 @@ synchronize included):
 
 - ``batched``: cuBLAS getrfBatched/getrsBatched for a stack of matrices up to
   ``BATCHED_MAX_N``, and for one matrix up to ``ONE_BATCHED_MAX_N``: a few launches for the
-  whole stack. cuSOLVER's getrf + getrs cost ~85 us even for a 4x4 matrix (cuBLAS batched
-  with a batch of 1: ~55 us); a loop of them ran 32 64x64 systems in 4.3 ms, the batched
-  routines in 0.22 ms.
+  whole stack. cuSOLVER's getrf + getrs cost ~85 us a call even for a 4x4 matrix (cuBLAS
+  batched with a batch of 1: 43 us); a loop of them ran 32 64x64 systems in 4.3 ms, the
+  batched routines in 0.22 ms.
 - ``single``: one matrix (a single system, or one broadcast along every batch dim) larger than
   that: cuSOLVER's blocked getrf and one getrs (4096x4096 float32: 12.4 ms, torch 12.3, CuPy
   12.5).
@@ -53,10 +53,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from . import copy as _copy
 from ._runtime import dtype_name, empty_allocator
 
-__all__ = ["DTYPES", "BATCHED_MAX_N", "ONE_BATCHED_MAX_N", "INFO_READ_MAX", "PTRS_HOST_MAX", "SolvePlan",
-           "choose_method", "plan_solve", "solve"]
+__all__ = ["DTYPES", "BATCHED_MAX_N", "ONE_BATCHED_MAX_N", "INFO_READ_MAX", "PTRS_HOST_MAX",
+           "SolvePlan", "choose_method", "plan_solve", "solve"]
 
 # cuBLAS/cuSOLVER type letter of each dtype the launcher takes.
 DTYPES = {"float32": "s", "float64": "d", "complex64": "c", "complex128": "z"}
@@ -119,6 +120,8 @@ class SolvePlan:
     host_bytes: int = 0
     a_step: int = 0         # bytes between consecutive matrices of the LU copy / of B
     b_step: int = 0
+    a_memcpy: int = 0       # bytes: a (its first matrix where one serves) is laid out as its
+    b_memcpy: int = 0       # copy is, one cudaMemcpyAsync; likewise b; 0: copy.copy_into
     offsets: np.ndarray = field(default=None, compare=False, repr=False)  # uint64, host_ptrs
 
 
@@ -161,7 +164,10 @@ def plan_solve(a_shape, a_strides, b_shape, b_strides, dtype: str, lwork: int = 
     assert method != "single" or shared, "single: a must be one matrix (or one broadcast)"
     one = shared and method != "loop"  # one LU serves the whole stack
     rs, cs = a_strides[-2:]
-    column_major = n > 1 and abs(rs) < abs(cs)  # (op N and op T ran alike in cuBLAS and cuSOLVER)
+    # the copy keeps a's layout (the cheaper copy): op N or op T ran alike in cuBLAS, and
+    # neither was faster throughout in cuSOLVER (n=4096 k=16 float32: T 14.2 ms, N 13.6;
+    # n=2048 k=16 float64: T 6.7 ms, N 8.0)
+    column_major = n > 1 and abs(rs) < abs(cs)
     trans = _OP_N if column_major else _OP_T
     mat = (S, n * S) if column_major else (n * S, S)
     mats = 1 if one else batch
@@ -190,9 +196,20 @@ def plan_solve(a_shape, a_strides, b_shape, b_strides, dtype: str, lwork: int = 
     if host_ptrs:  # i * step of A's matrices, then of B's: a call adds the two base addresses
         i = np.arange(mats, dtype=np.uint64)
         offsets = np.concatenate([i * np.uint64(n * n * S), i * np.uint64(n * k * S)])
+    # The copies in: one cudaMemcpyAsync where source and copy have the same layout (the
+    # common case: contiguous inputs), which costs a third of the copy kernel's host time.
+    a_src = a_strides[-2:] if one else a_strides
+    b_dst = rhs_strides if k > 1 else _packed_strides(tuple(b_shape), S)
+    a_memcpy = mats * n * n * S if _same(lu_shape, a_src, lu_strides) else 0
+    b_memcpy = batch * n * k * S if _same(b_shape, b_strides, b_dst) else 0
     return SolvePlan(**common, **regions, info_count=info_count, read=read, nbytes=off,
                      host_ptrs=host_ptrs, host_bytes=host_bytes, a_step=n * n * S,
-                     b_step=n * k * S, offsets=offsets)
+                     b_step=n * k * S, offsets=offsets, a_memcpy=a_memcpy, b_memcpy=b_memcpy)
+
+
+def _same(shape, s1, s2) -> bool:
+    """Do strides s1 and s2 address the elements of ``shape`` alike (unit dims aside)?"""
+    return all(x == y for d, x, y in zip(shape, s1, s2) if d > 1)
 
 
 # ---- runtime (CuPy, cuSOLVER, cuBLAS) --------------------------------------------------------
@@ -223,7 +240,7 @@ _PINNED = _Pinned()
 _plans: dict = {}      # (dtype, shapes, strides, device, method) -> SolvePlan
 _lwork: dict = {}      # (dtype, n, device) -> cuSOLVER getrf workspace (elements)
 _PLAN_CACHE_SIZE = 512
-_MEMCPY_H2D, _MEMCPY_D2H = 1, 2
+_MEMCPY_H2D, _MEMCPY_D2H, _MEMCPY_D2D = 1, 2, 3
 
 
 def _pinned(cp, dev: int, nbytes: int):
@@ -280,7 +297,6 @@ def solve(cp, a, b, method: str | None = None):
     out = alloc(plan.shape, a.dtype)
     if plan.method == "empty":
         return out, False
-    from . import copy as _copy
     scratch = alloc((plan.nbytes,), np.uint8)
     base = scratch.data.ptr
     stream = cp.cuda.get_current_stream().ptr
@@ -289,15 +305,18 @@ def solve(cp, a, b, method: str | None = None):
     lu, piv, info = base + plan.lu, base + plan.piv, base + plan.info
     try:
         # the copy of a the factorisation overwrites (one matrix where all are alike)
-        _copy.copy_into(cp, _Raw(plan.lu_shape, plan.lu_strides, dt, lu),
-                        a if plan.mats == plan.batch else _Raw(
-                            (n, n), a.strides[-2:], dt, a.data.ptr))
-        if plan.rhs_strides is None:
-            rhs = out.data.ptr
-            _copy.copy_into(cp, out, b)
+        if plan.a_memcpy:
+            cp.cuda.runtime.memcpyAsync(lu, a.data.ptr, plan.a_memcpy, _MEMCPY_D2D, stream)
         else:
-            rhs = base + plan.rhs
-            _copy.copy_into(cp, _Raw(plan.shape, plan.rhs_strides, dt, rhs), b)
+            _copy.copy_into(cp, _Raw(plan.lu_shape, plan.lu_strides, dt, lu),
+                            a if plan.mats == plan.batch else _Raw(
+                                (n, n), a.strides[-2:], dt, a.data.ptr))
+        rhs = out.data.ptr if plan.rhs_strides is None else base + plan.rhs
+        if plan.b_memcpy:
+            cp.cuda.runtime.memcpyAsync(rhs, b.data.ptr, plan.b_memcpy, _MEMCPY_D2D, stream)
+        else:
+            _copy.copy_into(cp, out if plan.rhs_strides is None else _Raw(
+                plan.shape, plan.rhs_strides, dt, rhs), b)
         letter = DTYPES[plan.dtype]
         if plan.method == "batched":
             keep = _batched(cp, plan, letter, stream, lu, piv, info, rhs, base, host,  # noqa: F841
@@ -336,7 +355,9 @@ def solve(cp, a, b, method: str | None = None):
     got = host[at:at + 4 * max(plan.read, 1)].view(np.int32)
     if plan.read <= 8:  # a list's min and max cost less than NumPy's on a few values
         got = got.tolist()
-    low, high = min(got), max(got)
+        low, high = min(got), max(got)
+    else:  # (Python's min over a NumPy array makes a scalar per value: 80 us for 1000)
+        low, high = int(got.min()), int(got.max())
     if plan.read and low < 0:
         raise RuntimeError(f"xp_cuda: LU solve: the library reports illegal argument {-low} "
                            f"({plan.method}, n={n}, k={plan.k}); a bug here")
