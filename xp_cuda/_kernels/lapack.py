@@ -7,7 +7,10 @@ torch 98 us). A call here makes one copy of a (the factorisation overwrites its 
 of b into the buffer the solution is written over, the library calls, and exactly ONE
 device-to-host read: the factorisations' info values into pinned memory, then one stream
 synchronize. That read is what lets the caller raise for an exactly singular matrix (getrf's
-info > 0), as LAPACK does on cpu.
+info > 0), as LAPACK does on cpu. Measured through the namespace on one H200 (host time per
+call, pipelined, the synchronize included): a 4x4 float64 system 53 us (torch 92, CuPy 81,
+before 220); 1000 4x4 float32 systems 53 us (torch 72, CuPy 98); a 4096x4096 float32 system
+12.4 ms (torch 12.2, CuPy 12.4).
 
 Column-major libraries, row-major arrays. cuSOLVER and cuBLAS read a matrix column-major; a
 row-major (C-ordered) A read that way is A^T. getrf factors what it reads, M = A^T = P L U, and
