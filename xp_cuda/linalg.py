@@ -225,25 +225,15 @@ def solve(x1, x2, /):
     if math.prod(out_shape) == 0:
         return _zeros(x1, out_shape, dtype)
     vector = d2.ndim == 1
-    t = dtype._np
-
-    def f(xp):
-        a = d1 if d1.dtype == t else d1.astype(t)
-        rhs = d2 if d2.dtype == t else d2.astype(t)
-        if vector:
-            rhs = rhs[:, None]
-        # Both operands as full (..., M, M) and (..., M, K) stacks: no backend's own
-        # vector-or-matrix guess is involved.
-        if a.shape != a_shape:
-            a = xp.broadcast_to(a, a_shape)
-        if rhs.shape != rhs_shape:
-            rhs = xp.broadcast_to(rhs, rhs_shape)
-        out = xp.linalg.solve(xp.ascontiguousarray(a), xp.ascontiguousarray(rhs))
-        if vector:
-            out = out[..., 0]
-        return out if out.dtype == t else out.astype(t)
     b = x1._b if type(x1) is type(x2) else _backend_of([x1, x2])
-    return _wrap(_run(b, fname, "x1 is singular (not invertible)", f), device)
+    # Both operands as full (..., M, M) and (..., M, K) stacks (broadcast views): no backend's
+    # own vector-or-matrix guess is involved.
+    a = d1 if d1.shape == a_shape else b.xp.broadcast_to(d1, a_shape)
+    rhs = d2[:, None] if vector else d2
+    if rhs.shape != rhs_shape:
+        rhs = b.xp.broadcast_to(rhs, rhs_shape)
+    out = b.solve(a, rhs, dtype)
+    return _wrap(out[..., 0] if vector else out, device)
 
 
 def qr(x, /, *, mode="reduced"):

@@ -392,3 +392,22 @@ class Backend:
     def linalg_checked(self):
         """A context in which a failing factorisation raises (as LAPACK does on cpu)."""
         return contextlib.nullcontext()
+
+    def solve(self, a, b, dtype):
+        """X with a @ X == b for every matrix of the stack, in ``dtype`` (the result DType).
+
+        a: (..., M, M), b: (..., M, K) native arrays of floating dtypes with the SAME batch
+        shape (the spec layer broadcasts them: views of any strides, 0 where broadcast; it
+        answers empty results itself, and turns a 1-D x2 into K = 1). Returns a new
+        (..., M, K) array of ``dtype``. An exactly singular matrix anywhere in the stack raises
+        ValueError("solve: x1 is singular (not invertible) (...)"). Here: the array module's
+        own solve under its error checks (the cuda backend's fallback).
+        """
+        errors = self.linalg_errors()
+        t = dtype._np
+        with self.ctx(), self.linalg_checked():
+            try:
+                out = self.xp.linalg.solve(a.astype(t, copy=False), b.astype(t, copy=False))
+            except errors as e:
+                raise ValueError(f"solve: x1 is singular (not invertible) ({e})") from None
+        return out.astype(t, copy=False)

@@ -389,5 +389,20 @@ class CpuBackend(Backend):
         out = np.matmul(a[..., None, :], c[..., :, None])[..., 0, 0]
         return np.asarray(out).astype(dtype._np, copy=False)
 
+    def solve(self, a, b, dtype):
+        """np.linalg.solve (LAPACK gesv) on the (..., M, M) and (..., M, K) stacks (the
+        reference of the cuda launcher); LAPACK's singular-matrix error becomes the
+        namespace's ValueError. Both operands have as many dims, so NumPy 1 and 2 alike read
+        b as a stack of matrices."""
+        t = dtype._np
+        token = fp_quiet_on(_FP_IGNORE)
+        try:
+            out = np.linalg.solve(a.astype(t, copy=False), b.astype(t, copy=False))
+        except np.linalg.LinAlgError as e:
+            raise ValueError(f"solve: x1 is singular (not invertible) ({e})") from None
+        finally:
+            fp_quiet_off(token)
+        return out if out.dtype == t else out.astype(t)
+
 
 __all__ = ["CpuBackend", "lin_at"]

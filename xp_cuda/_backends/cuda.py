@@ -529,5 +529,23 @@ class CudaBackend(Backend):
         import cupyx
         return cupyx.errstate(linalg="raise")
 
+    def solve(self, a, b, dtype):
+        """Our direct LU solve (_kernels/lapack.py: cuSOLVER getrf/getrs, cuBLAS batched for
+        stacks of small matrices): one read of the factorisations' info values per call instead
+        of CuPy's two synchronising checks (a 4x4 system: 220 us a call through CuPy's solve).
+        CuPy's solve serves what the launcher does not take (no such dtype in practice)."""
+        from .._kernels import lapack
+        if dtype.name not in lapack.DTYPES:
+            return super().solve(a, b, dtype)
+        t = dtype._np
+        with self.ctx():
+            if a.dtype != t or b.dtype != t:
+                a, b = self.astype(a, dtype, False), self.astype(b, dtype, False)
+            x, singular = lapack.solve(self.xp, a, b)
+        if singular:
+            raise ValueError("solve: x1 is singular (not invertible) (Singular matrix: an "
+                             "exactly zero pivot in its LU factorization)")
+        return x
+
 
 __all__ = ["CudaBackend"]
