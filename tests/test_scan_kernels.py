@@ -190,6 +190,188 @@ def test_module_imports_without_cupy():
     assert r.returncode == 0, r.stderr
 
 
+# ---- recorded programs: a replay launches exactly what planning with its addresses would ----
+
+class ReplayRig:
+    """A CPU stand-in for CuPy that logs every launch (kernel name, grid, block, shared bytes,
+    parameter bytes), memset, copy and read; device memory is fake addresses from a bump
+    allocator (nothing is dereferenced), the read count comes from the pinned cell (preset).
+    ``check(call)`` runs call(base) three times: a first call records and replays; a second,
+    at other addresses of the same residues, replays; then the cache is cleared and the
+    second call is planned again with its own addresses as the stand-ins (every cell a
+    constant: what direct planning launches) and replayed. The two logs must be equal."""
+
+    COPY_CELLS = {"xp_transpose": 14 + 3 * 32, "xp_concat": 8 + 3 * 32 + 1}
+
+    def __init__(self, monkeypatch, modules, count=5):
+        import ctypes
+        import types
+        from xp_cuda._kernels import _runtime as R
+        from xp_cuda._kernels import copy as C
+        from xp_cuda._kernels import reduction
+        self.R, self.log, self.names, self.recorded = R, [], {}, []
+        self.cache = reduction._cache
+        self.cache.clear()
+        monkeypatch.setattr(R, "_device_infos", {0: R.DeviceInfo(0, 132, 2048, 65536, 32, 90)})
+        for mod in list(modules) + [C]:
+            monkeypatch.setattr(mod, "_kernel", self.kernel)
+        record = R._record
+        monkeypatch.setattr(R, "_record", lambda *a: self.recorded.append(a[1][0]) or record(*a))
+        self.slots = []
+        replay = R.replay
+
+        def spy(cp, prog, slots, phase=0):
+            got = replay(cp, prog, slots, phase)
+            self.slots.append(got[1])
+            return got
+        for mod in list(modules) + [R]:
+            if hasattr(mod, "replay"):
+                monkeypatch.setattr(mod, "replay", spy)
+        self.pinned = np.zeros(8, np.int64)
+        self.pinned[0] = count
+        self.next = 0
+
+        def alloc(nbytes):
+            p = 0x7F0000000000 + self.next
+            self.next += -(-max(nbytes, 1) // 512) * 512
+            return types.SimpleNamespace(ptr=p)
+
+        def launch(fn, gx, gy, gz, bx, by, bz, smem, stream, params, extra):
+            name = self.names[fn]
+            ptrs = ctypes.cast(params, ctypes.POINTER(ctypes.c_void_p))
+            addrs = []
+            while ptrs[len(addrs)]:
+                addrs.append(ptrs[len(addrs)])
+            sizes = [b - a for a, b in zip(addrs, addrs[1:])]
+            last = next((8 * n for k, n in self.COPY_CELLS.items() if name.startswith(k)),
+                        8 * (12 + 3 * 32) if name.startswith(("xp_copy", "xp_gather")) else 8)
+            sizes.append(last)
+            blob = b"".join(ctypes.string_at(a, n) for a, n in zip(addrs, sizes))
+            self.log.append((name, (gx, gy, gz), (bx, by, bz), smem, blob))
+
+        rt = types.SimpleNamespace(
+            getDevice=lambda: 0, streamSynchronize=lambda s: None,
+            memsetAsync=lambda p, v, n, st: self.log.append(("memset", p, v, n)),
+            memcpyAsync=lambda d, s_, n, k, st: self.log.append(
+                ("memcpy", "pinned" if d == self.pinned.ctypes.data else d, s_, n, k)))
+        cuda = types.SimpleNamespace(
+            runtime=rt, driver=types.SimpleNamespace(launchKernel=launch), alloc=alloc,
+            alloc_pinned_memory=lambda n: types.SimpleNamespace(ptr=self.pinned.ctypes.data),
+            get_current_stream=lambda: types.SimpleNamespace(ptr=7))
+        self.cp = types.SimpleNamespace(cuda=cuda, empty=self.empty, zeros=self.empty)
+
+    def kernel(self, name):
+        import types
+        self.names[hash(name)] = name
+        return types.SimpleNamespace(ptr=hash(name))
+
+    def empty(self, shape, dtype=np.float64):
+        shape = (shape,) if isinstance(shape, int) else tuple(shape)
+        return self.array(np.empty(shape, dtype), self.cp.cuda.alloc(
+            int(np.prod(shape)) * np.dtype(dtype).itemsize).ptr)
+
+    def array(self, like, ptr):
+        """A fake device array: like's shape, strides and dtype at address ptr."""
+        import types
+
+        class A:
+            def __getitem__(self, key):
+                return self
+
+            def copy(self):
+                return self
+        a = A()
+        a.shape, a.strides, a.dtype, a.itemsize = like.shape, like.strides, like.dtype, \
+            like.itemsize
+        a.ndim, a.size, a.flags = like.ndim, like.size, like.flags
+        a.data = types.SimpleNamespace(ptr=ptr)
+        return a
+
+    def check(self, call, bases=(0x10000000, 0x20000000)):
+        """The launches of call(base) replayed at a second base equal a planning there."""
+        call(bases[0])
+        self.next, self.slots, start = 1 << 30, [], len(self.log)
+        call(bases[1])
+        replayed = self.log[start:]
+        slots = max(self.slots, key=len, default=())
+        self.cache.clear()
+        saved = self.R._stand_in
+        # slots the second call never filled (the value of a final read) keep their stand-ins
+        self.R._stand_in = lambda k, residue: slots[k] if k < len(slots) else saved(k, residue)
+        try:
+            self.next, start = 1 << 30, len(self.log)
+            call(bases[1])
+        finally:
+            self.R._stand_in = saved
+        planned = self.log[start:]
+        assert replayed == planned, (replayed, planned)
+        assert replayed, "nothing launched"
+        return replayed
+
+
+@pytest.fixture
+def rig(monkeypatch):
+    r = ReplayRig(monkeypatch, [S])
+    yield r
+    r.cache.clear()  # programs of fake kernels must not outlive the test
+
+
+def test_replayed_scan_programs_match_direct_planning(rig):
+    cp = rig.cp
+    f32, i8 = np.dtype("float32"), np.dtype("int8")
+    b = np.empty((64, 80), np.float32)
+    cases = [  # (array like, its offset from the base, axis, out dtype, include_initial)
+        (np.empty(8, np.float32), 0, 0, f32, False),      # rows
+        (np.empty(8, np.float32), 4, 0, f32, True),       # rows, misaligned
+        (np.empty((4, 4), np.float32), 0, 0, f32, False),  # columns
+        (np.empty((4, 4), np.float32), 0, 1, f32, False),  # rows of a matrix
+        (np.empty(5000, np.float32), 8, 0, f32, True),    # look-back (scratch, memset)
+        (np.empty(9000, np.int8), 3, 0, np.dtype("int64"), False),  # look-back, widening
+        (np.empty((2000, 40), np.float64), 0, 0, np.dtype("float64"), False),  # chunked columns
+        (np.empty((300, 300, 2), np.float32), 0, 1, f32, True),  # transpose (two copies)
+        (b[::2, 1::3], 4, 1, f32, False),                 # strided: copied first
+    ]
+    for like, off, axis, out, ii in cases:
+        rig.check(lambda base: S.cumsum(cp, rig.array(like, base + off), axis, out, ii))
+    names = [e[0] for e in rig.log]
+    assert {"xp_scan_lb_f32_f32", "xp_scan_rows_f32_f32", "xp_scan_cols_f32_f32",
+            "xp_scan_lb_i8_u64", "xp_scan_cols_f64_f64", "memset"} <= set(names)
+    # copy.cu launches inside the programs: two for the transpose route, one for the strided
+    assert sum(n.startswith(("xp_copy", "xp_transpose")) for n in names) >= 3 * 3
+    # one recording per geometry, dtype pair and alignment (each case twice: check re-plans)
+    rig.recorded.clear()
+    rig.cache.clear()
+    for off, dt, out in ((0, f32, f32), (0, f32, f32), (4, f32, f32), (0, i8, np.dtype("int64")),
+                         (16, f32, f32)):
+        S.cumsum(cp, rig.array(np.empty(8, dt), 0x30000000 + off), 0, out, False)
+    assert len(rig.recorded) == 3, rig.recorded  # 0 and 16 share a residue; 4 and int8 do not
+
+
+def test_replayed_compaction_programs_match_direct_planning(rig):
+    cp = rig.cp
+    b = np.empty((64, 80), np.float32)
+    for like, off in ((np.empty((16, 16), np.float32), 0), (np.empty((100, 100), np.int16), 2),
+                      (np.empty(4097, np.complex128), 0), (b[::2, ::3], 4)):
+        log = rig.check(lambda base: S.nonzero(cp, rig.array(like, base + off)))
+        reads = [e for e in log if e[0] == "memcpy" and e[1] == "pinned"]
+        assert len(reads) == 1 and reads[0][3:] == (8, 2), reads  # one 8-byte D2H read
+        tiles = -(-like.size // (S.THREADS * S.COUNT_ITEMS))
+        assert ("xp_tile_offsets" in [e[0] for e in log]) == (tiles > 1)
+    for xl, ml in ((np.empty(300, np.float64), np.empty(300, bool)),
+                   (np.empty((30, 5, 3), np.int8), np.empty(30, bool)),
+                   (np.empty((9, 16), np.complex128), np.empty(9, bool)),
+                   (np.empty(5000, np.uint16), np.empty((100, 50), bool)[:, ::1])):
+        log = rig.check(lambda base: S.mask_select(cp, rig.array(xl, base),
+                                                   rig.array(ml, base + (1 << 24) + 1)))
+        assert any(e[0].startswith(("xp_compact", "xp_rows")) for e in log)
+    x = np.empty((40, 6), np.float32)
+    m = np.empty(40, bool)
+    rig.check(lambda base: S.mask_assign(cp, rig.array(x, base), rig.array(m, base + 4096),
+                                         np.float32(-0.0)))
+    rig.check(lambda base: S.mask_assign(cp, rig.array(x, base), rig.array(m, base + 4096),
+                                         rig.array(np.empty((5, 6), np.float32), base + 8192)))
+
+
 # ==== CUDA: the launchers against NumPy =========================================================
 
 def _cp():
