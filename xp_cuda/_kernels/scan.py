@@ -428,7 +428,10 @@ def _zero_word(cp) -> int:
     key = (id(cp), cp.cuda.runtime.getDevice())
     z = _zero_words.get(key)
     if z is None or z[0] is not cp:
-        z = _zero_words[key] = (cp, cp.zeros(2, dtype=np.int64))
+        word = cp.zeros(2, dtype=np.int64)
+        # zeroed before any stream reads it (replays may run on other streams)
+        cp.cuda.runtime.streamSynchronize(cp.cuda.get_current_stream().ptr)
+        z = _zero_words[key] = (cp, word)
     return z[1].data.ptr
 
 
