@@ -5,6 +5,7 @@ tile layouts, and an NVRTC compile of scan.cu holding every kernel a launcher ca
 CUDA half (@pytest.mark.cuda): the launchers on cupy arrays against NumPy, ints exact, floats
 within the bound scan.py's docstring states (scan_depth * u * sum|x|).
 """
+import math
 import re
 
 import numpy as np
@@ -736,6 +737,46 @@ def test_repeat_indices():
     c = rng.integers(0, 5, 2000).astype(np.int64)
     got = S.repeat_indices(cp, cp.asarray(c)[::-2], int(c[::-2].sum()))
     np.testing.assert_array_equal(cp.asnumpy(got), np.repeat(np.arange(1000), c[::-2]))
+
+
+@pytest.mark.cuda
+@needs_gpu
+def test_replayed_programs_on_new_data_and_misaligned_views():
+    """Each geometry's second and third calls replay its recorded program: new data (a count
+    of 0 between others), views starting 1-15 bytes off an allocation, other streams."""
+    cp = _cp()
+    rng = np.random.default_rng(11)
+    for name, shape, axis in (("float32", (9,), 0), ("float32", (4, 4), 0), ("int8", (5000,), 0),
+                              ("int32", (3, 700), 1), ("float64", (300, 300, 2), 1),
+                              ("complex64", (64, 40), 0)):
+        for off in (0, 1, 3):  # elements dropped from the front: residues 0 and others
+            for rep in range(3):
+                x = _random(rng, (off + math.prod(shape),), name)
+                v = cp.asarray(x)[off:].reshape(shape)
+                out = "int64" if name == "int8" else name
+                stream = cp.cuda.Stream() if rep == 2 else cp.cuda.Stream.null
+                with stream:
+                    got = S.cumsum(cp, v, axis, np.dtype(out), rep == 1)
+                stream.synchronize()
+                _check_cumsum(got, x[off:].reshape(shape), axis, out, rep == 1, cp)
+    for name, shape in (("float32", (16, 16)), ("int16", (100, 100)), ("complex128", (4097,)),
+                        ("bool", (3, 5, 7))):
+        for off in (0, 1):
+            for density in (0.1, 0.0, 0.7, 1.0):
+                x = _with_zeros(rng, (off + math.prod(shape),), name, density)
+                v = cp.asarray(x)[off:].reshape(shape)
+                for g, r in zip(S.nonzero(cp, v), np.nonzero(x[off:].reshape(shape))):
+                    np.testing.assert_array_equal(cp.asnumpy(g), r,
+                                                  err_msg=f"{name} {shape} off {off} {density}")
+                xs = _random(rng, (off + math.prod(shape),) + (3,), "float32")
+                m = x[off:].reshape(shape).astype(bool)
+                got = S.mask_select(cp, cp.asarray(xs)[off:].reshape(shape + (3,)),
+                                    cp.asarray(x.astype(bool))[off:].reshape(shape))
+                np.testing.assert_array_equal(cp.asnumpy(got),
+                                              xs[off:].reshape(shape + (3,))[m])
+                got = S.mask_select(cp, cp.asarray(xs[:, 0])[off:].reshape(shape),
+                                    cp.asarray(x.astype(bool))[off:].reshape(shape))
+                np.testing.assert_array_equal(cp.asnumpy(got), xs[off:, 0].reshape(shape)[m])
 
 
 # ==== CPU emulation: scan.cu's kernels run as C++ threads (no GPU) ===============================

@@ -710,6 +710,42 @@ def test_sorted_unique_small_result_is_a_compact_copy(cp):
     np.testing.assert_array_equal(cp.asnumpy(got["counts"]), np.full(10, 10000))
 
 
+@pytest.mark.cuda
+@pytest.mark.skipif(_NO_GPU, reason="no usable CUDA GPU here")
+def test_replayed_programs_on_new_data_and_misaligned_views(cp):
+    """A geometry's later calls replay its recorded program: new data each time, views that
+    start off an allocation's alignment, a side stream."""
+    rng = np.random.default_rng(5)
+    for rep in range(3):
+        stream = cp.cuda.Stream() if rep == 2 else cp.cuda.Stream.null
+        for off in (0, 1, 3):
+            with stream:
+                a = _unique_data(rng, "int8", (off + 40,), "few")
+                got = K.small_unique(cp, cp.asarray(a)[off:], True, True, True)
+                vals, first, inv, counts = _unique_ref(a[off:])
+                for key, ref in (("values", vals), ("indices", first),
+                                 ("inverse_indices", inv), ("counts", counts)):
+                    np.testing.assert_array_equal(cp.asnumpy(got[key]), ref,
+                                                  err_msg=f"small_unique {key} rep {rep}")
+                rows = _tied(rng, (off + 5 * 8,), "float32")
+                v, i = K.segmented_sort(cp, cp.asarray(rows)[off:].reshape(5, 8), True, True)
+                ref = np.argsort(rows[off:].reshape(5, 8), axis=-1, kind="stable")
+                np.testing.assert_array_equal(cp.asnumpy(i), ref, err_msg=f"argsort rep {rep}")
+                np.testing.assert_array_equal(cp.asnumpy(v).view(np.uint32), np.take_along_axis(
+                    rows[off:].reshape(5, 8), ref, -1).view(np.uint32))
+                srt = np.sort(_tied(rng, off + 50, "float64")[off:], kind="stable")
+                full = np.concatenate([np.zeros(off), srt])
+                q = _tied(rng, (off + 12,), "float64")
+                got = K.searchsorted(cp, cp.asarray(full)[off:], cp.asarray(q)[off:], "right")
+                np.testing.assert_array_equal(cp.asnumpy(got),
+                                              np.searchsorted(srt, q[off:], side="right"))
+                for n in (8, 3000):
+                    b = rng.integers(-4, 4, off + n).astype(np.float32)
+                    _check_sorted_unique(cp, b[off:], cp.asarray(b)[off:],
+                                         f"replay rep {rep} off {off} n {n}")
+        stream.synchronize()
+
+
 # ---- recorded programs: a replay launches exactly what planning with its addresses would ----
 
 @pytest.fixture
