@@ -202,8 +202,6 @@ class ReplayRig:
     second call is planned again with its own addresses as the stand-ins (every cell a
     constant: what direct planning launches) and replayed. The two logs must be equal."""
 
-    COPY_CELLS = {"xp_transpose": 14 + 3 * 32, "xp_concat": 8 + 3 * 32 + 1}
-
     def __init__(self, monkeypatch, modules, count=5):
         import ctypes
         import types
@@ -211,6 +209,11 @@ class ReplayRig:
         from xp_cuda._kernels import copy as C
         from xp_cuda._kernels import reduction
         self.R, self.log, self.names, self.recorded = R, [], {}, []
+        # int64 cells of copy.cu's argument structs (their one parameter)
+        self.copy_cells = {"xp_transpose": C._TRANS_FIELDS + 3 * C.MAXND,
+                           "xp_concat": C._CONCAT_FIELDS + 3 * C.MAXPARTS + 1,
+                           "xp_copy": C._MOVE_FIELDS + 3 * C.MAXND,
+                           "xp_gather": C._MOVE_FIELDS + 3 * C.MAXND}
         self.cache = reduction._cache
         self.cache.clear()
         monkeypatch.setattr(R, "_device_infos", {0: R.DeviceInfo(0, 132, 2048, 65536, 32, 90)})
@@ -244,8 +247,7 @@ class ReplayRig:
             while ptrs[len(addrs)]:
                 addrs.append(ptrs[len(addrs)])
             sizes = [b - a for a, b in zip(addrs, addrs[1:])]
-            last = next((8 * n for k, n in self.COPY_CELLS.items() if name.startswith(k)),
-                        8 * (12 + 3 * 32) if name.startswith(("xp_copy", "xp_gather")) else 8)
+            last = 8 * next((n for k, n in self.copy_cells.items() if name.startswith(k)), 1)
             sizes.append(last)
             blob = b"".join(ctypes.string_at(a, n) for a, n in zip(addrs, sizes))
             self.log.append((name, (gx, gy, gz), (bx, by, bz), smem, blob))
