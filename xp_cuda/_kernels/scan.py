@@ -4,7 +4,9 @@ x[mask] = v, the gather indices of repeat with counts).
 Every launcher takes CuPy arrays the caller validated, runs on the current device and stream,
 and returns CuPy arrays. The planning half (``CUMSUM_PAIRS``, ``cumsum_route``, ``plan_scan``,
 ``row_unit``) is pure Python, tested without a GPU; ``kernel_names()`` lists every kernel a
-launcher can request (CI compiles scan.cu with NVRTC and checks each is in the PTX).
+launcher can request (CI compiles scan.cu with NVRTC and checks each is in the PTX). Each
+geometry is planned once and its launches recorded (the runtime's recorded programs); later
+calls look the program up, allocate their outputs and replay it.
 
 Float sums: accumulated in the out dtype, in a different order than NumPy's sequential loop,
 so results differ from np.cumsum by rounding. The look-back scan adds at most
@@ -27,7 +29,8 @@ from ._runtime import (device_info, dtype_name, empty_allocator, grid, instance_
 
 __all__ = ["THREADS", "CHUNKS", "ROW_V", "COUNT_ITEMS", "CUMSUM_PAIRS", "Route", "cumsum_route",
            "kernel_names", "ScanPlan", "plan_scan", "scan_depth", "row_unit", "mask_tile",
-           "cumsum", "nonzero", "mask_select", "mask_assign", "repeat_indices"]
+           "cumsum", "nonzero", "mask_select", "mask_assign", "repeat_indices", "allocator",
+           "dense"]
 
 THREADS = 256      # THREADS in scan.cu
 CHUNKS = 4         # CH: 16-byte vectors per thread in a look-back tile
@@ -244,7 +247,7 @@ def mask_tile(itemsize: int) -> tuple[int, str]:
 # names) runs only while recording. Temporaries (a C-contiguous copy of a strided input, the
 # look-back flags, the tile counts) are pieces of the Program's one scratch allocation.
 
-def _allocator(cp):
+def allocator(cp):
     """alloc(shape, dtype): the runtime's allocator (cp.empty costs ~3 us more), or the
     stand-in module's empty (tests emulate scan.cu on the CPU)."""
     if not hasattr(cp, "ndarray"):
@@ -408,7 +411,7 @@ def cumsum(cp, x, axis: int, out_dtype, include_initial: bool):
                        xp, op))
     what, oshape, odt, precast = prog.info
     if what == "launch":
-        out = _allocator(cp)(oshape, odt)
+        out = allocator(cp)(oshape, odt)
         replay(cp, prog, (ptr, out.data.ptr))
         return out
     if what == "empty":
@@ -485,7 +488,7 @@ def nonzero(cp, x):
     if rows is None:
         return tuple(cp.empty(0, dtype=np.int64) for _ in shape)
     total, slots, mem = replay(cp, prog, (ptr,))
-    out = _allocator(cp)((rows, total), _I64)
+    out = allocator(cp)((rows, total), _I64)
     if total:
         replay(cp, prog, slots + (total, out.data.ptr), 1)
     if rows == len(shape):
@@ -534,7 +537,7 @@ def mask_select(cp, x, mask):
     if what is None:
         return cp.empty((0,) + inner_shape, dtype=x.dtype)
     total, slots, mem = replay(cp, prog, (xp_, mp))
-    alloc = _allocator(cp)
+    alloc = allocator(cp)
     out = alloc((total,) + inner_shape, x.dtype)
     if total and what == "elements":
         replay(cp, prog, slots + (total, out.data.ptr), 1)
@@ -605,7 +608,7 @@ def mask_assign(cp, x, mask, value):
                                                       c))
     total, slots, mem = replay(cp, prog, (xp_, mp, vp))
     if total:
-        idx = _allocator(cp)((total,), _I64)
+        idx = allocator(cp)((total,), _I64)
         replay(cp, prog, slots + (total, idx.data.ptr), 1)
     return x
 

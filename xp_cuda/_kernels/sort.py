@@ -18,7 +18,7 @@ import numpy as np
 
 from ._runtime import (device_info, grid, instance_units, launch, load_kernel, memset, program,
                        read, replay, scratch, source)
-from .scan import _allocator, dense
+from .scan import allocator, dense
 
 _I64 = np.dtype(np.int64)
 _NULL = np.uint64(0)  # a null pointer parameter (a constant: never patched)
@@ -225,7 +225,7 @@ def segmented_sort(cp, x, want_values: bool, want_indices: bool):
     what = prog.info
     if what is None:
         return None
-    alloc = _allocator(cp)
+    alloc = allocator(cp)
     values = alloc(shape, dtype) if want_values else None
     indices = alloc(shape, _I64) if want_indices else None
     if what == "sorted":
@@ -374,7 +374,7 @@ def small_unique(cp, x, want_counts: bool, want_inverse: bool, want_indices: boo
                        cp, shape, x.strides, dt, want_counts, want_inverse, want_indices, a, b,
                        c, d, e))
     nb = prog.info
-    alloc = _allocator(cp)
+    alloc = allocator(cp)
     out = {}
     if nb is None:
         out["values"] = alloc((0,), dt)
@@ -533,7 +533,7 @@ def sorted_unique(cp, flat, want_values_only: bool, want_index: bool, want_inver
     if sort != "block":
         return _sorted_unique_direct(cp, flat, want_values_only, want_index, want_inverse,
                                      want_counts)
-    alloc = _allocator(cp)
+    alloc = allocator(cp)
     values = alloc((n,), dt)
     indices = alloc((n,), _I64) if want_index else None
     counts = alloc((n,), _I64) if want_counts else None
@@ -644,7 +644,7 @@ def searchsorted(cp, sorted_1d, x2, side: str):
     last and -0.0 equals +0.0 (NumPy's order): a NaN query with "left" gives the first NaN.
     A recorded program per geometry."""
     ap, vp = sorted_1d.data.ptr, x2.data.ptr
-    out = _allocator(cp)(x2.shape, _I64)
+    out = allocator(cp)(x2.shape, _I64)
     op = out.data.ptr
     ashape, astrides, vshape, vstrides, dt = (sorted_1d.shape, sorted_1d.strides, x2.shape,
                                               x2.strides, sorted_1d.dtype)
