@@ -391,7 +391,7 @@ def launches(monkeypatch):
 
     monkeypatch.setattr(K, "_kernel", kernel)
     monkeypatch.setattr(K, "device_info", lambda cp: type("D", (), {"sm_count": 132})())
-    K_cache = __import__("xp_cuda._kernels.reduction", fromlist=["_cache"])._cache
+    K_cache = R._programs
     K_cache.clear()
     recorded = []
     record = R._record

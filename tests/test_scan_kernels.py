@@ -207,14 +207,13 @@ class ReplayRig:
         import types
         from xp_cuda._kernels import _runtime as R
         from xp_cuda._kernels import copy as C
-        from xp_cuda._kernels import reduction
         self.R, self.log, self.names, self.recorded = R, [], {}, []
         # int64 cells of copy.cu's argument structs (their one parameter)
         self.copy_cells = {"xp_transpose": C._TRANS_FIELDS + 3 * C.MAXND,
                            "xp_concat": C._CONCAT_FIELDS + 3 * C.MAXPARTS + 1,
                            "xp_copy": C._MOVE_FIELDS + 3 * C.MAXND,
                            "xp_gather": C._MOVE_FIELDS + 3 * C.MAXND}
-        self.cache = reduction._cache
+        self.cache = R._programs
         self.cache.clear()
         monkeypatch.setattr(R, "_device_infos", {0: R.DeviceInfo(0, 132, 2048, 65536, 32, 90)})
         for mod in list(modules) + [C]:
@@ -1034,8 +1033,8 @@ def _fake_cupy(libs, concurrent_prefix=None):
 
 def _clear_programs():
     """Programs recorded against the emulator must not be replayed by another device model."""
-    from xp_cuda._kernels import reduction
-    reduction._cache.clear()
+    from xp_cuda._kernels import _runtime
+    _runtime._programs.clear()
 
 
 @pytest.fixture(scope="module")

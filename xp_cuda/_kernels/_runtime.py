@@ -797,12 +797,12 @@ def _stand_in(k: int, residue: int) -> int:
 
 
 class _Block(threading.local):
-    """One launch's parameters for ``cuLaunchKernel``, one copy per thread: ``vals`` the
-    recorded bytes (8-byte cells), ``addr`` the address of the NULL-terminated array of each
-    parameter's address (a stand-in driver finds the end there; the real driver reads as many
+    """One launch's parameters for ``cuLaunchKernel``, one copy per thread: ``pair`` is (the
+    recorded bytes as int64 cells, the address of the NULL-terminated array of each
+    parameter's address: a stand-in driver finds the end there, the real driver reads as many
     as the kernel has). A replay writes only the slot cells, so the other cells stay as
     recorded; cuLaunchKernel copies the parameters before it returns, so a thread reuses its
-    block, and two threads never share one."""
+    block, and two threads never share one (threading.local builds a thread's on first use)."""
 
     def __init__(self, template: bytes, offsets: tuple):
         vals, addr, self._keep = _param_block(template, offsets)
@@ -975,8 +975,37 @@ def _read_now(cp, ptr: int, stream: int) -> int:
     return ctypes.c_int64.from_address(cell).value
 
 
+from collections import OrderedDict  # noqa: E402  (this section's; the module's head is shared)
+
+PROGRAM_CACHE_SIZE = 256  # Programs kept (least recently used dropped first)
+_programs: OrderedDict = OrderedDict()
+_programs_lock = threading.Lock()
+
+
+def lookup_program(key):
+    """The kept Program of ``key`` (marked recently used), or None. A bounded LRU, so the
+    cache does not grow with user data (reduction.py keeps its launches the same way; the
+    runtime cannot share that one: reduction imports the runtime)."""
+    prog = _programs.get(key)
+    if prog is not None:
+        try:
+            _programs.move_to_end(key)
+        except KeyError:  # dropped by another thread meanwhile: still valid to run
+            pass
+    return prog
+
+
+def keep_program(key, prog):
+    """Keep ``prog`` under ``key``, dropping the least recently used beyond
+    PROGRAM_CACHE_SIZE."""
+    with _programs_lock:
+        _programs[key] = prog
+        while len(_programs) > PROGRAM_CACHE_SIZE:
+            _programs.popitem(last=False)
+    return prog
+
+
 def _record(cp, key, residues, run):
-    from .reduction import keep  # the kernel layer's one bounded launch cache
     assert getattr(_ctx, "rec", None) is None, "a recording inside a recording"
     rec = _ctx.rec = _Recording(residues)
     try:
@@ -984,24 +1013,17 @@ def _record(cp, key, residues, run):
     finally:
         _ctx.rec = None
     phases = tuple(tuple(p) for p in rec.phases)
-    return keep(key, Program(phases, rec.scratch, len(residues), info))
-
-
-def _lookup(key):
-    global _lookup
-    from .reduction import lookup
-    _lookup = lookup
-    return lookup(key)
+    return keep_program(key, Program(phases, rec.scratch, len(residues), info))
 
 
 def program(cp, key, residues: tuple, run) -> Program:
-    """The Program of ``key`` on the current device (recorded on first sight, then kept in the
-    kernel layer's one bounded launch cache): ``run(*stand-ins of the caller's slots)`` plans
+    """The Program of ``key`` on the current device (recorded on first sight, then kept in a
+    bounded LRU, ``lookup_program``): ``run(*stand-ins of the caller's slots)`` plans
     and asks for the steps (``launch``, ``memset``, ``memcpy``, ``scratch``, ``read``,
     ``late``) and returns the Program's ``info``. ``residues``: each caller slot's address
     modulo 16 (0 for values); part of the key, with the device."""
     key = (key, residues, cp.cuda.runtime.getDevice())
-    prog = _lookup(key)
+    prog = lookup_program(key)
     if prog is None:
         prog = _record(cp, key, residues, run)
     return prog
