@@ -8,6 +8,7 @@ import pytest
 
 from xp_cuda._devices import cuda_device_count
 from xp_cuda._kernels import copy as K
+from xp_cuda._kernels import _runtime as R
 
 F4 = np.float32
 
@@ -347,14 +348,15 @@ from helpers import nvrtc_missing as _nvrtc_reason  # noqa: E402  (one skip reas
 # ---- recorded programs: a replay launches exactly what planning would ---------------------
 
 class _FakeCupy:
-    """What the launchers touch of CuPy: the device, the stream, memcpyAsync."""
+    """What the launchers touch of CuPy: the device, the stream, memcpyAsync, launchKernel."""
 
-    def __init__(self, log):
+    def __init__(self, log, launch):
         import types
         rt = types.SimpleNamespace(getDevice=lambda: 0, memcpyAsync=lambda d, s, n, k, st:
                                    log.append(("memcpy", d, s, n)))
         stream = types.SimpleNamespace(ptr=7)
-        self.cuda = types.SimpleNamespace(runtime=rt, get_current_stream=lambda: stream)
+        self.cuda = types.SimpleNamespace(runtime=rt, get_current_stream=lambda: stream,
+                                          driver=types.SimpleNamespace(launchKernel=launch))
 
 
 class _FakeArray:
@@ -368,8 +370,8 @@ class _FakeArray:
 
 @pytest.fixture
 def launches(monkeypatch):
-    """Every launch as (kernel, blocks, threads, argument cells): from a replay (the driver
-    call) or from direct planning (copy.py's _launch); the device's SM count is fixed."""
+    """Every launch as (kernel, blocks, threads, argument cells): from a replay or from direct
+    planning (both reach the driver's launchKernel); the device's SM count is fixed."""
     import ctypes
     log = []
 
@@ -387,15 +389,15 @@ def launches(monkeypatch):
         names[hash(name)] = name
         return type("F", (), {"ptr": hash(name)})()
 
-    monkeypatch.setattr(K, "driver_launch", lambda: driver)
     monkeypatch.setattr(K, "_kernel", kernel)
     monkeypatch.setattr(K, "device_info", lambda cp: type("D", (), {"sm_count": 132})())
-    K_cache = __import__("xp_cuda._kernels.reduction", fromlist=["_cache"])._cache
+    K_cache = R._programs
     K_cache.clear()
     recorded = []
-    program = K._program
-    monkeypatch.setattr(K, "_program", lambda *a: recorded.append(a[1]) or program(*a))
-    return log, _FakeCupy(log), recorded
+    record = R._record
+    monkeypatch.setattr(R, "_record", lambda *a: recorded.append(a[1][0]) or record(*a))
+    yield log, _FakeCupy(log, driver), recorded
+    K_cache.clear()  # programs of fake kernels must not outlive the test
 
 
 def _direct(cp, log, fn):

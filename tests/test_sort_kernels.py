@@ -708,3 +708,84 @@ def test_sorted_unique_small_result_is_a_compact_copy(cp):
         arr = got[name]
         assert arr.size == 10 and arr.data.mem.size <= 4096, (name, arr.data.mem.size)
     np.testing.assert_array_equal(cp.asnumpy(got["counts"]), np.full(10, 10000))
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(_NO_GPU, reason="no usable CUDA GPU here")
+def test_replayed_programs_on_new_data_and_misaligned_views(cp):
+    """A geometry's later calls replay its recorded program: new data each time, views that
+    start off an allocation's alignment, a side stream."""
+    rng = np.random.default_rng(5)
+    for rep in range(3):
+        stream = cp.cuda.Stream() if rep == 2 else cp.cuda.Stream.null
+        for off in (0, 1, 3):
+            with stream:
+                a = _unique_data(rng, "int8", (off + 40,), "few")
+                got = K.small_unique(cp, cp.asarray(a)[off:], True, True, True)
+                vals, first, inv, counts = _unique_ref(a[off:])
+                for key, ref in (("values", vals), ("indices", first),
+                                 ("inverse_indices", inv), ("counts", counts)):
+                    np.testing.assert_array_equal(cp.asnumpy(got[key]), ref,
+                                                  err_msg=f"small_unique {key} rep {rep}")
+                rows = _tied(rng, (off + 5 * 8,), "float32")
+                v, i = K.segmented_sort(cp, cp.asarray(rows)[off:].reshape(5, 8), True, True)
+                ref = np.argsort(rows[off:].reshape(5, 8), axis=-1, kind="stable")
+                np.testing.assert_array_equal(cp.asnumpy(i), ref, err_msg=f"argsort rep {rep}")
+                np.testing.assert_array_equal(cp.asnumpy(v).view(np.uint32), np.take_along_axis(
+                    rows[off:].reshape(5, 8), ref, -1).view(np.uint32))
+                srt = np.sort(_tied(rng, off + 50, "float64")[off:], kind="stable")
+                full = np.concatenate([np.zeros(off), srt])
+                q = _tied(rng, (off + 12,), "float64")
+                got = K.searchsorted(cp, cp.asarray(full)[off:], cp.asarray(q)[off:], "right")
+                np.testing.assert_array_equal(cp.asnumpy(got),
+                                              np.searchsorted(srt, q[off:], side="right"))
+                for n in (8, 3000):
+                    b = rng.integers(-4, 4, off + n).astype(np.float32)
+                    _check_sorted_unique(cp, b[off:], cp.asarray(b)[off:],
+                                         f"replay rep {rep} off {off} n {n}")
+        stream.synchronize()
+
+
+# ---- recorded programs: a replay launches exactly what planning with its addresses would ----
+
+@pytest.fixture
+def rig(monkeypatch):
+    from test_scan_kernels import ReplayRig
+    r = ReplayRig(monkeypatch, [K])
+    monkeypatch.setattr(K, "_smem_limit", lambda cp: 232448)
+    monkeypatch.setattr(K, "_allow_smem", lambda cp, kern, smem: None)
+    yield r
+    r.cache.clear()  # programs of fake kernels must not outlive the test
+
+
+def test_replayed_sort_programs_match_direct_planning(rig):
+    cp = rig.cp
+    b = np.empty((64, 80), np.float32)
+    for a, v, side in ((np.empty(8, np.float32), np.empty(8, np.float32), "left"),
+                       (np.empty(100000, np.int64), np.empty((3, 7), np.int64), "right"),
+                       (np.empty(50, np.float32), b[::3, 1::2], "right")):
+        log = rig.check(lambda base: K.searchsorted(cp, rig.array(a, base + 4),
+                                                    rig.array(v, base + (1 << 24)), side))
+        assert [e[0] for e in log][-1] == f"xp_searchsorted_{a.itemsize}"
+    for like in (np.empty((5, 8), np.float32), np.empty((3, 1000), np.int16),
+                 np.empty((2, 9000), np.float64)):
+        for want in ((True, False), (False, True), (True, True)):
+            rig.check(lambda base: K.segmented_sort(cp, rig.array(like, base), *want))
+    for like in (np.empty(8, np.int8), np.empty((30, 7), np.uint16), np.empty(100, bool),
+                 np.empty((64, 80), np.int8)[::2, ::10]):
+        for want in ((False, False, False), (True, True, True), (True, False, True)):
+            log = rig.check(lambda base: K.small_unique(cp, rig.array(like, base + 2), *want))
+            assert [e[1] for e in log if e[0] == "memcpy"][-1] == "pinned"  # the one read
+    for like in (np.empty(8, np.float32), np.empty(3000, np.int64), np.empty(70, np.uint32)):
+        for want in ((True, False, False, False), (False, True, True, True),
+                     (False, False, False, True)):
+            log = rig.check(lambda base: K.sorted_unique(cp, rig.array(like, base), *want))
+            names = [e[0] for e in log]
+            assert names[-2].startswith("xp_sortuniq_runs") and names[0] == "memset"
+    # one program per geometry and wants; a second call replays
+    rig.recorded.clear()
+    rig.cache.clear()
+    x = np.empty(8, np.float32)
+    for off in (0, 0, 16, 4):
+        K.searchsorted(cp, rig.array(x, 0x30000000 + off), rig.array(x, 0x40000000), "left")
+    assert len(rig.recorded) == 2, rig.recorded

@@ -763,3 +763,316 @@ def _probe_allocator(cupy):
         out._init(shape, dtype)
         return out
     return alloc
+
+
+# ---- recorded launch programs ----------------------------------------------------------------
+# A launcher's work for one geometry (shapes, strides, dtypes, pointer alignments, device) is
+# the same sequence of launches each call; only addresses (and a few per-call values, such as a
+# count read back) change. Planning and packing that sequence cost 10-60 us of host time per
+# call, several times the launches themselves (~3.3 us each), so a geometry is planned once
+# with stand-in addresses, its launches recorded into a Program, and every call replays the
+# Program with its own addresses patched into per-thread parameter blocks.
+#
+# Slots: the per-call values of a Program, numbered in this order: the caller's (its arrays'
+# addresses, in the order given to ``program``), then one scratch allocation (``scratch``),
+# then the late slots a recording asks for (``late``, ``read``: values known only after a
+# phase has run, such as a count and the output allocated from it). Stand-in k is
+# (k + 1) * SLOT plus the real address modulo 16 (so every alignment decision sees the real
+# residue); a recorded parameter within SLOT / 2 of a stand-in is that slot plus a fixed
+# offset. Only 8-byte parameters passed as Python ints, and the int64 cells of parameters
+# passed as NumPy int64 arrays (argument structs), are searched for stand-ins: NumPy scalars
+# (bit patterns, flags) are constants. No size, stride or count a launcher passes reaches
+# SLOT / 2 (2**51).
+SLOT = 1 << 52
+MAX_SLOTS = 1024                    # (k + 1) * SLOT stays below 2**63
+SCRATCH_ALIGN = 256                 # each scratch piece starts at a multiple of this
+MEMCPY_D2D, MEMCPY_D2H = 3, 2       # cudaMemcpyKind
+_KERNEL, _MEMSET, _MEMCPY, _READ = range(4)
+_ctx = threading.local()            # .rec: the recording this thread is making, or None
+
+
+def _stand_in(k: int, residue: int) -> int:
+    """The stand-in of slot k (tests replace this to plan with real addresses)."""
+    return (k + 1) * SLOT + residue
+
+
+class _Block(threading.local):
+    """One launch's parameters for ``cuLaunchKernel``, one copy per thread: ``pair`` is (the
+    recorded bytes as int64 cells, the address of the NULL-terminated array of each
+    parameter's address: a stand-in driver finds the end there, the real driver reads as many
+    as the kernel has). A replay writes only the slot cells, so the other cells stay as
+    recorded; cuLaunchKernel copies the parameters before it returns, so a thread reuses its
+    block, and two threads never share one (threading.local builds a thread's on first use)."""
+
+    def __init__(self, template: bytes, offsets: tuple):
+        vals, addr, self._keep = _param_block(template, offsets)
+        self.pair = (vals, addr)
+
+
+def _param_block(template: bytes, offsets: tuple):
+    """(int64 cells holding ``template``, address of the NULL-terminated parameter address
+    array, that array: keep it alive as long as the address is used)."""
+    vals = (ctypes.c_int64 * (len(template) // 8)).from_buffer_copy(template)
+    base = ctypes.addressof(vals)
+    ptrs = (ctypes.c_void_p * (len(offsets) + 1))(*(base + o for o in offsets), None)
+    return vals, ctypes.addressof(ptrs), ptrs
+
+
+class Program:
+    """The recorded steps of one geometry, in phases (a phase ends with a ``read``), the
+    scratch bytes a call allocates, the number of the caller's slots and ``info``: what the
+    recording run returned (what the launcher needs per call: output shapes and the like)."""
+    __slots__ = ("phases", "scratch", "nslots", "info")
+
+    def __init__(self, phases, scratch, nslots, info):
+        self.phases, self.scratch, self.nslots, self.info = phases, scratch, nslots, info
+
+
+def _pack(params):
+    """(bytes, byte offset of each parameter, cells searched for stand-ins) of a parameter
+    list: a Python int is an 8-byte cell (an address, or a per-call value), a NumPy scalar its
+    own bytes (a constant), a NumPy int64 array an argument struct; each parameter starts on
+    an 8-byte cell."""
+    out = bytearray()
+    offsets, search = [], []
+    for p in params:
+        offsets.append(len(out))
+        if isinstance(p, int) and not isinstance(p, np.generic):
+            search.append(len(out) // 8)
+            out += (p & 0xFFFFFFFFFFFFFFFF).to_bytes(8, "little")
+        elif isinstance(p, np.ndarray):
+            assert p.dtype == np.int64 and p.ndim == 1, p.dtype
+            search.extend(range(len(out) // 8, len(out) // 8 + p.size))
+            out += p.tobytes()
+        else:
+            b = np.asarray(p).tobytes()
+            out += b + bytes(-len(b) % 8)
+    return bytes(out), tuple(offsets), tuple(search)
+
+
+class _Recording:
+    """The steps a launcher asks for while its Program is recorded."""
+
+    def __init__(self, residues):
+        self.fakes = [_stand_in(k, r) for k, r in enumerate(residues)]
+        self.nslots = len(residues)
+        self.fakes.append(_stand_in(self.nslots, 0))  # the scratch allocation
+        self.scratch = 0
+        self.phases = [[]]
+
+    def slot_of(self, value: int):
+        """(slot, offset) of a value near a stand-in, or (-1, value) for a constant."""
+        k = (value + SLOT // 2) // SLOT - 1
+        if 0 <= k < len(self.fakes):
+            return k, value - self.fakes[k]
+        return -1, value
+
+    def late(self, residue: int = 0) -> int:
+        assert len(self.fakes) < MAX_SLOTS, "too many slots in one program"
+        self.fakes.append(_stand_in(len(self.fakes), residue))
+        return self.fakes[-1]
+
+
+def _dim3(v) -> tuple:
+    if isinstance(v, int):
+        return (v, 1, 1)
+    v = tuple(int(a) for a in v)
+    return v + (1,) * (3 - len(v))
+
+
+def _stream(cp) -> int:
+    return cp.cuda.get_current_stream().ptr
+
+
+def launch(cp, kern, grid, block, params, smem: int = 0) -> None:
+    """Launch ``kern`` (a loaded kernel: ``.ptr`` is its CUfunction) over ``grid`` blocks of
+    ``block`` threads (an int or up to 3 dims) with ``params`` (see ``_pack``) and ``smem``
+    bytes of dynamic shared memory, on the current stream; inside a recording the launch is
+    noted in the Program instead."""
+    template, offsets, search = _pack(params)
+    g, b = _dim3(grid), _dim3(block)
+    rec = getattr(_ctx, "rec", None)
+    if rec is not None:
+        cells = []
+        for i in search:
+            v = int.from_bytes(template[8 * i:8 * i + 8], "little", signed=True)
+            k, off = rec.slot_of(v)
+            if k >= 0:
+                cells.append((i, k, off))
+        rec.phases[-1].append((_KERNEL, kern.ptr, *g, *b, int(smem), _Block(template, offsets),
+                               tuple(cells)))
+        return
+    vals, addr, keep = _param_block(template, offsets)
+    cp.cuda.driver.launchKernel(kern.ptr, *g, *b, int(smem), _stream(cp), addr, 0)
+
+
+def memset(cp, ptr: int, value: int, nbytes: int) -> None:
+    """cudaMemsetAsync on the current stream (or noted in the recording)."""
+    if not nbytes:
+        return
+    rec = getattr(_ctx, "rec", None)
+    if rec is not None:
+        rec.phases[-1].append((_MEMSET, *rec.slot_of(ptr), value, nbytes))
+        return
+    cp.cuda.runtime.memsetAsync(ptr, value, nbytes, _stream(cp))
+
+
+def memcpy(cp, dst: int, src: int, nbytes: int, kind: int = MEMCPY_D2D) -> None:
+    """cudaMemcpyAsync on the current stream (or noted in the recording); nothing for 0 bytes."""
+    if not nbytes:
+        return
+    rec = getattr(_ctx, "rec", None)
+    if rec is not None:
+        rec.phases[-1].append((_MEMCPY, *rec.slot_of(dst), *rec.slot_of(src), nbytes, kind))
+        return
+    cp.cuda.runtime.memcpyAsync(dst, src, nbytes, kind, _stream(cp))
+
+
+def scratch(cp, nbytes: int) -> int:
+    """Inside a recording: the address of ``nbytes`` of device memory for the call's
+    temporaries, a piece of the Program's one scratch allocation (``replay`` allocates it per
+    call; pieces start SCRATCH_ALIGN apart)."""
+    rec = _ctx.rec
+    off = rec.scratch
+    rec.scratch = off + -(-max(nbytes, 1) // SCRATCH_ALIGN) * SCRATCH_ALIGN
+    return rec.fakes[rec.nslots] + off
+
+
+def late(cp, residue: int = 0) -> int:
+    """Inside a recording: the stand-in of a slot the caller supplies only to a later phase
+    (e.g. the output, allocated once a count is read)."""
+    return _ctx.rec.late(residue)
+
+
+def read(cp, ptr: int) -> int:
+    """Inside a recording: ends a phase with a read of the int64 at device address ``ptr``
+    (one async copy into pinned host memory and a wait on the stream: the one sync). The value
+    becomes a late slot, whose stand-in is returned; ``replay`` returns the value read."""
+    rec = _ctx.rec
+    rec.phases[-1].append((_READ, *rec.slot_of(ptr)))
+    rec.phases.append([])
+    return rec.late(0)
+
+
+_tls = threading.local()
+
+
+def _pinned_cell(cp) -> int:
+    """This thread's 8 bytes of pinned host memory for reads (page-locked: the copy is a true
+    async DMA, and pinned memory is usable from every device under unified addressing)."""
+    cell = getattr(_tls, "cell", None)
+    if cell is None or cell[0] is not cp:
+        mem = cp.cuda.alloc_pinned_memory(64)
+        cell = _tls.cell = (cp, mem, mem.ptr)
+    return cell[2]
+
+
+def _read_now(cp, ptr: int, stream: int) -> int:
+    cell = _pinned_cell(cp)
+    rt = cp.cuda.runtime
+    rt.memcpyAsync(cell, ptr, 8, MEMCPY_D2H, stream)
+    rt.streamSynchronize(stream)
+    return ctypes.c_int64.from_address(cell).value
+
+
+from collections import OrderedDict  # noqa: E402  (this section's; the module's head is shared)
+
+PROGRAM_CACHE_SIZE = 256  # Programs kept (least recently used dropped first)
+_programs: OrderedDict = OrderedDict()
+_programs_lock = threading.Lock()
+
+
+def lookup_program(key):
+    """The kept Program of ``key`` (marked recently used), or None. A bounded LRU, so the
+    cache does not grow with user data (reduction.py keeps its launches the same way; the
+    runtime cannot share that one: reduction imports the runtime)."""
+    prog = _programs.get(key)
+    if prog is not None:
+        try:
+            _programs.move_to_end(key)
+        except KeyError:  # dropped by another thread meanwhile: still valid to run
+            pass
+    return prog
+
+
+def keep_program(key, prog):
+    """Keep ``prog`` under ``key``, dropping the least recently used beyond
+    PROGRAM_CACHE_SIZE."""
+    with _programs_lock:
+        _programs[key] = prog
+        while len(_programs) > PROGRAM_CACHE_SIZE:
+            _programs.popitem(last=False)
+    return prog
+
+
+def _record(cp, key, residues, run):
+    assert getattr(_ctx, "rec", None) is None, "a recording inside a recording"
+    rec = _ctx.rec = _Recording(residues)
+    try:
+        info = run(*rec.fakes[:len(residues)])
+    finally:
+        _ctx.rec = None
+    phases = tuple(tuple(p) for p in rec.phases)
+    return keep_program(key, Program(phases, rec.scratch, len(residues), info))
+
+
+def program(cp, key, residues: tuple, run) -> Program:
+    """The Program of ``key`` on the current device (recorded on first sight, then kept in a
+    bounded LRU, ``lookup_program``): ``run(*stand-ins of the caller's slots)`` plans
+    and asks for the steps (``launch``, ``memset``, ``memcpy``, ``scratch``, ``read``,
+    ``late``) and returns the Program's ``info``. ``residues``: each caller slot's address
+    modulo 16 (0 for values); part of the key, with the device."""
+    key = (key, residues, cp.cuda.runtime.getDevice())
+    prog = lookup_program(key)
+    if prog is None:
+        prog = _record(cp, key, residues, run)
+    return prog
+
+
+def replay(cp, prog: Program, slots: tuple, phase: int = 0):
+    """Enqueue phase ``phase`` of ``prog`` on the current stream with the slot values ``slots``
+    (phase 0: the caller's; a later phase: the slots phase 0 returned, then the late slots in
+    the order they were asked for). Returns (the value read at the phase's end or None, the
+    slots with the scratch address, the scratch memory: keep it until the last phase is
+    enqueued; the pool reuses it in stream order afterwards)."""
+    cuda = cp.cuda
+    stream = cuda.get_current_stream().ptr
+    mem = None
+    if phase == 0:
+        if prog.scratch:
+            mem = cuda.alloc(prog.scratch)  # from CuPy's pool (stream-ordered reuse)
+            slots = slots + (mem.ptr,)
+        else:
+            slots = slots + (0,)
+    launch_kernel = cuda.driver.launchKernel
+    value = None
+    for st in prog.phases[phase]:
+        kind = st[0]
+        if kind == _KERNEL:
+            vals, addr = st[9].pair
+            for i, k, off in st[10]:
+                vals[i] = slots[k] + off
+            launch_kernel(st[1], st[2], st[3], st[4], st[5], st[6], st[7], st[8], stream, addr,
+                          0)
+        elif kind == _MEMCPY:
+            _, dk, do, sk, so, n, how = st
+            cuda.runtime.memcpyAsync((slots[dk] if dk >= 0 else 0) + do,
+                                     (slots[sk] if sk >= 0 else 0) + so, n, how, stream)
+        elif kind == _MEMSET:
+            _, dk, do, v, n = st
+            cuda.runtime.memsetAsync((slots[dk] if dk >= 0 else 0) + do, v, n, stream)
+        else:
+            _, sk, so = st
+            value = _read_now(cp, (slots[sk] if sk >= 0 else 0) + so, stream)
+    return value, slots, mem
+
+
+def run_recorded(cp, key, ptrs: tuple, run) -> None:
+    """``run(*ptrs)`` through its Program (one phase, the caller's slots all addresses): the
+    path of launchers whose calls differ only in addresses (copy.py). Inside a recording (one
+    launcher planning through another) ``run`` asks for its steps directly."""
+    if getattr(_ctx, "rec", None) is not None:
+        run(*ptrs)
+        return
+    prog = program(cp, key, tuple(p & 15 for p in ptrs), run)
+    replay(cp, prog, ptrs)

@@ -79,15 +79,17 @@ from __future__ import annotations
 
 import functools
 
-import ctypes
 import math
-import threading
 from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
 
-from ._runtime import device_info, driver_launch, instance_units, load_kernel, source
+from ._runtime import MAX_SLOTS as _MAX_SLOTS
+from ._runtime import device_info, instance_units, load_kernel, source
+from ._runtime import launch as _run_launch
+from ._runtime import memcpy as _memcpy
+from ._runtime import run_recorded as _run
 
 __all__ = ["MAXND", "MAXPARTS", "FLATND", "THREADS", "TRANSPOSE_MIN", "MEMCPY_MIN", "ITEM_SIZES",
            "CopyPlan", "GatherPlan", "ConcatStep", "kernel_names", "tile_of",
@@ -371,88 +373,8 @@ def plan_concat(out_shape, axis: int, parts, itemsize: int = 1) -> tuple:
 
 # ---- launching ------------------------------------------------------------------------------
 
-# A call's launches depend only on its geometry (shapes, strides, item size, pointer
-# alignments, device): planning and packing them cost 20-60 us of host time per call, so each
-# geometry is planned once with stand-in addresses, its launches recorded, and later calls
-# replay them with their own addresses. Stand-in address k is (k + 1) * _SLOT plus the real
-# address modulo 16 (the planner's alignment choices see the same residues); an argument cell
-# within _SLOT / 2 of one is that address plus a fixed offset. No size, stride or count of a
-# copy reaches _SLOT / 2 (2**51 bytes).
-_SLOT = 1 << 52
-_MAX_SLOTS = 1024  # (k + 1) * _SLOT stays below 2**63
-_recording = threading.local()
-
-
-@dataclass(frozen=True)
-class _Step:
-    fn: int                    # CUfunction, or 0 for a cudaMemcpyAsync
-    blocks: int
-    threads: tuple
-    template: bytes            # the argument struct with stand-in addresses
-    cells: tuple               # (cell, address slot, offset) of each address in it
-    nbytes: int = 0            # memcpy: (dst slot, dst offset, src slot, src offset) in cells
-
-
-def _stand_ins(ptrs) -> list:
-    return [(k + 1) * _SLOT + p % 16 for k, p in enumerate(ptrs)]
-
-
-def _slot_of(value: int, fakes) -> tuple | None:
-    k = (value + _SLOT // 2) // _SLOT - 1
-    if 0 <= k < len(fakes):
-        return k, value - fakes[k]
-    return None
-
-
-def _program(cp, key, ptrs, run):
-    """The recorded launches of ``run(*stand-in addresses)`` for this geometry (cached in the
-    kernel layer's one bounded launch cache, keyed by ``key`` and the device)."""
-    from .reduction import keep  # the kernel layer's one bounded launch cache
-    fakes = _stand_ins(ptrs)
-    _recording.steps = steps = []
-    try:
-        run(*fakes)
-    finally:
-        _recording.steps = None
-    prog = []
-    for rec in steps:
-        if rec[0] is None:  # memcpy
-            _, d, s_, n = rec
-            (dk, do), (sk, so) = _slot_of(d, fakes), _slot_of(s_, fakes)
-            prog.append(_Step(0, 0, (), b"", (dk, do, sk, so), n))
-            continue
-        name, blocks, threads, args = rec
-        cells = tuple((i, *hit) for i, v in enumerate(args.tolist())
-                      if (hit := _slot_of(v, fakes)) is not None)
-        prog.append(_Step(_kernel(name).ptr, blocks, tuple(threads), args.tobytes(), cells))
-    return keep(key, tuple(prog))
-
-
-def _replay(cp, prog, ptrs) -> None:
-    stream = cp.cuda.get_current_stream().ptr
-    for st in prog:
-        if not st.fn:
-            dk, do, sk, so = st.cells
-            cp.cuda.runtime.memcpyAsync(ptrs[dk] + do, ptrs[sk] + so, st.nbytes, _MEMCPY_D2D,
-                                        stream)
-            continue
-        buf = (ctypes.c_int64 * (len(st.template) // 8)).from_buffer_copy(st.template)
-        for i, k, off in st.cells:
-            buf[i] = ptrs[k] + off
-        params = (ctypes.c_void_p * 1)(ctypes.addressof(buf))
-        driver_launch()(st.fn, st.blocks, 1, 1, st.threads[0], st.threads[1], 1, 0, stream,
-                        ctypes.addressof(params), 0)
-
-
-def _run(cp, key, ptrs, run) -> None:
-    """Run ``run(*ptrs)`` through its recorded program (recorded on first sight)."""
-    from .reduction import lookup
-    key = key + (cp.cuda.runtime.getDevice(),) + tuple(p % 16 for p in ptrs)
-    prog = lookup(key)
-    if prog is None:
-        prog = _program(cp, key, ptrs, run)
-    _replay(cp, prog, ptrs)
-
+# Recorded programs (each geometry planned once, replayed per call): _runtime's
+# run_recorded, launch and memcpy.
 
 _MOVE_FIELDS = 14      # MoveArgs: scalars before the three per-dim arrays
 _TRANS_FIELDS = 14     # TransArgs
@@ -464,17 +386,9 @@ def _kernel(name):
 
 
 def _launch(cp, name, blocks, threads, args):
-    """One launch with the argument struct ``args`` (int64 cells) as its only parameter: the
-    driver copies it before returning, so a local buffer serves any thread. Inside a
-    recording (see ``_program``) the launch is noted instead."""
-    rec = getattr(_recording, "steps", None)
-    if rec is not None:
-        rec.append((name, blocks, threads, args.copy()))
-        return
-    fn = _kernel(name)
-    ptrs = (ctypes.c_void_p * 1)(args.ctypes.data)
-    driver_launch()(fn.ptr, blocks, 1, 1, threads[0], threads[1], 1, 0,
-                    cp.cuda.get_current_stream().ptr, ctypes.addressof(ptrs), 0)
+    """One launch with the argument struct ``args`` (int64 cells) as its only parameter
+    (noted instead inside a recording)."""
+    _run_launch(cp, _kernel(name), blocks, (threads[0], threads[1]), (args,))
 
 
 def _blocks(cp, work: int) -> int:
@@ -505,17 +419,6 @@ def _flat(cp, plan: CopyPlan, dst_ptr, src_ptr):
     work = -(-(n + V - 1) // V)
     blocks = max(1, min(-(-work // THREADS), device_info(cp).sm_count * BLOCKS_PER_SM))
     _launch(cp, f"xp_copy_flat_{S}", blocks, (THREADS, 1), a)
-
-
-def _memcpy(cp, dst_ptr, src_ptr, nbytes):
-    rec = getattr(_recording, "steps", None)
-    if rec is not None:
-        if nbytes:
-            rec.append((None, dst_ptr, src_ptr, nbytes))
-        return
-    if nbytes:
-        cp.cuda.runtime.memcpyAsync(dst_ptr, src_ptr, nbytes, _MEMCPY_D2D,
-                                    cp.cuda.get_current_stream().ptr)
 
 
 def _outer_split(shape, dstr, sstr, keep):

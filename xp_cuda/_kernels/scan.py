@@ -4,7 +4,9 @@ x[mask] = v, the gather indices of repeat with counts).
 Every launcher takes CuPy arrays the caller validated, runs on the current device and stream,
 and returns CuPy arrays. The planning half (``CUMSUM_PAIRS``, ``cumsum_route``, ``plan_scan``,
 ``row_unit``) is pure Python, tested without a GPU; ``kernel_names()`` lists every kernel a
-launcher can request (CI compiles scan.cu with NVRTC and checks each is in the PTX).
+launcher can request (CI compiles scan.cu with NVRTC and checks each is in the PTX). Each
+geometry is planned once and its launches recorded (the runtime's recorded programs); later
+calls look the program up, allocate their outputs and replay it.
 
 Float sums: accumulated in the out dtype, in a different order than NumPy's sequential loop,
 so results differ from np.cumsum by rounding. The look-back scan adds at most
@@ -22,12 +24,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._runtime import (device_info, dtype_name, empty_allocator, grid, instance_units, load_kernel,
-                       source)
+from ._runtime import (device_info, dtype_name, empty_allocator, grid, instance_units, late, launch,
+                       load_kernel, memset, program, read, replay, scratch, source)
 
 __all__ = ["THREADS", "CHUNKS", "ROW_V", "COUNT_ITEMS", "CUMSUM_PAIRS", "Route", "cumsum_route",
            "kernel_names", "ScanPlan", "plan_scan", "scan_depth", "row_unit", "mask_tile",
-           "cumsum", "nonzero", "mask_select", "mask_assign", "repeat_indices"]
+           "cumsum", "nonzero", "mask_select", "mask_assign", "repeat_indices", "allocator",
+           "dense"]
 
 THREADS = 256      # THREADS in scan.cu
 CHUNKS = 4         # CH: 16-byte vectors per thread in a look-back tile
@@ -236,82 +239,101 @@ def mask_tile(itemsize: int) -> tuple[int, str]:
     return THREADS * COUNT_ITEMS, "xp_count_u8"
 
 
+# ---- launching -----------------------------------------------------------------------------
+# Every launcher runs through a recorded Program (_runtime): the first call of a geometry
+# (shapes, strides, dtypes, address residues modulo 16, device) plans with stand-in addresses
+# and records its launches; each call then looks the Program up once, allocates its outputs
+# and replays it with its own addresses. Planning (routes, plans, grids, device queries, dtype
+# names) runs only while recording. Temporaries (a C-contiguous copy of a strided input, the
+# look-back flags, the tile counts) are pieces of the Program's one scratch allocation.
+
+def allocator(cp):
+    """alloc(shape, dtype): the runtime's allocator (cp.empty costs ~3 us more), or the
+    stand-in module's empty (tests emulate scan.cu on the CPU)."""
+    if not hasattr(cp, "ndarray"):
+        return lambda shape, dtype: cp.empty(shape, dtype=dtype)
+    return empty_allocator(cp)
+
+
+def _c_contiguous(shape, strides, itemsize) -> bool:
+    want = itemsize
+    for n, st in zip(reversed(shape), reversed(strides)):
+        if n != 1 and st != want:
+            return False
+        want *= n
+    return True
+
+
+def dense(cp, shape, strides, itemsize: int, ptr: int) -> int:
+    """Inside a recording: the address of the C-contiguous elements of the array at ``ptr``
+    (itself when it is C-contiguous, else a copy by copy.cu into scratch; CuPy's copy kernel
+    costs ~20 us of host time and its own compile on first use)."""
+    shape, strides = tuple(shape), tuple(strides)
+    if 0 in shape or _c_contiguous(shape, strides, itemsize):
+        return ptr
+    from .copy import plan_copy, run_copy
+    cstr, acc = [], itemsize
+    for n in reversed(shape):
+        cstr.append(acc)
+        acc *= n
+    d = scratch(cp, acc)
+    run_copy(cp, plan_copy(shape, tuple(reversed(cstr)), strides, itemsize, d % 16, ptr % 16),
+             d, ptr)
+    return d
+
+
+_NULL = np.uint64(0)  # a null pointer parameter (a constant: never patched)
+
 # ---- cumsum --------------------------------------------------------------------------------
-def _lookback(cp, plan, x, out, kernel, w_itemsize):
+def _lookback(cp, plan, xp, op, kernel, in_item, out_item, w_itemsize):
     tiles = plan.outer * plan.tiles_per_row
     # scratch: counter, flags, then aggregates and inclusive prefixes (16-byte aligned)
     flags_bytes = 4 * (tiles + 1)
     vals_off = -(-flags_bytes // 16) * 16
     vals_bytes = w_itemsize * tiles
-    scratch = cp.empty(vals_off + 2 * vals_bytes, dtype=np.uint8)
-    ptr = scratch.data.ptr
-    stream = cp.cuda.get_current_stream()
-    cp.cuda.runtime.memsetAsync(ptr, 0, flags_bytes, stream.ptr)
-    in_item, out_item = x.itemsize, out.itemsize
-    vec_in = x.data.ptr % 16 == 0 and (plan.outer == 1 or (plan.n * in_item) % 16 == 0)
-    out_first = out.data.ptr + plan.shift * out_item
+    ptr = scratch(cp, vals_off + 2 * vals_bytes)
+    memset(cp, ptr, 0, flags_bytes)
+    vec_in = xp % 16 == 0 and (plan.outer == 1 or (plan.n * in_item) % 16 == 0)
+    out_first = op + plan.shift * out_item
     vec_out = out_first % 16 == 0 and (plan.outer == 1 or (plan.out_len * out_item) % 16 == 0)
-    _kernel(f"xp_scan_lb_{kernel}")(
-        (tiles,), (THREADS,),
-        (x, out, np.int64(plan.n), np.int64(plan.tiles_per_row), np.int64(plan.out_len),
-         np.int32(plan.shift), np.uint64(ptr), np.uint64(ptr + 4),
-         np.uint64(ptr + vals_off), np.uint64(ptr + vals_off + vals_bytes),
-         np.int32(vec_in), np.int32(vec_out)))
+    launch(cp, _kernel(f"xp_scan_lb_{kernel}"), tiles, THREADS,
+           (xp, op, np.int64(plan.n), np.int64(plan.tiles_per_row), np.int64(plan.out_len),
+            np.int32(plan.shift), ptr, ptr + 4, ptr + vals_off, ptr + vals_off + vals_bytes,
+            np.int32(vec_in), np.int32(vec_out)))
 
 
-def _rows(cp, plan, x, out, kernel):
+def _rows(cp, plan, xp, op, kernel):
     blocks = grid(cp, plan.outer * plan.group, THREADS, 8)
-    _kernel(f"xp_scan_rows_{kernel}")(
-        (blocks,), (THREADS,),
-        (x, out, np.int64(plan.outer), np.int64(plan.n), np.int64(plan.out_len),
-         np.int32(plan.shift), np.int32(plan.group)))
+    launch(cp, _kernel(f"xp_scan_rows_{kernel}"), blocks, THREADS,
+           (xp, op, np.int64(plan.outer), np.int64(plan.n), np.int64(plan.out_len),
+            np.int32(plan.shift), np.int32(plan.group)))
 
 
-def _columns(cp, plan, x, out, kernel, w_name):
+def _columns(cp, plan, xp, op, kernel, w_name):
     cols = plan.outer * plan.inner
     sm = device_info(cp).sm_count
     # no more threads per block than columns (rounded to warps): with few columns the axis
     # chunks (grid.y) supply the parallelism, and idle threads would only hold slots
     threads = min(THREADS, -(-cols // 32) * 32)
     bx = max(1, min(-(-cols // threads), sm * 16))
-    name = f"xp_scan_cols_{kernel}"
+    kern = _kernel(f"xp_scan_cols_{kernel}")
     geom = (np.int64(plan.outer), np.int64(plan.n), np.int64(plan.inner),
             np.int64(plan.out_len), np.int32(plan.shift), np.int64(plan.chunk))
-    null = np.uint64(0)
     if plan.chunks == 1:
-        _kernel(name)((bx, 1), (threads,), (x, out) + geom + (null, null, np.int32(0)))
+        launch(cp, kern, (bx, 1), threads, (xp, op) + geom + (_NULL, _NULL, np.int32(0)))
         return
-    w = np.dtype(w_name)
-    sums = cp.empty((plan.chunks, cols), dtype=w)
-    _kernel(name)((bx, plan.chunks), (threads,), (x, out) + geom + (sums, null, np.int32(1)))
+    sums = scratch(cp, plan.chunks * cols * np.dtype(w_name).itemsize)
+    launch(cp, kern, (bx, plan.chunks), threads, (xp, op) + geom + (sums, _NULL, np.int32(1)))
     # the chunk totals, scanned in place along the chunks (a plain column scan of them)
     wk = _SHORT[w_name] + "_" + _SHORT[w_name]
-    _kernel(f"xp_scan_cols_{wk}")(
-        (bx, 1), (threads,),
-        (sums, sums, np.int64(1), np.int64(plan.chunks), np.int64(cols),
-         np.int64(plan.chunks), np.int32(0), np.int64(plan.chunks), null, null, np.int32(0)))
-    _kernel(name)((bx, plan.chunks), (threads,), (x, out) + geom + (null, sums, np.int32(0)))
+    launch(cp, _kernel(f"xp_scan_cols_{wk}"), (bx, 1), threads,
+           (sums, sums, np.int64(1), np.int64(plan.chunks), np.int64(cols),
+            np.int64(plan.chunks), np.int32(0), np.int64(plan.chunks), _NULL, _NULL,
+            np.int32(0)))
+    launch(cp, kern, (bx, plan.chunks), threads, (xp, op) + geom + (_NULL, sums, np.int32(0)))
 
 
 _I64 = np.dtype(np.int64)
-
-
-def _empty(cp, shape, dtype):
-    """A new C-contiguous array (the runtime's allocator: cp.empty costs ~3 us more)."""
-    if not hasattr(cp, "ndarray"):  # a stand-in module (tests emulate scan.cu on the CPU)
-        return cp.empty(shape, dtype=dtype)
-    return empty_allocator(cp)(shape, np.dtype(dtype))
-
-
-def _contig(cp, a):
-    """a, or a C-contiguous copy of it by copy.cu (CuPy's copy kernel costs ~20 us of host
-    time and its own compile on first use)."""
-    if a.flags.c_contiguous:
-        return a
-    if not hasattr(cp, "ndarray"):  # a stand-in module (tests emulate scan.cu on the CPU)
-        return cp.ascontiguousarray(a)
-    from .copy import copy_into
-    return copy_into(cp, empty_allocator(cp)(a.shape, a.dtype), a)
 
 
 def _work_name(out_name: str) -> str:
@@ -321,6 +343,52 @@ def _work_name(out_name: str) -> str:
     if out_name == "int64":
         return "uint64"
     return out_name
+
+
+def _scan(cp, plan, route_kernel, xp, op, in_item, out_dtype):
+    """The launches of a lookback / rows / columns plan of dense (outer, n, inner) data."""
+    w_name = _work_name(dtype_name(out_dtype))
+    if plan.kind == "lookback":
+        _lookback(cp, plan, xp, op, route_kernel, in_item, out_dtype.itemsize,
+                  np.dtype(w_name).itemsize)
+    elif plan.kind == "rows":
+        _rows(cp, plan, xp, op, route_kernel)
+    else:
+        _columns(cp, plan, xp, op, route_kernel, w_name)
+
+
+def _plan_cumsum(cp, shape, strides, dtype, axis, out_dtype, include_initial, xp, op):
+    """Records a cumsum; returns (what the call does, the out shape, the out dtype, the precast
+    dtype): the call does "empty" (cp.empty), "zeros" (cp.zeros), "precast" (astype, then the
+    Program of the cast array) or "launch" (allocates out and replays)."""
+    route = cumsum_route(dtype_name(dtype), dtype_name(out_dtype))
+    oshape = list(shape)
+    oshape[axis] += 1 if include_initial else 0
+    oshape = tuple(oshape)
+    plan = plan_scan(tuple(shape), axis, out_dtype.itemsize, include_initial,
+                     device_info(cp).sm_count)
+    if plan.kind in ("empty", "zeros"):
+        return plan.kind, oshape, out_dtype, None
+    if route.precast is not None:
+        return "precast", oshape, out_dtype, route.precast
+    in_item, out_item = dtype.itemsize, out_dtype.itemsize
+    src = dense(cp, shape, strides, in_item, xp)
+    if plan.kind != "transpose":
+        _scan(cp, plan, route.kernel, src, op, in_item, out_dtype)
+        return "launch", oshape, out_dtype, None
+    # the axis made last by a copy, scanned as rows, and moved back by a second copy
+    from .copy import plan_copy, run_copy
+    o, n, i, m = plan.outer, plan.n, plan.inner, plan.out_len
+    xt = scratch(cp, o * n * i * in_item)
+    run_copy(cp, plan_copy((o, i, n), (i * n * in_item, n * in_item, in_item),
+                           (n * i * in_item, in_item, i * in_item), in_item, xt % 16, src % 16),
+             xt, src)
+    rt = scratch(cp, o * i * m * out_item)
+    _scan(cp, plan.inner_plan, route.kernel, xt, rt, in_item, out_dtype)
+    run_copy(cp, plan_copy((o, m, i), (m * i * out_item, i * out_item, out_item),
+                           (i * m * out_item, out_item, m * out_item), out_item, op % 16,
+                           rt % 16), op, rt)
+    return "launch", oshape, out_dtype, None
 
 
 def cumsum(cp, x, axis: int, out_dtype, include_initial: bool):
@@ -335,119 +403,173 @@ def cumsum(cp, x, axis: int, out_dtype, include_initial: bool):
     axis is made last by a copy and moved back by another (see ScanPlan). With
     include_initial the rows start one element late, so 1-D results store element by element
     rather than in 16-byte vectors."""
-    out_dtype = np.dtype(out_dtype)
-    route = cumsum_route(dtype_name(x.dtype), dtype_name(out_dtype))
-    shape = list(x.shape)
-    shape[axis] += 1 if include_initial else 0
-    plan = plan_scan(tuple(x.shape), axis, out_dtype.itemsize, include_initial,
-                     device_info(cp).sm_count)
-    if plan.kind == "empty":
-        return cp.empty(tuple(shape), dtype=out_dtype)
-    if plan.kind == "zeros":
-        return cp.zeros(tuple(shape), dtype=out_dtype)
-    if route.precast is not None:
-        x = x.astype(route.precast, order="C")
-    if plan.kind == "transpose":
-        # the axis made last by a copy, scanned as rows, and moved back by a second copy
-        xt = _contig(cp, cp.moveaxis(x, axis, -1))
-        rt = cumsum(cp, xt, x.ndim - 1, out_dtype, include_initial)
-        return _contig(cp, cp.moveaxis(rt, -1, axis))
-    x = _contig(cp, x)
-    out = _empty(cp, tuple(shape), out_dtype)
-    w_name = _work_name(dtype_name(out_dtype))
-    if plan.kind == "lookback":
-        _lookback(cp, plan, x, out, route.kernel, np.dtype(w_name).itemsize)
-    elif plan.kind == "rows":
-        _rows(cp, plan, x, out, route.kernel)
-    else:
-        _columns(cp, plan, x, out, route.kernel, w_name)
-    return out
+    ptr = x.data.ptr
+    shape, strides, dtype = x.shape, x.strides, x.dtype
+    prog = program(cp, ("cumsum", shape, strides, dtype, out_dtype, axis, include_initial),
+                   (ptr & 15, 0), lambda xp, op: _plan_cumsum(
+                       cp, shape, strides, dtype, axis, np.dtype(out_dtype), include_initial,
+                       xp, op))
+    what, oshape, odt, precast = prog.info
+    if what == "launch":
+        out = allocator(cp)(oshape, odt)
+        replay(cp, prog, (ptr, out.data.ptr))
+        return out
+    if what == "empty":
+        return cp.empty(oshape, dtype=odt)
+    if what == "zeros":
+        return cp.zeros(oshape, dtype=odt)
+    return cumsum(cp, x.astype(precast, order="C"), axis, out_dtype, include_initial)
 
 
 # ---- compaction ----------------------------------------------------------------------------
-def _offsets(cp, flags_src, n: int, tile: int, count_kernel: str):
-    """(offsets, total): each tile's exclusive offset and the number of selected elements of
-    the C-contiguous flags_src (n elements). The one device-to-host read of a compaction."""
+_zero_words: dict = {}  # (id(cp), device) -> (cp, a zeroed device array)
+
+
+def _zero_word(cp) -> int:
+    """The address of a zeroed int64 on the current device, kept for the process: the tile
+    offsets of a one-tile compaction (its only offset is 0)."""
+    key = (id(cp), cp.cuda.runtime.getDevice())
+    z = _zero_words.get(key)
+    if z is None or z[0] is not cp:
+        word = cp.zeros(2, dtype=np.int64)
+        # zeroed before any stream reads it (replays may run on other streams)
+        cp.cuda.runtime.streamSynchronize(cp.cuda.get_current_stream().ptr)
+        z = _zero_words[key] = (cp, word)
+    return z[1].data.ptr
+
+
+def _offsets(cp, src: int, n: int, tile: int, count_kernel: str):
+    """Inside a recording: (offsets address, total): each tile's exclusive offset and the
+    number of selected elements of the C-contiguous flags at ``src`` (n elements); the total
+    is read back (the phase ends: the one sync of a compaction) and is a late slot. One tile:
+    its count is the total and its offset 0, so the offsets pass is skipped."""
     tiles = -(-n // tile)
-    counts = _empty(cp, (tiles + 1,), _I64)
-    vec = np.int32(flags_src.data.ptr % 16 == 0)
-    _kernel(count_kernel)((tiles,), (THREADS,), (flags_src, np.int64(n), counts, vec))
-    _kernel("xp_tile_offsets")((1,), (1024,), (counts, np.int64(tiles)))
-    return counts, int(counts[tiles].get())
+    counts = scratch(cp, 8 * (tiles + 1))
+    launch(cp, _kernel(count_kernel), tiles, THREADS,
+           (src, np.int64(n), counts, np.int32(src % 16 == 0)))
+    if tiles == 1:
+        return _zero_word(cp), read(cp, counts)
+    launch(cp, _kernel("xp_tile_offsets"), 1, 1024, (counts, np.int64(tiles)))
+    return counts, read(cp, counts + 8 * tiles)
 
 
-def _coords(cp, src, pred: str, dims, counts, total):
-    """(len(dims), total) int64: the coordinates, in a C-contiguous array of shape dims, of the
-    nonzero elements of src (its C-contiguous data); len(dims) <= MAX_NZ_DIMS."""
-    out = _empty(cp, (len(dims), total), _I64)
-    if total:
-        n = math.prod(dims)
-        d8 = tuple(np.int64(d) for d in dims) + (np.int64(1),) * (MAX_NZ_DIMS - len(dims))
-        _kernel(f"xp_nzidx_{pred}")(
-            (-(-n // (THREADS * COUNT_ITEMS)),), (THREADS,),
-            (src, np.int64(n), counts, out, np.int64(total), np.int32(len(dims)),
-             np.int32(src.data.ptr % 16 == 0)) + d8)
-    return out
+def _coords(cp, src: int, pred: str, dims, offsets: int, total: int, out: int):
+    """Inside a recording: the launch writing the (len(dims), total) int64 coordinates, in a
+    C-contiguous array of shape dims, of the nonzero elements at src; len(dims) <= 8."""
+    n = math.prod(dims)
+    d8 = tuple(np.int64(d) for d in dims) + (np.int64(1),) * (MAX_NZ_DIMS - len(dims))
+    launch(cp, _kernel(f"xp_nzidx_{pred}"), -(-n // (THREADS * COUNT_ITEMS)), THREADS,
+           (src, np.int64(n), offsets, out, total, np.int32(len(dims)),
+            np.int32(src % 16 == 0)) + d8)
+
+
+def _plan_nonzero(cp, shape, strides, dtype, xp):
+    """Records nonzero: phase 0 counts (the total read back), phase 1 (late slots: the total,
+    the output) writes the coordinates. Returns the output's rows, or None when x is empty."""
+    n = math.prod(shape)
+    if n == 0:
+        return None
+    src = dense(cp, shape, strides, dtype.itemsize, xp)
+    pred = _PRED[dtype_name(dtype)]
+    offsets, total = _offsets(cp, src, n, THREADS * COUNT_ITEMS, f"xp_count_{pred}")
+    dims = tuple(shape) if len(shape) <= MAX_NZ_DIMS else (n,)
+    _coords(cp, src, pred, dims, offsets, total, late(cp))
+    return len(dims)
 
 
 def nonzero(cp, x):
     """The indices of x's nonzero elements (x.ndim >= 1, any dtype and strides), one int64
     array per dimension, in C order of x's elements. One device-to-host read (the count)."""
-    ndim = x.ndim
-    if x.size == 0:
-        return tuple(cp.empty(0, dtype=np.int64) for _ in range(ndim))
-    xc = _contig(cp, x)
-    pred = _PRED[dtype_name(x.dtype)]
-    counts, total = _offsets(cp, xc, x.size, THREADS * COUNT_ITEMS, f"xp_count_{pred}")
-    if ndim <= MAX_NZ_DIMS:
-        out = _coords(cp, xc, pred, x.shape, counts, total)
-        return tuple(out[d] for d in range(ndim))
-    lin = _coords(cp, xc, pred, (x.size,), counts, total)[0]
-    return tuple(_contig(cp, a) for a in cp.unravel_index(lin, x.shape))
+    ptr = x.data.ptr
+    shape, strides, dtype = x.shape, x.strides, x.dtype
+    prog = program(cp, ("nonzero", shape, strides, dtype), (ptr & 15,),
+                   lambda xp: _plan_nonzero(cp, shape, strides, dtype, xp))
+    rows = prog.info
+    if rows is None:
+        return tuple(cp.empty(0, dtype=np.int64) for _ in shape)
+    total, slots, mem = replay(cp, prog, (ptr,))
+    out = allocator(cp)((rows, total), _I64)
+    if total:
+        replay(cp, prog, slots + (total, out.data.ptr), 1)
+    if rows == len(shape):
+        return tuple(out[d] for d in range(rows))
+    return tuple(cp.ascontiguousarray(a) for a in cp.unravel_index(out[0], shape))
 
 
-def _mask_flat(cp, mask):
-    return _contig(cp, mask).reshape(-1)
-
-
-def _selected_rows(cp, m):
-    """(linear indices of the set elements of the flat C-contiguous bool m, their number)."""
-    counts, total = _offsets(cp, m, m.size, THREADS * COUNT_ITEMS, "xp_count_u8")
-    return _coords(cp, m, "u8", (m.size,), counts, total)[0], total
+def _plan_mask_select(cp, xshape, xstrides, dtype, mshape, mstrides, xp, mp):
+    """Records x[mask]: phase 0 counts the mask (the total read back); phase 1 moves the
+    selected elements (late slots: the total, the output) or, for rows of several elements,
+    writes their indices and copies the rows (late slots: the total, the indices, the output).
+    Returns None (empty mask), "elements", "rows" or "count" (rows of no element)."""
+    msize = math.prod(mshape)
+    if msize == 0:
+        return None
+    inner = math.prod(xshape[len(mshape):])
+    S = dtype.itemsize
+    m = dense(cp, mshape, mstrides, 1, mp)
+    xc = dense(cp, xshape, xstrides, S, xp)
+    if inner == 1:
+        tile, count_kernel = mask_tile(S)
+        offsets, total = _offsets(cp, m, msize, tile, count_kernel)
+        out = late(cp)
+        launch(cp, _kernel(f"xp_compact_{S}"), -(-msize // tile), THREADS,
+               (m, xc, np.int64(msize), offsets, out, np.int32(m % 16 == 0)))
+        return "elements"
+    offsets, total = _offsets(cp, m, msize, THREADS * COUNT_ITEMS, "xp_count_u8")
+    if inner == 0:
+        return "count"
+    idx, out = late(cp), late(cp)
+    _coords(cp, m, "u8", (msize,), offsets, total, idx)
+    _move_rows(cp, xc, out, idx, total, msize, inner * S, False)
+    return "rows"
 
 
 def mask_select(cp, x, mask):
     """x[mask]: mask a bool array of shape x.shape[:mask.ndim] (any strides for both); the
     result (count,) + x.shape[mask.ndim:], C-contiguous, elements in C order."""
-    inner_shape = tuple(x.shape[mask.ndim:])
-    inner = math.prod(inner_shape)
-    if mask.size == 0:
+    xp_, mp = x.data.ptr, mask.data.ptr
+    xshape, mshape = x.shape, mask.shape
+    prog = program(cp, ("mask_select", xshape, x.strides, x.dtype, mshape, mask.strides),
+                   (xp_ & 15, mp & 15), lambda a, b: _plan_mask_select(
+                       cp, xshape, x.strides, x.dtype, mshape, mask.strides, a, b))
+    what = prog.info
+    inner_shape = xshape[len(mshape):]
+    if what is None:
         return cp.empty((0,) + inner_shape, dtype=x.dtype)
-    m = _mask_flat(cp, mask)
-    xc = _contig(cp, x)
-    if inner == 1:
-        tile, count_kernel = mask_tile(x.itemsize)
-        counts, total = _offsets(cp, m, m.size, tile, count_kernel)
-        out = _empty(cp, (total,) + inner_shape, x.dtype)
-        if total:
-            _kernel(f"xp_compact_{x.itemsize}")(
-                (-(-m.size // tile),), (THREADS,),
-                (m, xc, np.int64(m.size), counts, out, np.int32(m.data.ptr % 16 == 0)))
-        return out
-    # rows of the trailing block: positions of the set mask elements, then whole rows copied
-    idx, total = _selected_rows(cp, m)
-    out = _empty(cp, (total,) + inner_shape, x.dtype)
-    if total and inner:
-        _move_rows(cp, xc, out, idx, total, inner * x.itemsize, scatter=False)
+    total, slots, mem = replay(cp, prog, (xp_, mp))
+    alloc = allocator(cp)
+    out = alloc((total,) + inner_shape, x.dtype)
+    if total and what == "elements":
+        replay(cp, prog, slots + (total, out.data.ptr), 1)
+    elif total and what == "rows":
+        idx = alloc((total,), _I64)
+        replay(cp, prog, slots + (total, idx.data.ptr, out.data.ptr), 1)
     return out
 
 
-def _move_rows(cp, src, dst, idx, count, row_bytes, scatter):
-    u = row_unit(row_bytes, src.data.ptr, dst.data.ptr)
+def _move_rows(cp, src, dst, idx, count, max_count, row_bytes, scatter):
+    """Rows of ``row_bytes`` between src and dst through the ``count`` indices at ``idx``; the
+    grid is sized for ``max_count`` rows (count may be a per-call slot), the kernel strides."""
+    u = row_unit(row_bytes, src, dst)
     units = row_bytes // u
-    blocks = grid(cp, count * units, THREADS, 16)
-    _kernel(f"xp_rows_{u}")((blocks,), (THREADS,),
-                            (src, dst, idx, np.int64(count), np.int64(units), np.int32(scatter)))
+    blocks = grid(cp, max_count * units, THREADS, 16)
+    launch(cp, _kernel(f"xp_rows_{u}"), blocks, THREADS,
+           (src, dst, idx, count, np.int64(units), np.int32(scatter)))
+
+
+def _plan_mask_fill(cp, mshape, mstrides, size, inner, item, xp, mp, vp, lo, hi):
+    m = dense(cp, mshape, mstrides, 1, mp)
+    launch(cp, _kernel(f"xp_maskfill_{item}"), grid(cp, size, THREADS, 16), THREADS,
+           (m, xp, np.int64(size), np.int64(inner), vp, lo, hi))
+
+
+def _plan_mask_scatter(cp, mshape, mstrides, inner, item, xp, mp, vp):
+    msize = math.prod(mshape)
+    m = dense(cp, mshape, mstrides, 1, mp)
+    offsets, total = _offsets(cp, m, msize, THREADS * COUNT_ITEMS, "xp_count_u8")
+    idx = late(cp)
+    _coords(cp, m, "u8", (msize,), offsets, total, idx)
+    _move_rows(cp, vp, xp, idx, total, msize, inner * item, True)
 
 
 def mask_assign(cp, x, mask, value):
@@ -461,23 +583,33 @@ def mask_assign(cp, x, mask, value):
         x[mask] = value
         return x
     inner = math.prod(x.shape[mask.ndim:])
-    m = _mask_flat(cp, mask)
-    item = x.itemsize
+    item, size = x.itemsize, x.size
+    mshape, mstrides = mask.shape, mask.strides
+    xp_, mp = x.data.ptr, mask.data.ptr
     if isinstance(value, np.generic) or value.ndim == 0:
         if isinstance(value, np.generic):
             bits = np.asarray(value, dtype=x.dtype).tobytes().ljust(16, b"\0")
-            vp, lo, hi = np.uint64(0), bits[:8], bits[8:]
+            vp, lo, hi = 0, int.from_bytes(bits[:8], "little"), int.from_bytes(bits[8:],
+                                                                               "little")
         else:  # read on the device: no host sync
-            vp, lo, hi = value, b"", b""
-        _kernel(f"xp_maskfill_{item}")(
-            (grid(cp, x.size, THREADS, 16),), (THREADS,),
-            (m, x, np.int64(x.size), np.int64(inner), vp,
-             np.uint64(int.from_bytes(lo, "little")), np.uint64(int.from_bytes(hi, "little"))))
+            vp, lo, hi = value.data.ptr, 0, 0
+        # the value's address and bits are per-call slots (residue 0: never planned on)
+        prog = program(cp, ("mask_fill", size, inner, item, mshape, mstrides),
+                       (xp_ & 15, mp & 15, 0, 0, 0),
+                       lambda a, b, c, d, e: _plan_mask_fill(cp, mshape, mstrides, size, inner,
+                                                             item, a, b, c, d, e))
+        replay(cp, prog, (xp_, mp, vp, lo, hi))
         return x
-    idx, total = _selected_rows(cp, m)
+    v = value if value.flags.c_contiguous else cp.ascontiguousarray(value)
+    vp = v.data.ptr
+    prog = program(cp, ("mask_scatter", inner, item, mshape, mstrides),
+                   (xp_ & 15, mp & 15, vp & 15),
+                   lambda a, b, c: _plan_mask_scatter(cp, mshape, mstrides, inner, item, a, b,
+                                                      c))
+    total, slots, mem = replay(cp, prog, (xp_, mp, vp))
     if total:
-        v = _contig(cp, value)
-        _move_rows(cp, v, x, idx, total, inner * item, scatter=True)
+        idx = allocator(cp)((total,), _I64)
+        replay(cp, prog, slots + (total, idx.data.ptr), 1)
     return x
 
 
@@ -488,7 +620,7 @@ def repeat_indices(cp, counts, total: int):
     out = cp.empty(total, dtype=np.int64)
     if total == 0:
         return out
-    cum = cumsum(cp, counts, 0, np.int64, False)
-    _kernel("xp_repeat_idx")((grid(cp, total, THREADS, 16),), (THREADS,),
-                             (cum, np.int64(counts.size), out, np.int64(total)))
+    cum = cumsum(cp, counts, 0, _I64, False)
+    launch(cp, _kernel("xp_repeat_idx"), grid(cp, total, THREADS, 16), THREADS,
+           (cum.data.ptr, np.int64(counts.size), out.data.ptr, np.int64(total)))
     return out

@@ -11,11 +11,17 @@ without a GPU.
 from __future__ import annotations
 
 import functools
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
-from ._runtime import device_info, grid, instance_units, load_kernel, source
+from ._runtime import (device_info, grid, instance_units, launch, load_kernel, memset, program,
+                       read, replay, scratch, source)
+from .scan import allocator, dense
+
+_I64 = np.dtype(np.int64)
+_NULL = np.uint64(0)  # a null pointer parameter (a constant: never patched)
 
 __all__ = ["WARP_ITEMS", "WARP_ROWS", "SEGSORT_CONFIGS", "L_MAX", "LSORT_TILE",
            "LSORT_SCAN_ROWS_MAX", "SMALL_UNIQUE_DTYPES", "key_mode", "to_key", "plan_segsort",
@@ -167,6 +173,40 @@ def _allow_smem(cp, kern, smem: int):
     _raised.add(key)
 
 
+def _segsort(cp, plan, xp, vp, ip, nrows: int, n: int, mode: int) -> None:
+    """The launch of a plan_segsort tier over nrows rows of n at xp (vp / ip: the values and
+    indices outputs, 0 for none)."""
+    name, threads, smem, rows_per_block = plan
+    kern = _kernel(name)
+    _allow_smem(cp, kern, smem)
+    # rows loop inside the kernels for the rest
+    blocks = min(-(-nrows // rows_per_block), device_info(cp).sm_count * 64)
+    launch(cp, kern, blocks, threads,
+           (xp, vp, ip, np.int64(nrows), np.int32(n), np.int32(mode), np.int32(vp != 0),
+            np.int32(ip != 0)), smem)
+
+
+def _plan_segmented(cp, shape, dtype, want_values, want_indices, xp, vp, ip):
+    """Records a segmented sort; returns "empty", "sorted" (replayed), "long" (the multi-block
+    sort, run per call: it reads the key range back) or None (no path here)."""
+    n = shape[-1] if shape else 1
+    size = math.prod(shape)
+    if size == 0:
+        return "empty"
+    nrows = size // n
+    mode = key_mode(dtype)
+    width = dtype.itemsize
+    plan = plan_segsort(n, width, mode, want_indices, _smem_limit(cp))
+    if plan is None:
+        # one long row (a 1-D sort): CuPy's (CUB's) sort is as fast as torch's, and faster
+        # than these kernels, so the caller's fallback serves it
+        if nrows > 1 and n < 2**31 and _smem_limit(cp) >= lsort_smem(width):
+            return "long"
+        return None
+    _segsort(cp, plan, xp, vp if want_values else 0, ip if want_indices else 0, nrows, n, mode)
+    return "sorted"
+
+
 def segmented_sort(cp, x, want_values: bool, want_indices: bool):
     """Stable ascending sort of each row (last axis) of the C-contiguous CuPy array x (bool,
     integer or float dtype; NaNs last in their order, -0.0 == +0.0 in stable order).
@@ -177,35 +217,23 @@ def segmented_sort(cp, x, want_values: bool, want_indices: bool):
     no path here serves the rows best: a single row longer than L_MAX (a 1-D sort; CuPy's is
     at torch's speed there), n >= 2**31, or a device without the shared memory: the caller
     falls back. Float values are bit-exact, NaN payloads and zero signs included (rows
-    holding NaN or -0.0 gather them by index)."""
-    shape = x.shape
-    n = shape[-1] if x.ndim else 1
-    size = x.size
-    nrows = size // n if n else 0
-    values = cp.empty(shape, dtype=x.dtype) if want_values else None
-    indices = cp.empty(shape, dtype=np.int64) if want_indices else None
-    if size == 0:
-        return values, indices
-    mode = key_mode(x.dtype)
-    width = x.dtype.itemsize
-    plan = plan_segsort(n, width, mode, want_indices, _smem_limit(cp))
-    if plan is None:
-        # one long row (a 1-D sort): CuPy's (CUB's) sort is as fast as torch's, and faster
-        # than these kernels, so the caller's fallback serves it
-        if nrows > 1 and n < 2**31 and _smem_limit(cp) >= lsort_smem(width):
-            _long_sort(cp, x, values, indices, nrows, n, mode, width)
-            return values, indices
+    holding NaN or -0.0 gather them by index). Up to L_MAX, a recorded program per geometry."""
+    shape, dtype, xp = x.shape, x.dtype, x.data.ptr
+    prog = program(cp, ("segsort", shape, dtype, want_values, want_indices), (xp & 15, 0, 0),
+                   lambda a, b, c: _plan_segmented(cp, shape, dtype, want_values, want_indices,
+                                                   a, b, c))
+    what = prog.info
+    if what is None:
         return None
-    name, threads, smem, rows_per_block = plan
-    kern = _kernel(name)
-    _allow_smem(cp, kern, smem)
-    # rows loop inside the kernels for the rest
-    blocks = min(-(-nrows // rows_per_block), device_info(cp).sm_count * 64)
-    null = np.uint64(0)
-    kern((blocks,), (threads,),
-         (x, values if want_values else null, indices if want_indices else null,
-          np.int64(nrows), np.int32(n), np.int32(mode), np.int32(bool(want_values)),
-          np.int32(bool(want_indices))), shared_mem=smem)
+    alloc = allocator(cp)
+    values = alloc(shape, dtype) if want_values else None
+    indices = alloc(shape, _I64) if want_indices else None
+    if what == "sorted":
+        replay(cp, prog, (xp, values.data.ptr if want_values else 0,
+                          indices.data.ptr if want_indices else 0))
+    elif what == "long":
+        n = shape[-1]
+        _long_sort(cp, x, values, indices, x.size // n, n, key_mode(dtype), dtype.itemsize)
     return values, indices
 
 
@@ -281,6 +309,55 @@ def _long_sort(cp, x, values, indices, nrows: int, n: int, mode: int, width: int
              np.int32(mode), np.int32(values is not None), np.int32(indices is not None)))
 
 
+def _plan_small_unique(cp, shape, strides, dt, want_counts, want_inverse, want_indices, xp,
+                       vp, cp_, fp, ip):
+    """Records small_unique into the outputs at vp (values), cp_ (counts), fp (first indices),
+    ip (inverse): histogram, scan, inverse, the count read. Returns the number of bins, or
+    None when x is empty."""
+    n = math.prod(shape)
+    if n == 0:
+        return None
+    width = dt.itemsize
+    nb = 1 << (8 * width)
+    flip = (1 << (8 * width - 1)) if dt.kind == "i" else 0
+    flat = dense(cp, shape, strides, width, xp)
+    bits = 8 * width
+    hist = scratch(cp, 2 * nb * 8)  # counts, then first indices
+    memset(cp, hist, 0, nb * 8)
+    first = hist + nb * 8
+    if want_indices:
+        memset(cp, first, 0xFF, nb * 8)
+    per_vec = 16 // width
+    head = min(n, ((-flat) % 16) // width)
+    nvec = (n - head) // per_vec
+    hargs = (flat, np.int64(n), np.int64(head), np.uint32(flip), hist, first,
+             np.int32(bool(want_indices)))
+    if dt.kind == "b":
+        launch(cp, _kernel("xp_unique_hist_bool"), grid(cp, max(nvec, 1), 256, 8), 256, hargs)
+    elif bits == 8:
+        launch(cp, _kernel("xp_unique_hist8"), grid(cp, max(nvec, 1), 256, 4), 256, hargs)
+    else:
+        kern = _kernel("xp_unique_hist16")
+        _allow_smem(cp, kern, _HIST16_SMEM)
+        launch(cp, kern, 2 * hist16_chunks(n, device_info(cp).sm_count), 1024, hargs,
+               _HIST16_SMEM)
+    rank = scratch(cp, 4 * (nb + 2))  # the last 8 bytes: the number of unique values
+    nuniq = rank + 4 * nb
+    launch(cp, _kernel(f"xp_unique_scan{bits}"), 1, 1024,
+           (hist, first, np.int32(nb), np.uint32(flip), vp, cp_ if want_counts else _NULL,
+            fp if want_indices else _NULL, rank, nuniq))
+    if want_inverse:
+        iargs = (flat, np.int64(n), np.uint32(flip), rank, ip)
+        if bits == 8:
+            launch(cp, _kernel("xp_unique_inverse8"), grid(cp, n, 256, 16), 256, iargs)
+        else:
+            kern = _kernel("xp_unique_inverse16")
+            _allow_smem(cp, kern, _INV16_SMEM)
+            launch(cp, kern, grid(cp, n, 4 * 1024, 1), 1024, iargs, _INV16_SMEM)
+    read(cp, nuniq)  # the one device-to-host transfer
+    return nb
+
+
 def small_unique(cp, x, want_counts: bool, want_inverse: bool, want_indices: bool) -> dict:
     """The set functions of x (bool, int8, uint8, int16 or uint16; any shape and strides) by a
     histogram over all 256 / 65536 possible values.
@@ -289,67 +366,32 @@ def small_unique(cp, x, want_counts: bool, want_inverse: bool, want_indices: boo
     "counts" (int64, 1-D), "indices" (int64, 1-D: the first occurrence in C order of x) and
     "inverse_indices" (int64, shape x.shape, C order: values[inverse] == x). Reads one number
     back to the host (how many unique values), nothing else. Non-contiguous x is copied to C
-    order first."""
-    dt = x.dtype
-    width = dt.itemsize
-    nb = 1 << (8 * width)
-    flip = (1 << (8 * width - 1)) if dt.kind == "i" else 0
-    flat = cp.ascontiguousarray(x).reshape(-1)
-    if dt.kind == "b":
-        flat = flat.view(np.uint8)
-    n = flat.size
+    order first. A recorded program per geometry."""
+    dt, shape, xp = x.dtype, x.shape, x.data.ptr
+    prog = program(cp, ("small_unique", shape, x.strides, dt, want_counts, want_inverse,
+                        want_indices), (xp & 15, 0, 0, 0, 0),
+                   lambda a, b, c, d, e: _plan_small_unique(
+                       cp, shape, x.strides, dt, want_counts, want_inverse, want_indices, a, b,
+                       c, d, e))
+    nb = prog.info
+    alloc = allocator(cp)
     out = {}
-    if n == 0:
-        out["values"] = cp.empty(0, dtype=dt)
+    if nb is None:
+        out["values"] = alloc((0,), dt)
         if want_counts:
-            out["counts"] = cp.empty(0, dtype=np.int64)
+            out["counts"] = alloc((0,), _I64)
         if want_indices:
-            out["indices"] = cp.empty(0, dtype=np.int64)
+            out["indices"] = alloc((0,), _I64)
         if want_inverse:
-            out["inverse_indices"] = cp.empty(x.shape, dtype=np.int64)
+            out["inverse_indices"] = alloc(shape, _I64)
         return out
-    bits = 8 * width
-    stream = cp.cuda.get_current_stream().ptr
-    hist = cp.empty(2 * nb, dtype=np.uint64)  # counts, then first indices
-    cp.cuda.runtime.memsetAsync(hist.data.ptr, 0, nb * 8, stream)
-    if want_indices:
-        cp.cuda.runtime.memsetAsync(hist.data.ptr + nb * 8, 0xFF, nb * 8, stream)
-    first = hist[nb:]
-    per_vec = 16 // width
-    head = min(n, ((-flat.data.ptr) % 16) // width)
-    nvec = (n - head) // per_vec
-    hargs = (flat, np.int64(n), np.int64(head), np.uint32(flip), hist, first,
-             np.int32(bool(want_indices)))
-    if dt.kind == "b":
-        _kernel("xp_unique_hist_bool")((grid(cp, max(nvec, 1), 256, 8),), (256,), hargs)
-    elif bits == 8:
-        _kernel("xp_unique_hist8")((grid(cp, max(nvec, 1), 256, 4),), (256,), hargs)
-    else:
-        kern = _kernel("xp_unique_hist16")
-        _allow_smem(cp, kern, _HIST16_SMEM)
-        _kernel("xp_unique_hist16")((2 * hist16_chunks(n, device_info(cp).sm_count),), (1024,),
-                                    hargs, shared_mem=_HIST16_SMEM)
-    values = cp.empty(nb, dtype=dt)
-    counts = cp.empty(nb, dtype=np.int64) if want_counts else None
-    firsts = cp.empty(nb, dtype=np.int64) if want_indices else None
-    rank = cp.empty(nb + 2, dtype=np.int32)  # the last 8 bytes: the number of unique values
-    nuniq = rank[nb:].view(np.int64)
-    null = np.uint64(0)
-    _kernel(f"xp_unique_scan{bits}")(
-        (1,), (1024,),
-        (hist, first, np.int32(nb), np.uint32(flip), values,
-         counts if want_counts else null, firsts if want_indices else null, rank, nuniq))
-    inverse = None
-    if want_inverse:
-        inverse = cp.empty(x.shape, dtype=np.int64)
-        iargs = (flat, np.int64(n), np.uint32(flip), rank, inverse)
-        if bits == 8:
-            _kernel("xp_unique_inverse8")((grid(cp, n, 256, 16),), (256,), iargs)
-        else:
-            kern = _kernel("xp_unique_inverse16")
-            _allow_smem(cp, kern, _INV16_SMEM)
-            kern((grid(cp, n, 4 * 1024, 1),), (1024,), iargs, shared_mem=_INV16_SMEM)
-    k = int(nuniq.get()[0])  # the one device-to-host transfer
+    values = alloc((nb,), dt)
+    counts = alloc((nb,), _I64) if want_counts else None
+    firsts = alloc((nb,), _I64) if want_indices else None
+    inverse = alloc(shape, _I64) if want_inverse else None
+    k, _, _ = replay(cp, prog, (xp, values.data.ptr, counts.data.ptr if want_counts else 0,
+                                firsts.data.ptr if want_indices else 0,
+                                inverse.data.ptr if want_inverse else 0))
     out["values"] = values[:k]
     if want_counts:
         out["counts"] = counts[:k]
@@ -434,6 +476,35 @@ def _sort_pairs(cp, keys):
     return cp.take(keys, perm), perm
 
 
+def _plan_sorted_unique(cp, shape, strides, dt, want_index, want_inverse, want_counts, fp, vp,
+                        ip, cp_, invp):
+    """Records the "block" path of sorted_unique (one row of n <= L_MAX sorted in a block,
+    then the runs pass and the count read) into the outputs at vp, ip, cp_, invp; returns
+    (plan.sort, n): "empty" and "keys" record nothing (the keys path sorts with CuPy's radix
+    sort, which a program cannot hold)."""
+    n = math.prod(shape)
+    plan = plan_unique(n, dt, want_index, want_inverse, _smem_limit(cp) if n else _SMEM_OPTIN)
+    if plan.sort != "block":
+        return plan.sort, n
+    width = dt.itemsize
+    mode = key_mode(dt)
+    src = dense(cp, shape, strides, width, fp)
+    ptr = scratch(cp, plan.scratch_bytes)
+    memset(cp, ptr, 0, plan.zero_bytes)
+    s = scratch(cp, n * width)
+    perm = scratch(cp, n * 8) if plan.perm else 0
+    seg = plan_segsort(n, width, mode, plan.perm, _smem_limit(cp))
+    assert seg is not None  # plan_unique checked the tier fits
+    _segsort(cp, seg, src, s, perm, 1, n, mode)
+    launch(cp, _kernel(f"xp_sortuniq_runs_{width}"), plan.tiles, _UQ_THREADS,
+           (s, np.int32(0), perm if plan.perm else _NULL, src, ptr + 8, np.int64(n),
+            np.int32(mode), vp, ip if want_index else _NULL, cp_ if want_counts else _NULL,
+            invp if want_inverse else _NULL, ptr, ptr + 16, ptr + 20, ptr + plan.aggs_off,
+            ptr + plan.incls_off))
+    read(cp, ptr)  # the one device-to-host transfer
+    return "block", n
+
+
 def sorted_unique(cp, flat, want_values_only: bool, want_index: bool, want_inverse: bool,
                   want_counts: bool) -> dict:
     """The set functions of the 1-D C-contiguous CuPy array flat (a SORTED_UNIQUE_DTYPES
@@ -449,7 +520,42 @@ def sorted_unique(cp, flat, want_values_only: bool, want_index: bool, want_inver
     value is bit-exact flat[indices]; without one, n <= L_MAX is still exact (a stable block
     sort of the values), longer inputs write NaNs as the default quiet NaN and the zero with
     the sign of flat's first zero. Reads one number back to the host (how many unique values).
-    Results of few unique values (keep_whole) are copied out of the n-element buffers."""
+    Results of few unique values (keep_whole) are copied out of the n-element buffers.
+    n <= L_MAX: a recorded program per geometry."""
+    assert not (want_values_only and (want_index or want_inverse or want_counts))
+    shape, strides, dt, fp = flat.shape, flat.strides, flat.dtype, flat.data.ptr
+    prog = program(cp, ("sorted_unique", shape, strides, dt, want_index, want_inverse,
+                        want_counts), (fp & 15, 0, 0, 0, 0),
+                   lambda a, b, c, d, e: _plan_sorted_unique(
+                       cp, shape, strides, dt, want_index, want_inverse, want_counts, a, b, c,
+                       d, e))
+    sort, n = prog.info
+    if sort != "block":
+        return _sorted_unique_direct(cp, flat, want_values_only, want_index, want_inverse,
+                                     want_counts)
+    alloc = allocator(cp)
+    values = alloc((n,), dt)
+    indices = alloc((n,), _I64) if want_index else None
+    counts = alloc((n,), _I64) if want_counts else None
+    inverse = alloc((n,), _I64) if want_inverse else None
+    k, _, _ = replay(cp, prog, (fp, values.data.ptr, indices.data.ptr if want_index else 0,
+                                counts.data.ptr if want_counts else 0,
+                                inverse.data.ptr if want_inverse else 0))
+    whole = keep_whole(k, n)
+    out = {"values": values[:k] if whole else values[:k].copy()}
+    if want_index:
+        out["indices"] = indices[:k] if whole else indices[:k].copy()
+    if want_inverse:
+        out["inverse_indices"] = inverse
+    if want_counts:
+        out["counts"] = counts[:k] if whole else counts[:k].copy()
+    return out
+
+
+def _sorted_unique_direct(cp, flat, want_values_only: bool, want_index: bool,
+                          want_inverse: bool, want_counts: bool) -> dict:
+    """sorted_unique planned and launched on each call: the empty input, and n > L_MAX (the
+    "keys" path: CuPy's radix sort between our kernels, a sync of its own)."""
     assert not (want_values_only and (want_index or want_inverse or want_counts))
     flat = cp.ascontiguousarray(flat).reshape(-1)
     dt = flat.dtype
@@ -516,21 +622,35 @@ def sorted_unique(cp, flat, want_values_only: bool, want_index: bool, want_inver
     return out
 
 
+def _plan_searchsorted(cp, ashape, astrides, vshape, vstrides, dt, side, ap, vp, op) -> bool:
+    m = math.prod(vshape)
+    if m == 0:
+        return False
+    width = dt.itemsize
+    a = dense(cp, ashape, astrides, width, ap)
+    v = dense(cp, vshape, vstrides, width, vp)
+    asize = math.prod(ashape)
+    smem = asize * width
+    staged = smem <= _SEARCH_STAGE_BYTES
+    launch(cp, _kernel(f"xp_searchsorted_{width}"), grid(cp, m, 256, 16), 256,
+           (a, np.int64(asize), v, np.int64(m), op, np.int32(key_mode(dt)),
+            np.int32(side == "right"), np.int32(staged)), smem if staged else 0)
+    return True
+
+
 def searchsorted(cp, sorted_1d, x2, side: str):
     """int64 insertion indices of every element of x2 (any shape and strides) into the sorted
     1-D sorted_1d of the same dtype (bool, integer or float); side "left" or "right". NaN sorts
-    last and -0.0 equals +0.0 (NumPy's order): a NaN query with "left" gives the first NaN."""
-    a = cp.ascontiguousarray(sorted_1d)
-    v = cp.ascontiguousarray(x2)
-    out = cp.empty(x2.shape, dtype=np.int64)
-    m = v.size
-    if m == 0:
-        return out
-    width = a.dtype.itemsize
-    smem = a.size * width
-    staged = smem <= _SEARCH_STAGE_BYTES
-    _kernel(f"xp_searchsorted_{width}")(
-        (grid(cp, m, 256, 16),), (256,),
-        (a, np.int64(a.size), v, np.int64(m), out, np.int32(key_mode(a.dtype)),
-         np.int32(side == "right"), np.int32(staged)), shared_mem=smem if staged else 0)
+    last and -0.0 equals +0.0 (NumPy's order): a NaN query with "left" gives the first NaN.
+    A recorded program per geometry."""
+    ap, vp = sorted_1d.data.ptr, x2.data.ptr
+    out = allocator(cp)(x2.shape, _I64)
+    op = out.data.ptr
+    ashape, astrides, vshape, vstrides, dt = (sorted_1d.shape, sorted_1d.strides, x2.shape,
+                                              x2.strides, sorted_1d.dtype)
+    prog = program(cp, ("searchsorted", ashape, astrides, vshape, vstrides, dt, side),
+                   (ap & 15, vp & 15, op & 15), lambda a, v, o: _plan_searchsorted(
+                       cp, ashape, astrides, vshape, vstrides, dt, side, a, v, o))
+    if prog.info:
+        replay(cp, prog, (ap, vp, op))
     return out
