@@ -78,8 +78,8 @@ line is what the planner tests below check):
 from __future__ import annotations
 
 import functools
-
 import math
+import threading
 from dataclasses import dataclass
 from functools import lru_cache
 
