@@ -56,6 +56,7 @@ def test_lookup_takes_the_newest_compatible_arch(tmp_path, monkeypatch):
 
 
 CHILD = """
+import numpy as np
 from xp_cuda._kernels import _runtime as rt
 def refuse(source, name, *rest):
     raise AssertionError(f"compiled {name}: not shipped")
