@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import xp_cuda as xp
-from xp_cuda._devices import CPU
+from xp_cuda._devices import CPU, Device
 from xp_cuda._backends._base import FAST_ANY_LAYOUT
 from xp_cuda._validation import PLANS, option_type, planned
 
@@ -255,3 +255,32 @@ def test_any_layout_hot_path_keeps_the_checks():
         r = z + z
         assert isinstance(r, xp._array.Array) and r.shape == () and float(r) == 4.0
         assert (-z).shape == () and (z * 2.0).shape == ()
+
+
+def test_fast_reductions_need_the_same_key_strides_and_device(monkeypatch):
+    """The spec layer's reduction hot path (FAST_REDUCE, which the cuda backend fills) runs a
+    kept launch only for the validated plan key, the same strides and the same device; any
+    other call takes the checked path. A stand-in launch on cpu shows which path ran."""
+    from xp_cuda._backends._base import FAST_REDUCE
+    x = _x(np.float64, (3, 4))
+    d = x._data
+    key = ("sum", d.dtype, d.shape, 0, option_type(0), False, bool, None, type(None))
+    ran = []
+
+    def launch(datas, values):
+        ran.append(datas[0])
+        return [np.full(4, -7.0)]
+    monkeypatch.setitem(FAST_REDUCE, key, (launch, d.strides, x.device))
+    assert xp.sum(x, axis=0).shape == (4,) and ran == [d]
+    assert np.all(np.asarray(xp.sum(x, axis=0)._data) == -7.0)  # the kept launch's result
+    ran.clear()
+    np.testing.assert_array_equal(xp.sum(x, axis=0, keepdims=True)._data, d.sum(0, keepdims=True))
+    np.testing.assert_array_equal(xp.prod(x, axis=0)._data, d.prod(0))  # another key
+    t = _x(np.float64, (4, 3)).mT  # the key's shape, other strides
+    np.testing.assert_array_equal(xp.sum(t, axis=0)._data, t._data.sum(0))
+    assert ran == []
+    monkeypatch.setitem(FAST_REDUCE, key, (launch, d.strides, Device("cuda", 0)))
+    np.testing.assert_array_equal(xp.sum(x, axis=0)._data, d.sum(0))  # another device
+    assert ran == []
+    with pytest.raises(TypeError):  # a hit never skips validation of a new key
+        xp.sum(_x(np.float64, (3, 4)), axis=0, dtype=xp.int8)

@@ -9,7 +9,8 @@ from __future__ import annotations
 import math
 
 
-from ._array import _wrap, check_array
+from ._array import Array, _wrap, check_array
+from ._backends._base import FAST_REDUCE as _FAST_REDUCE
 from ._dtypes import DEFAULT_DTYPES
 from ._dtypes import uint64 as _uint64
 from ._validation import (check_bool, check_dtype_arg, check_dtype_category, normalize_axes,
@@ -57,9 +58,13 @@ def _sum_prod(name, x, axis, dtype, keepdims):
     d = check_array(x, name, "x")._data
     key = (name, d.dtype, d.shape, axis, option_type(axis), keepdims, type(keepdims), dtype,
            type(dtype))
+    fast = _FAST_REDUCE.get(key)  # validated before, and its launch kept by the backend
+    if fast is not None and type(x) is Array and fast[1] == d.strides and (
+            fast[2] is x._device or fast[2] == x._device):
+        return _wrap(fast[0]((d,), ())[0], x._device)
     plan = planned(key, (axis, keepdims, dtype), _check_sum_prod, name, x, axis, dtype,
                    keepdims)
-    return _wrap(x._b.reduce(name, d, plan[0], keepdims, plan[1]), x._device)
+    return _wrap(x._b.reduce(name, d, plan[0], keepdims, plan[1], key), x._device)
 
 
 def sum(x, /, *, axis=None, dtype=None, keepdims=False):  # noqa: A001
@@ -115,8 +120,12 @@ def _check_mean(name, x, axis, keepdims):
 def _same_dtype_reduction(name, check, x, axis, keepdims):
     d = check_array(x, name, "x")._data
     key = (name, d.dtype, d.shape, axis, option_type(axis), keepdims, type(keepdims))
+    fast = _FAST_REDUCE.get(key)  # validated before, and its launch kept by the backend
+    if fast is not None and type(x) is Array and fast[1] == d.strides and (
+            fast[2] is x._device or fast[2] == x._device):
+        return _wrap(fast[0]((d,), ())[0], x._device)
     plan = planned(key, (axis, keepdims), check, name, x, axis, keepdims)
-    return _wrap(x._b.reduce(name, d, plan[0], keepdims, plan[1]), x._device)
+    return _wrap(x._b.reduce(name, d, plan[0], keepdims, plan[1], key), x._device)
 
 
 def max(x, /, *, axis=None, keepdims=False):  # noqa: A001

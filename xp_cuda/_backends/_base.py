@@ -20,6 +20,12 @@ FAST: dict = {}
 # run(d1) / run(d1, d2) / run(d1, scalar value) returns the native result. A hit needs only
 # the device identity and, for two arrays, equal shapes.
 FAST_ANY_LAYOUT: dict = {}
+# Reductions (sum, prod, max, min, mean) whose spec checks have passed, filled by the cuda
+# backend with one GPU visible: the spec layer's plan key -> (launch, strides, Device); a hit
+# needs the input's strides and device to match, and runs launch((data,), ())[0]. Bounded:
+# cleared when FAST_REDUCE_MAX keys are held (keys hold user shapes).
+FAST_REDUCE: dict = {}
+FAST_REDUCE_MAX = 1024
 _NO_SWITCH = contextlib.nullcontext()  # reusable: entering it does nothing
 
 # NumPy's floating-point warnings off for a backend call (overflow, x/0 and NaN are results
@@ -129,10 +135,11 @@ class Backend:
             return out.astype(dtype._np, copy=False)
 
     # ---- reductions -----------------------------------------------------------------------
-    def reduce(self, kind, data, axes, keepdims, dtype):
+    def reduce(self, kind, data, axes, keepdims, dtype, plan_key=None):
         """sum, prod, max, min, mean, all, any over `axes`; the result in `dtype`. The spec
         layer has handled the cases the standard defines specially (empty max/min, the NaN
-        mean of nothing)."""
+        mean of nothing). ``plan_key``: the spec layer's key of this validated call, under
+        which a backend may register a FAST_REDUCE entry (the cuda backend does)."""
         xp = self.xp
         with self.ctx(), FpQuiet():
             if kind in ("sum", "prod"):

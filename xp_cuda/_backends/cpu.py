@@ -249,7 +249,7 @@ class CpuBackend(Backend):
         out = data[key]  # no device to switch to: NumPy's indexing directly
         return out if type(out) is np.ndarray else np.asarray(out)
 
-    def reduce(self, kind, data, axes, keepdims, dtype):
+    def reduce(self, kind, data, axes, keepdims, dtype, plan_key=None):
         """Backend.reduce's results through the ufuncs' reduce: max/min are maximum/minimum
         (NaN propagates, as np.amax), all/any reduce to bool, sum/prod accumulate in dtype
         (each element cast first), mean is the sum over the count (NaN for none)."""

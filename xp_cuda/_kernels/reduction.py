@@ -107,6 +107,14 @@ def reduce_eager(cp, kind, x, axes, keepdims, in_dtype, acc_dtype, device=None):
     refuses them first). Compiled launches are cached per (kind, dtypes, shape, strides, axes,
     keepdims, device) in an LRU of CACHE_SIZE entries; safe to call from several threads.
     ``device``: the current device's index when the caller knows it (saves a driver query)."""
+    launch, empty = eager_launch(cp, kind, x, axes, keepdims, in_dtype, acc_dtype, device)
+    return empty if launch is None else launch((x,), ())[0]
+
+
+def eager_launch(cp, kind, x, axes, keepdims, in_dtype, acc_dtype, device=None):
+    """(the cached launch of ``reduce_eager``'s call, None), or (None, the result) where no
+    kernel runs (an empty result or an empty range). A caller may keep the launch and run it
+    again on arrays of x's layout (``launch((x,), ())[0]``)."""
     in_name, acc_name = _name(in_dtype), _name(acc_dtype)
     shape = x.shape
     axes = tuple(axes)
@@ -114,18 +122,18 @@ def reduce_eager(cp, kind, x, axes, keepdims, in_dtype, acc_dtype, device=None):
         device = cp.cuda.runtime.getDevice()
     key = (kind, in_name, acc_name, shape, x.strides, axes, keepdims, device)
     launch = lookup(key)
-    if launch is not None:  # a cached layout is never empty: run it
-        return launch((x,), ())[0]
+    if launch is not None:  # a cached layout is never empty
+        return launch, None
     P = math.prod(s for i, s in enumerate(shape) if i not in axes)
     M = math.prod(shape[a] for a in axes)
     if P == 0:
-        return cp.empty(out_shape(shape, axes, keepdims), dtype=acc_name)
+        return None, cp.empty(out_shape(shape, axes, keepdims), dtype=acc_name)
     if M == 0:
         if kind not in _EMPTY_VALUE:
             raise ValueError(f"{kind} of an empty range has no value")
-        return cp.full(out_shape(shape, axes, keepdims), _EMPTY_VALUE[kind], dtype=acc_name)
-    launch = keep(key, _build(cp, kind, in_name, acc_name, x, axes, keepdims))
-    return launch((x,), ())[0]
+        return None, cp.full(out_shape(shape, axes, keepdims), _EMPTY_VALUE[kind],
+                             dtype=acc_name)
+    return keep(key, _build(cp, kind, in_name, acc_name, x, axes, keepdims)), None
 
 
 # ---- struct accumulators and prologues --------------------------------------------------------

@@ -422,7 +422,7 @@ class TraceBackend(Backend):
                 else _arr(v)
         return _data(clip(_arr(data), bound(lo), bound(hi), shape))
 
-    def reduce(self, kind, data, axes, keepdims, dtype):
+    def reduce(self, kind, data, axes, keepdims, dtype, plan_key=None):
         kwargs = {"axis": tuple(axes)}
         if kind in ("sum", "prod"):
             kwargs["dtype"] = dtype
