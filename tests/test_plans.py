@@ -284,3 +284,18 @@ def test_fast_reductions_need_the_same_key_strides_and_device(monkeypatch):
     assert ran == []
     with pytest.raises(TypeError):  # a hit never skips validation of a new key
         xp.sum(_x(np.float64, (3, 4)), axis=0, dtype=xp.int8)
+
+
+def test_fast_arg_reductions_take_the_same_conditions(monkeypatch):
+    """argmax/argmin share FAST_REDUCE: a kept launch for their plan key runs only with the
+    same strides and device."""
+    from xp_cuda._backends._base import FAST_REDUCE
+    x = _x(np.float32, (3, 4))
+    d = x._data
+    key = ("argmax", d.dtype, d.shape, 1, option_type(1), False, bool)
+    monkeypatch.setitem(FAST_REDUCE, key, (lambda datas, values: [np.full(3, 9)], d.strides,
+                                           x.device))
+    assert np.asarray(xp.argmax(x, axis=1)._data).tolist() == [9, 9, 9]
+    np.testing.assert_array_equal(xp.argmax(x, axis=-1)._data, d.argmax(1))  # another key
+    t = _x(np.float32, (4, 3)).mT
+    np.testing.assert_array_equal(xp.argmax(t, axis=1)._data, t._data.argmax(1))

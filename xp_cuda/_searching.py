@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from ._array import Array, _backend_of, _wrap, check_array
+from ._backends._base import FAST_REDUCE as _FAST_REDUCE
 from ._dtypes import DEFAULT_DTYPES, promote
 from ._dtypes import bool as _bool
 from ._validation import PLANS as _PLANS
@@ -33,13 +34,17 @@ def _arg_reduce(op: str, x, axis, keepdims) -> Array:
     d = check_array(x, op)._data
     # The checks depend on x's dtype and shape and the options only: once per combination.
     key = (op, d.dtype, d.shape, axis, option_type(axis), keepdims, type(keepdims))
+    fast = _FAST_REDUCE.get(key)  # validated before, and its launch kept by the backend
+    if fast is not None and type(x) is Array and fast[1] == d.strides and (
+            fast[2] is x._device or fast[2] == x._device):
+        return _wrap(fast[0]((d,), ())[0], x._device)
     try:
         ax = _PLANS.get(key, _MISS)
     except TypeError:
         ax = _MISS
     if ax is _MISS:
         ax = planned(key, (axis, keepdims), _check_arg_reduce, op, x, axis, keepdims)
-    return _wrap(x._b.argreduce(op, d, ax, keepdims), x._device)
+    return _wrap(x._b.argreduce(op, d, ax, keepdims, key), x._device)
 
 
 def argmax(x, /, *, axis=None, keepdims=False) -> Array:

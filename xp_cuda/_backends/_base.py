@@ -183,7 +183,7 @@ class Backend:
                 out = xp.concatenate([xp.zeros(zshape, dtype=dtype._np), out], axis=axis)
             return out.astype(dtype._np, copy=False)
 
-    def argreduce(self, kind, data, axis, keepdims):
+    def argreduce(self, kind, data, axis, keepdims, plan_key=None):
         """argmax/argmin (kind) over one axis or all (None), as int64; the range is not empty."""
         xp = self.xp
         with self.ctx():

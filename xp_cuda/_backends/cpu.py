@@ -317,7 +317,7 @@ class CpuBackend(Backend):
             fp_quiet_off(token)
         return out if out.dtype == t else out.astype(t)
 
-    def argreduce(self, kind, data, axis, keepdims):
+    def argreduce(self, kind, data, axis, keepdims, plan_key=None):
         # the methods directly: np.argmax adds ~0.5 us of Python in front of them
         out = (data.argmax if kind == "argmax" else data.argmin)(axis, None, keepdims=keepdims)
         if type(out) is not np.ndarray:

@@ -380,18 +380,24 @@ class CudaBackend(Backend):
             launch, empty = _reduction.eager_launch(self.xp, kind, data, axes, keepdims,
                                                     dtype_name(data.dtype), dtype.name,
                                                     self.device.index)
-            if launch is None:
-                return empty
-            if plan_key is not None and self.switch is None:
-                # the spec layer's hot path runs this launch itself next time (FAST_REDUCE)
-                if len(FAST_REDUCE) >= FAST_REDUCE_MAX:
-                    FAST_REDUCE.clear()
-                FAST_REDUCE[plan_key] = (launch, data.strides, self.device)
-            return launch((data,), ())[0]
+            return self._run_kept(launch, empty, data, plan_key)
 
-    def argreduce(self, kind, data, axis, keepdims):
+    def argreduce(self, kind, data, axis, keepdims, plan_key=None):
         with self.ctx():
-            return _reduction.arg_reduce(self.xp, kind, data, axis, keepdims, self.device.index)
+            launch, empty = _reduction.arg_launch(self.xp, kind, data, axis, keepdims,
+                                                  self.device.index)
+            return self._run_kept(launch, empty, data, plan_key)
+
+    def _run_kept(self, launch, empty, data, plan_key):
+        """Run a reduction's launch (or return its empty result); with one GPU visible, keep
+        the launch for the spec layer's hot path under its plan key (FAST_REDUCE)."""
+        if launch is None:
+            return empty
+        if plan_key is not None and self.switch is None:
+            if len(FAST_REDUCE) >= FAST_REDUCE_MAX:
+                FAST_REDUCE.clear()
+            FAST_REDUCE[plan_key] = (launch, data.strides, self.device)
+        return launch((data,), ())[0]
 
     def var(self, fname, data, axes, dof, keepdims, dtype):
         # one pass (Welford per lane, Chan's merge); the generator takes the correction

@@ -158,6 +158,12 @@ def arg_reduce(cp, kind, x, axis, keepdims, device=None):
     maximum and the minimum, the first NaN wins (NumPy's rule). The reduced range must not be
     empty (the spec layer refuses it; ValueError here); an empty result returns at once.
     ``device``: the current device's index when the caller knows it (saves a driver query)."""
+    launch, empty = arg_launch(cp, kind, x, axis, keepdims, device)
+    return empty if launch is None else launch((x,), ())[0]
+
+
+def arg_launch(cp, kind, x, axis, keepdims, device=None):
+    """(the cached launch of ``arg_reduce``'s call, None), or (None, the empty result)."""
     shape = x.shape
     key = (kind, x.dtype, shape, x.strides, axis, keepdims,
            cp.cuda.runtime.getDevice() if device is None else device)
@@ -167,12 +173,12 @@ def arg_reduce(cp, kind, x, axis, keepdims, device=None):
         assert x.dtype.kind in "biuf", x.dtype
         axes = tuple(range(len(shape))) if axis is None else (axis,)
         if math.prod(s for i, s in enumerate(shape) if i not in axes) == 0:
-            return cp.empty(out_shape(shape, axes, keepdims), dtype="int64")
+            return None, cp.empty(out_shape(shape, axes, keepdims), dtype="int64")
         if math.prod(shape[a] for a in axes) == 0:
             raise ValueError(f"{kind} of an empty range has no value")
         launch = keep(key, _launch(cp, *arg_graph(kind, dtype_name(x.dtype), tuple(shape), axis,
                                                   keepdims), x))
-    return launch((x,), ())[0]
+    return launch, None
 
 
 # var/std accumulate their moments in float64 for float32 input too: the kernel is bound by

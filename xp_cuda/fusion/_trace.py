@@ -451,7 +451,7 @@ class TraceBackend(Backend):
     def vecdot(self, d1, d2, axis, dtype):
         raise unsupported("xp.vecdot")
 
-    def argreduce(self, kind, data, axis, keepdims):
+    def argreduce(self, kind, data, axis, keepdims, plan_key=None):
         raise unsupported(f"xp.{kind}")
 
     def var(self, fname, data, axes, dof, keepdims, dtype):
