@@ -10,6 +10,7 @@ import xp_cuda as xp
 from xp_cuda._devices import CPU
 from xp_cuda._kernels import fusion as kfusion
 from xp_cuda._kernels import fusion_plan as fp
+from xp_cuda._kernels import _runtime as R
 from xp_cuda._kernels import reduction as kred
 from xp_cuda._kernels.fusion_ir import Op
 from xp_cuda.fusion import _trace
@@ -136,7 +137,7 @@ def test_eager_launches_are_found_again_by_their_layout_keys(monkeypatch):
             return [np.empty(self.shape)]
 
     monkeypatch.setattr(kfusion, "Launch", FakeLaunch)
-    monkeypatch.setattr(kred, "_cache", type(kred._cache)())
+    monkeypatch.setattr(R, "_programs", type(R._programs)())
     a, b = np.ones((3, 1), np.float32), np.ones((1, 4), np.float32)
     c = np.ones((3, 4), bool)
     eager.elementwise(None, "add", "float32", "float32", (a, b), (3, 4), 0)
@@ -173,16 +174,16 @@ def test_reduce_eager_cache_is_bounded(monkeypatch):
         built.append(x.shape)
         return lambda ins, values: [("ran", x.shape)]
     monkeypatch.setattr(kred, "_build", build)
-    monkeypatch.setattr(kred, "_cache", type(kred._cache)())
+    monkeypatch.setattr(R, "_programs", type(R._programs)())
     cp = _FakeCp()
     dt = types.SimpleNamespace(name="float32")  # a DType-like object is read by .name
-    for n in range(1, kred.CACHE_SIZE + 45):
+    for n in range(1, R.PROGRAM_CACHE_SIZE + 45):
         assert kred.reduce_eager(cp, "sum", np.zeros(n, np.float32), (0,), False, dt, dt) == \
             ("ran", (n,))
-    assert len(kred._cache) == kred.CACHE_SIZE
-    kred.reduce_eager(cp, "sum", np.zeros(kred.CACHE_SIZE + 44, np.float32), (0,), False,
+    assert len(R._programs) == R.PROGRAM_CACHE_SIZE
+    kred.reduce_eager(cp, "sum", np.zeros(R.PROGRAM_CACHE_SIZE + 44, np.float32), (0,), False,
                       "float32", "float32")
-    assert len(built) == kred.CACHE_SIZE + 44  # the last one was a hit
+    assert len(built) == R.PROGRAM_CACHE_SIZE + 44  # the last one was a hit
 
 
 # ---- elementwise groups ------------------------------------------------------------------------
@@ -357,18 +358,18 @@ def test_launch_writes_each_threads_block(monkeypatch):
 
 def test_reduce_eager_builds_and_caches_one_launch(monkeypatch):
     cp, launches = _stand_in(monkeypatch)
-    monkeypatch.setattr(kred, "_cache", type(kred._cache)())
+    monkeypatch.setattr(R, "_programs", type(R._programs)())
     x = _DevArray((6, 5, 4), np.int8, strides=(20, 1, 5))  # non-contiguous
     f64 = types.SimpleNamespace(name="int64")
     out = kred.reduce_eager(cp, "sum", x, (0, 2), True, "int8", f64)
-    assert out.shape == (1, 5, 1) and out.dtype == np.int64 and len(kred._cache) == 1
-    launch = next(iter(kred._cache.values()))
+    assert out.shape == (1, 5, 1) and out.dtype == np.int64 and len(R._programs) == 1
+    launch = next(iter(R._programs.values()))
     assert "xp_cvt<long long>" in launch.source and "reduction 0: sum" in launch.source
     kred.reduce_eager(cp, "sum", x, (0, 2), True, "int8", "int64")
-    assert len(kred._cache) == 1 and len(launches) == 2
+    assert len(R._programs) == 1 and len(launches) == 2
     with pytest.raises(ValueError, match="dtype"):
         kred.reduce_eager(cp, "sum", x, (0,), True, "int16", "int64")
     y = _DevArray((3, 4), np.float32)
     out = kred.reduce_eager(cp, "mean", y, (), False, "float32", "float32")  # a copy
-    src = next(reversed(kred._cache.values())).source
+    src = next(reversed(R._programs.values())).source
     assert out.shape == (3, 4) and "// reduction 0" not in src

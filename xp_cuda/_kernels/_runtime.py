@@ -977,15 +977,16 @@ def _read_now(cp, ptr: int, stream: int) -> int:
 
 from collections import OrderedDict  # noqa: E402  (this section's; the module's head is shared)
 
-PROGRAM_CACHE_SIZE = 256  # Programs kept (least recently used dropped first)
+PROGRAM_CACHE_SIZE = 512  # launches and Programs kept (least recently used dropped first)
 _programs: OrderedDict = OrderedDict()
 _programs_lock = threading.Lock()
 
 
 def lookup_program(key):
-    """The kept Program of ``key`` (marked recently used), or None. A bounded LRU, so the
-    cache does not grow with user data (reduction.py keeps its launches the same way; the
-    runtime cannot share that one: reduction imports the runtime)."""
+    """The kept Program (or fused launch) of ``key`` (marked recently used), or None: the
+    kernel layer's one bounded LRU, so no cache grows with user data. The recorded programs
+    of copy, scan and sort, the eager reductions and eager.py's one-node programs share it;
+    each family's keys start with its own names."""
     prog = _programs.get(key)
     if prog is not None:
         try:

@@ -15,19 +15,14 @@ pow(., 1/p) as the reduction's epilogue, one kernel reading x once).
 from __future__ import annotations
 
 import math
-import threading
-from collections import OrderedDict
 
 import numpy as np
 
-from ._runtime import dtype_name
+from ._runtime import dtype_name, keep_program, lookup_program
 from .fusion_ir import Const, DName, Elementwise, Epilogue, Graph, Input, Node, Op, Reduce
 
 KINDS = ("sum", "prod", "max", "min", "mean", "all", "any")
-CACHE_SIZE = 256  # compiled launches kept (least recently used dropped first)
 _EMPTY_VALUE = {"sum": 0, "prod": 1, "mean": float("nan"), "all": True, "any": False}
-_cache = OrderedDict()
-_lock = threading.Lock()
 
 
 def _name(dtype) -> str:
@@ -70,26 +65,10 @@ def _build(cp, kind, in_name, acc_name, x, axes, keepdims):
     return Launch(cp, g, [out], [x])
 
 
-def lookup(key):
-    """The cached launch of `key` (marked recently used), or None. One bounded cache serves
-    every eager entry of the fused generator (these reductions and eager.py's one-node
-    programs): each key starts with its kind of program."""
-    launch = _cache.get(key)
-    if launch is not None:
-        try:
-            _cache.move_to_end(key)
-        except KeyError:  # dropped by another thread meanwhile: still valid to run
-            pass
-    return launch
-
-
-def keep(key, launch):
-    """Cache `launch` under `key`, dropping the least recently used beyond CACHE_SIZE."""
-    with _lock:
-        _cache[key] = launch
-        while len(_cache) > CACHE_SIZE:
-            _cache.popitem(last=False)
-    return launch
+# The kernel layer's one bounded launch cache (the runtime's): these launches, eager.py's
+# one-node programs and the recorded programs of copy, scan and sort share it.
+lookup = lookup_program
+keep = keep_program
 
 
 def reduce_eager(cp, kind, x, axes, keepdims, in_dtype, acc_dtype, device=None):
@@ -105,7 +84,8 @@ def reduce_eager(cp, kind, x, axes, keepdims, in_dtype, acc_dtype, device=None):
     An empty result returns at once; an empty reduced range gives sum 0, prod 1, mean NaN,
     all True, any False (max and min of an empty range raise ValueError: the spec layer
     refuses them first). Compiled launches are cached per (kind, dtypes, shape, strides, axes,
-    keepdims, device) in an LRU of CACHE_SIZE entries; safe to call from several threads.
+    keepdims, device) in the runtime's one LRU (PROGRAM_CACHE_SIZE entries); safe to call
+    from several threads.
     ``device``: the current device's index when the caller knows it (saves a driver query)."""
     launch, empty = eager_launch(cp, kind, x, axes, keepdims, in_dtype, acc_dtype, device)
     return empty if launch is None else launch((x,), ())[0]
