@@ -776,5 +776,5 @@ def test_c_contiguity_from_shape_and_strides_matches_numpy():
              b[..., :1], b[:, 2:3, :], np.broadcast_to(b[:1], (3, 5, 4)), b[1:2, :, 1:2],
              b.reshape(-1)[3:], b[:, :, :1][:, ::2], np.empty((0, 3), np.float32)[:, ::2]]
     for v in views:
-        assert K._c_contiguous(v.shape, v.strides, 4) == v.flags.c_contiguous, (v.shape,
+        assert K.c_contiguous(v.shape, v.strides, 4) == v.flags.c_contiguous, (v.shape,
                                                                                 v.strides)

@@ -402,6 +402,19 @@ _NAMES = {np.dtype(n): n for n in ("bool", "int8", "int16", "int32", "int64", "u
                                    "complex64", "complex128")}
 
 
+def c_contiguous(shape, strides, itemsize: int) -> bool:
+    """NumPy's C-contiguity from shape and byte strides (dims of one element are free, an
+    empty array is contiguous): what the launchers check without a CuPy view."""
+    if 0 in shape:
+        return True
+    want = itemsize
+    for n, st in zip(reversed(shape), reversed(strides)):
+        if n != 1 and st != want:
+            return False
+        want *= n
+    return True
+
+
 def dtype_name(dt) -> str:
     """``dt.name`` of a NumPy dtype, by lookup: NumPy computes the property each time
     (2.3 us, as long as a whole kernel launch), and launchers key their caches on it."""

@@ -86,7 +86,7 @@ from functools import lru_cache
 import numpy as np
 
 from ._runtime import MAX_SLOTS as _MAX_SLOTS
-from ._runtime import device_info, instance_units, load_kernel, source
+from ._runtime import c_contiguous, device_info, instance_units, load_kernel, source
 from ._runtime import launch as _run_launch
 from ._runtime import memcpy as _memcpy
 from ._runtime import run_recorded as _run
@@ -527,7 +527,7 @@ def concat(cp, parts, axis: int, out):
     strides = tuple(p.strides for p in parts)
 
     def run(o, *pp):
-        infos = [(sh, _c_contiguous(sh, st, S) and q % S == 0)
+        infos = [(sh, c_contiguous(sh, st, S) and q % S == 0)
                  for sh, st, q in zip(shapes, strides, pp)]
         inner = math.prod(oshape[axis + 1:])
         for st in plan_concat(oshape, axis, infos, S):
@@ -568,18 +568,6 @@ def roll(cp, x, out, shifts):
                      s + so)
     _run(cp, ("roll", shape, xs, os_, S, tuple(shifts)), (out.data.ptr, x.data.ptr), run)
     return out
-
-
-def _c_contiguous(shape, strides, S) -> bool:
-    """NumPy's C-contiguity from shape and strides (dims of one element are free)."""
-    if 0 in shape:
-        return True
-    want = S
-    for n, st in zip(reversed(shape), reversed(strides)):
-        if n != 1 and st != want:
-            return False
-        want *= n
-    return True
 
 
 def _concat_launch(cp, group, S, dst_ptr, outer, row_stride, width):

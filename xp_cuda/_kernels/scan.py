@@ -24,8 +24,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._runtime import (device_info, dtype_name, empty_allocator, grid, instance_units, late, launch,
-                       load_kernel, memset, program, read, replay, scratch, source)
+from ._runtime import (c_contiguous, device_info, dtype_name, empty_allocator, grid,
+                       instance_units, late, launch, load_kernel, memset, program, read, replay,
+                       scratch, source)
 
 __all__ = ["THREADS", "CHUNKS", "ROW_V", "COUNT_ITEMS", "CUMSUM_PAIRS", "Route", "cumsum_route",
            "kernel_names", "ScanPlan", "plan_scan", "scan_depth", "row_unit", "mask_tile",
@@ -255,21 +256,12 @@ def allocator(cp):
     return empty_allocator(cp)
 
 
-def _c_contiguous(shape, strides, itemsize) -> bool:
-    want = itemsize
-    for n, st in zip(reversed(shape), reversed(strides)):
-        if n != 1 and st != want:
-            return False
-        want *= n
-    return True
-
-
 def dense(cp, shape, strides, itemsize: int, ptr: int) -> int:
     """Inside a recording: the address of the C-contiguous elements of the array at ``ptr``
     (itself when it is C-contiguous, else a copy by copy.cu into scratch; CuPy's copy kernel
     costs ~20 us of host time and its own compile on first use)."""
     shape, strides = tuple(shape), tuple(strides)
-    if 0 in shape or _c_contiguous(shape, strides, itemsize):
+    if c_contiguous(shape, strides, itemsize):
         return ptr
     from .copy import plan_copy, run_copy
     cstr, acc = [], itemsize
