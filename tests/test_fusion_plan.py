@@ -121,9 +121,9 @@ class _FakeCp:
 
 
 def test_eager_launches_are_found_again_by_their_layout_keys(monkeypatch):
-    """eager.py's one-node programs are cached under the keys their fast lookups build: the
-    cuda backend's elementwise (ew_key) and where/astype's own first lookups. A stand-in
-    Launch records what is built (no GPU)."""
+    """eager.py's one-node programs are cached under the key the cuda backend's early lookup
+    builds (launch_key of ew_key), and a second call of a layout builds nothing; an empty
+    result launches nothing. A stand-in Launch records what is built (no GPU)."""
     from xp_cuda._kernels import eager
 
     built = []
@@ -141,8 +141,9 @@ def test_eager_launches_are_found_again_by_their_layout_keys(monkeypatch):
     a, b = np.ones((3, 1), np.float32), np.ones((1, 4), np.float32)
     c = np.ones((3, 4), bool)
     eager.elementwise(None, "add", "float32", "float32", (a, b), (3, 4), 0)
-    assert kred.lookup(eager.ew_key("add", "float32", "float32", (a, b), (3, 4), 0)) is built[0]
-    assert kred.lookup(eager.ew_key("add", "float32", "float32", (b, a), (3, 4), 0)) is None
+    key = eager.ew_key("add", "float32", "float32", (3, 4))
+    assert kred.lookup(eager.launch_key(key, (a, b), 0)) is built[0]
+    assert kred.lookup(eager.launch_key(key, (b, a), 0)) is None
     eager.elementwise(None, "add", "float32", "float32", (a, b), (3, 4), 0)
     eager.where(None, c, a, b, "float32", (3, 4), 0)
     eager.where(None, c, a, b, "float32", (3, 4), 0)
@@ -151,6 +152,12 @@ def test_eager_launches_are_found_again_by_their_layout_keys(monkeypatch):
     assert len(built) == 3  # each second call found the first one's launch
     eager.astype(None, a, "float64", 0)  # another layout: another launch
     assert len(built) == 4
+    cp = _FakeCp()
+    z = np.ones((0, 4), np.float32)
+    assert eager.where(cp, c[:0], z, z, "float32", (0, 4), 0).shape == (0, 4)
+    assert eager.astype(cp, z, "float64", 0).dtype == np.float64
+    assert eager.elementwise(cp, "add", "float32", "float32", (z, b), (0, 4), 0).shape == (0, 4)
+    assert len(built) == 4 and [c[0] for c in cp.calls] == ["empty"] * 3
 
 
 @pytest.mark.parametrize("kind,value", [("sum", 0), ("prod", 1), ("mean", np.nan),

@@ -5,6 +5,7 @@ from ._array import Array, _backend_of, _wrap, check_array
 from ._backends._base import FAST_REDUCE as _FAST_REDUCE
 from ._dtypes import DEFAULT_DTYPES, promote
 from ._dtypes import bool as _bool
+from ._statistical import _kept_applies
 from ._validation import PLANS as _PLANS
 from ._validation import (broadcast_shapes, check_bool, check_dtype_category, common_device,
                           normalize_axis, option_type, planned)
@@ -34,9 +35,8 @@ def _arg_reduce(op: str, x, axis, keepdims) -> Array:
     d = check_array(x, op)._data
     # The checks depend on x's dtype and shape and the options only: once per combination.
     key = (op, d.dtype, d.shape, axis, option_type(axis), keepdims, type(keepdims))
-    fast = _FAST_REDUCE.get(key)  # validated before, and its launch kept by the backend
-    if fast is not None and type(x) is Array and fast[1] == d.strides and (
-            fast[2] is x._device or fast[2] == x._device):
+    fast = _FAST_REDUCE.get(key)
+    if fast is not None and _kept_applies(fast, x, d):
         return _wrap(fast[0]((d,), ())[0], x._device)
     try:
         ax = _PLANS.get(key, _MISS)

@@ -48,6 +48,13 @@ def _reduced(x, axis, keepdims, fname):
 # per combination (_validation.planned); the key holds each option's type (True == 1).
 # A hit costs one dictionary lookup; the validators below are what a miss runs.
 
+def _kept_applies(fast, x, d) -> bool:
+    """Whether a FAST_REDUCE entry (a launch the backend kept for this validated plan key)
+    may run on x: a plain array (not a tracer's) of the kept strides on the kept device."""
+    return type(x) is Array and fast[1] == d.strides and (
+        fast[2] is x._device or fast[2] == x._device)
+
+
 def _check_sum_prod(name, x, axis, dtype, keepdims):
     check_dtype_category(x, "numeric", name, "x")
     axes, _ = _reduced(x, axis, keepdims, name)
@@ -58,9 +65,8 @@ def _sum_prod(name, x, axis, dtype, keepdims):
     d = check_array(x, name, "x")._data
     key = (name, d.dtype, d.shape, axis, option_type(axis), keepdims, type(keepdims), dtype,
            type(dtype))
-    fast = _FAST_REDUCE.get(key)  # validated before, and its launch kept by the backend
-    if fast is not None and type(x) is Array and fast[1] == d.strides and (
-            fast[2] is x._device or fast[2] == x._device):
+    fast = _FAST_REDUCE.get(key)
+    if fast is not None and _kept_applies(fast, x, d):
         return _wrap(fast[0]((d,), ())[0], x._device)
     plan = planned(key, (axis, keepdims, dtype), _check_sum_prod, name, x, axis, dtype,
                    keepdims)
@@ -120,9 +126,8 @@ def _check_mean(name, x, axis, keepdims):
 def _same_dtype_reduction(name, check, x, axis, keepdims):
     d = check_array(x, name, "x")._data
     key = (name, d.dtype, d.shape, axis, option_type(axis), keepdims, type(keepdims))
-    fast = _FAST_REDUCE.get(key)  # validated before, and its launch kept by the backend
-    if fast is not None and type(x) is Array and fast[1] == d.strides and (
-            fast[2] is x._device or fast[2] == x._device):
+    fast = _FAST_REDUCE.get(key)
+    if fast is not None and _kept_applies(fast, x, d):
         return _wrap(fast[0]((d,), ())[0], x._device)
     plan = planned(key, (axis, keepdims), check, name, x, axis, keepdims)
     return _wrap(x._b.reduce(name, d, plan[0], keepdims, plan[1], key), x._device)

@@ -147,8 +147,9 @@ class CudaBackend(Backend):
         if n <= _EAGER_STRIDED_MAX and type(operands[0]) is not TypedScalar and (
                 len(operands) == 1 or type(operands[-1]) is not TypedScalar):
             # a broadcast or strided call seen before: its launch found by layout alone
-            launch = _lookup(_eager.ew_key(name, in_dtype.name, out_dtype.name, operands,
-                                           shape, self.device.index))
+            launch = _lookup(_eager.launch_key(
+                _eager.ew_key(name, in_dtype.name, out_dtype.name, shape), operands,
+                self.device.index))
             if launch is not None:
                 with self.ctx():
                     return launch(operands, ())[0]

@@ -22,12 +22,23 @@ def _inputs(arrays):
             for i, a in enumerate(arrays)]
 
 
-def run(cp, key, arrays, build, device):
-    """The launch for (key, the arrays' layouts, device), built by ``build(inputs) -> [out
-    node]`` on a miss; returns the outputs (new C-contiguous CuPy arrays)."""
-    full = (key, device) + tuple((a.dtype, a.shape, a.strides) for a in arrays)
+def launch_key(key, arrays, device) -> tuple:
+    """The launch cache's key of a one-node program: ``key`` (what the node computes), the
+    device, and each operand's dtype and layout. A caller holding these may look the launch
+    up itself (``reduction.lookup``) before doing any other work."""
+    return (key, device) + tuple((a.dtype, a.shape, a.strides) for a in arrays)
+
+
+def run(cp, key, arrays, build, device, shape, out_dtype: str):
+    """The outputs (new C-contiguous CuPy arrays) of the launch for (key, the arrays' layouts,
+    device): looked up first (a hit does no other work: no launch is kept for an empty
+    result), else built by ``build(inputs) -> [out node]``; an empty ``shape`` launches
+    nothing."""
+    full = launch_key(key, arrays, device)
     launch = lookup(full)
     if launch is None:
+        if math.prod(shape) == 0:
+            return [cp.empty(shape, dtype=out_dtype)]
         from .fusion import Launch
         ins = _inputs(arrays)
         launch = keep(full, Launch(cp, Graph(ins), build(ins), list(arrays)))
@@ -36,35 +47,22 @@ def run(cp, key, arrays, build, device):
 
 def where(cp, cond, x1, x2, out_dtype: str, shape, device):
     """cond ? x1 : x2 broadcast to ``shape``, each side converted to ``out_dtype`` (a name)."""
-    # the key holds the operands' dtypes with their layouts (see run); a launch is never
-    # cached for an empty result, so a hit needs no other check
-    launch = lookup((("where", out_dtype, shape), device, (cond.dtype, cond.shape, cond.strides),
-                     (x1.dtype, x1.shape, x1.strides), (x2.dtype, x2.shape, x2.strides)))
-    if launch is not None:
-        return launch((cond, x1, x2), ())[0]
-    if math.prod(shape) == 0:
-        return cp.empty(shape, dtype=out_dtype)
     return run(cp, ("where", out_dtype, shape), (cond, x1, x2),
-               lambda ins: [Node(Op.WHERE, ins, DName(out_dtype), shape)], device)[0]
+               lambda ins: [Node(Op.WHERE, ins, DName(out_dtype), shape)], device, shape,
+               out_dtype)[0]
 
 
 def astype(cp, x, out_dtype: str, device):
     """x converted element by element to ``out_dtype`` (C casts, as CuPy's astype; to bool:
     nonzero, NaN included, is True), a new C-contiguous array."""
-    launch = lookup((("astype", out_dtype), device, (x.dtype, x.shape, x.strides)))
-    if launch is not None:
-        return launch((x,), ())[0]
-    if x.size == 0:
-        return cp.empty(x.shape, dtype=out_dtype)
     return run(cp, ("astype", out_dtype), (x,),
-               lambda ins: [Node(Op.ASTYPE, ins, DName(out_dtype), tuple(x.shape))], device)[0]
+               lambda ins: [Node(Op.ASTYPE, ins, DName(out_dtype), tuple(x.shape))], device,
+               x.shape, out_dtype)[0]
 
 
-def ew_key(name: str, compute_dtype: str, out_dtype: str, arrays, shape, device) -> tuple:
-    """The launch cache's key of ``elementwise``: a caller that holds these may look the
-    launch up itself (``reduction.lookup``) before doing any other work."""
-    return ("ew", name, compute_dtype, out_dtype, shape, device) + tuple(
-        (a.dtype, a.shape, a.strides) for a in arrays)
+def ew_key(name: str, compute_dtype: str, out_dtype: str, shape) -> tuple:
+    """What ``elementwise`` computes, as its ``launch_key`` takes it."""
+    return ("ew", name, compute_dtype, out_dtype, shape)
 
 
 def elementwise(cp, name: str, compute_dtype: str, out_dtype: str, arrays, shape, device):
@@ -72,15 +70,8 @@ def elementwise(cp, name: str, compute_dtype: str, out_dtype: str, arrays, shape
     ``shape``: each operand read through its strides in its own dtype, converted to
     ``compute_dtype`` in registers, the result written once, C-contiguous. (Contiguous
     operands of the output's shape take elementwise.Plan's hot path instead.)"""
-    if math.prod(shape) == 0:
-        return cp.empty(shape, dtype=out_dtype)
-    arrays = tuple(arrays)
-    full = ew_key(name, compute_dtype, out_dtype, arrays, tuple(shape), device)
-    launch = lookup(full)
-    if launch is None:
-        from .fusion import Launch
-        ins = _inputs(arrays)
-        out = [Node(Op.ELEMENTWISE, ins, DName(out_dtype), shape,
-                    Elementwise(name, compute_dtype))]
-        launch = keep(full, Launch(cp, Graph(ins), out, list(arrays)))
-    return launch(arrays, ())[0]
+    shape = tuple(shape)
+    return run(cp, ew_key(name, compute_dtype, out_dtype, shape), tuple(arrays),
+               lambda ins: [Node(Op.ELEMENTWISE, ins, DName(out_dtype), shape,
+                                 Elementwise(name, compute_dtype))], device, shape,
+               out_dtype)[0]
