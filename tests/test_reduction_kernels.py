@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from xp_cuda._devices import cuda_device_count
+from xp_cuda._kernels import _runtime as R
 from xp_cuda._kernels import fusion as kfusion
 from xp_cuda._kernels import fusion_plan as fp
 from xp_cuda._kernels import reduction as kred
@@ -199,7 +200,7 @@ def test_new_kinds_share_the_bounded_cache(monkeypatch):
         built.append(out.attr.kind)
         return lambda ins, values: [(out.attr.kind, out.shape)]
     monkeypatch.setattr(kred, "_launch", launch)
-    monkeypatch.setattr(kred, "_cache", type(kred._cache)())
+    monkeypatch.setattr(R, "_programs", type(R._programs)())
     cp = _FakeCp()
     x = np.zeros((4, 6), np.float32)
     assert kred.arg_reduce(cp, "argmax", x, 1, False) == ("argmax", (4,))
@@ -210,9 +211,9 @@ def test_new_kinds_share_the_bounded_cache(monkeypatch):
     assert kred.norm_reduce(cp, x, 2, (0, 1), False, "float32") == ("sum", ())
     assert kred.norm_reduce(cp, x, math.inf, (0, 1), False, "float32") == ("max", ())
     assert built == ["argmax", "argmin", "var", "var", "sum", "max"]
-    for n in range(kred.CACHE_SIZE + 3):
+    for n in range(R.PROGRAM_CACHE_SIZE + 3):
         kred.moments(cp, "std", np.zeros(n + 1, np.float32), (0,), 0, False, "float32")
-    assert len(kred._cache) == kred.CACHE_SIZE
+    assert len(R._programs) == R.PROGRAM_CACHE_SIZE
 
 
 # ---- NVRTC: every program of the new kinds compiles -----------------------------------------
