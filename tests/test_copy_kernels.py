@@ -778,3 +778,53 @@ def test_c_contiguity_from_shape_and_strides_matches_numpy():
     for v in views:
         assert K.c_contiguous(v.shape, v.strides, 4) == v.flags.c_contiguous, (v.shape,
                                                                                 v.strides)
+
+
+@cuda
+@pytest.mark.cuda
+def test_kept_calls_compute_each_later_call_afresh():
+    """After a validated call, later calls of the same layout replay its kept device work
+    (KEPT): each round's new data against NumPy, for the moves and the moments kept so; a
+    view at another address residue and a transposed input of the same shape take the full
+    path and agree too."""
+    import xp_cuda as xp
+    from xp_cuda._backends._base import KEPT
+    dev = xp.Device("cuda:0")
+    rng = np.random.default_rng(11)
+    calls = [
+        (lambda A, B: xp.concat([A, B]), lambda a, b: np.concatenate([a, b])),
+        (lambda A, B: xp.concat([A, B, A], axis=1), lambda a, b: np.concatenate([a, b, a], 1)),
+        (lambda A, B: xp.concat([A, B], axis=None), lambda a, b: np.concatenate(
+            [a.ravel(), b.ravel()])),
+        (lambda A, B: xp.stack([A, B], axis=1), lambda a, b: np.stack([a, b], 1)),
+        (lambda A, B: xp.roll(A, (1, 2), axis=(0, 1)), lambda a, b: np.roll(a, (1, 2), (0, 1))),
+        (lambda A, B: xp.roll(A, 3), lambda a, b: np.roll(a, 3)),
+        (lambda A, B: xp.tile(A, (2, 3)), lambda a, b: np.tile(a, (2, 3))),
+        (lambda A, B: xp.repeat(A, 3, axis=1), lambda a, b: np.repeat(a, 3, 1)),
+        (lambda A, B: xp.reshape(xp.permute_dims(A, (1, 0)), (-1,)), lambda a, b: a.T.ravel()),
+    ]
+    moments = [
+        (lambda A: xp.var(A, axis=0, correction=1), lambda a: a.var(0, ddof=1)),
+        (lambda A: xp.std(A, axis=1), lambda a: a.std(1)),
+        (lambda A: xp.linalg.vector_norm(A, axis=1, ord=3),
+         lambda a: np.linalg.norm(a, 3, axis=1)),
+        (lambda A: xp.linalg.matrix_norm(A), lambda a: np.linalg.norm(a)),
+    ]
+    for r in range(4):
+        a = rng.standard_normal((5, 7)).astype(np.float32)
+        b = rng.standard_normal((5, 7)).astype(np.float32)
+        if r == 2:  # same shape and strides, another address residue: one float32 in
+            flat = np.concatenate([np.zeros(1, np.float32), a.ravel()])
+            A = xp.reshape(xp.asarray(flat, device=dev)[1:], (5, 7))
+        elif r == 3:  # same shape, transposed strides
+            A = xp.permute_dims(xp.asarray(np.ascontiguousarray(a.T), device=dev), (1, 0))
+        else:
+            A = xp.asarray(a, device=dev)
+        B = xp.asarray(b, device=dev)
+        for f, ref in calls:
+            np.testing.assert_array_equal(np.from_dlpack(f(A, B), device="cpu"), ref(a, b))
+        for f, ref in moments:
+            np.testing.assert_allclose(np.from_dlpack(f(A), device="cpu"), ref(a), rtol=2e-6)
+        if r == 0:
+            kept = {type(k).__name__ for k in KEPT.values()}
+            assert {"KeptMove", "KeptLaunch"} <= kept, kept

@@ -7,6 +7,7 @@ after the valid one has left its plan must raise the same exception with the sam
 The device-independent keys make cpu enough: the cuda half runs the same spec layer.
 """
 import math
+import types
 
 import numpy as np
 import pytest
@@ -257,11 +258,11 @@ def test_any_layout_hot_path_keeps_the_checks():
         assert (-z).shape == () and (z * 2.0).shape == ()
 
 
-def test_fast_reductions_need_the_same_key_strides_and_device(monkeypatch):
-    """The spec layer's reduction hot path (FAST_REDUCE, which the cuda backend fills) runs a
-    kept launch only for the validated plan key, the same strides and the same device; any
-    other call takes the checked path. A stand-in launch on cpu shows which path ran."""
-    from xp_cuda._backends._base import FAST_REDUCE
+def test_kept_reductions_need_the_same_key_strides_and_device(monkeypatch):
+    """The spec layer's hot path (KEPT, which the cuda backend fills) runs a kept reduction
+    launch only for the validated plan key, the same strides and the same device; any other
+    call takes the checked path. A stand-in launch on cpu shows which path ran."""
+    from xp_cuda._backends._base import KEPT, KeptLaunch
     x = _x(np.float64, (3, 4))
     d = x._data
     key = ("sum", d.dtype, d.shape, 0, option_type(0), False, bool, None, type(None))
@@ -270,7 +271,7 @@ def test_fast_reductions_need_the_same_key_strides_and_device(monkeypatch):
     def launch(datas, values):
         ran.append(datas[0])
         return [np.full(4, -7.0)]
-    monkeypatch.setitem(FAST_REDUCE, key, (launch, d.strides, x.device))
+    monkeypatch.setitem(KEPT, key, KeptLaunch(launch, d.strides, x.device))
     assert xp.sum(x, axis=0).shape == (4,) and ran == [d]
     assert np.all(np.asarray(xp.sum(x, axis=0)._data) == -7.0)  # the kept launch's result
     ran.clear()
@@ -279,23 +280,84 @@ def test_fast_reductions_need_the_same_key_strides_and_device(monkeypatch):
     t = _x(np.float64, (4, 3)).mT  # the key's shape, other strides
     np.testing.assert_array_equal(xp.sum(t, axis=0)._data, t._data.sum(0))
     assert ran == []
-    monkeypatch.setitem(FAST_REDUCE, key, (launch, d.strides, Device("cuda", 0)))
+    monkeypatch.setitem(KEPT, key, KeptLaunch(launch, d.strides, Device("cuda", 0)))
     np.testing.assert_array_equal(xp.sum(x, axis=0)._data, d.sum(0))  # another device
     assert ran == []
     with pytest.raises(TypeError):  # a hit never skips validation of a new key
         xp.sum(_x(np.float64, (3, 4)), axis=0, dtype=xp.int8)
+    with pytest.raises(TypeError, match="axis"):  # an unhashable option: the checks' message
+        xp.sum(x, axis=[0])
 
 
-def test_fast_arg_reductions_take_the_same_conditions(monkeypatch):
-    """argmax/argmin share FAST_REDUCE: a kept launch for their plan key runs only with the
-    same strides and device."""
-    from xp_cuda._backends._base import FAST_REDUCE
+def test_kept_arg_reductions_take_the_same_conditions(monkeypatch):
+    """argmax/argmin share KEPT: a kept launch for their plan key runs only with the same
+    strides and device."""
+    from xp_cuda._backends._base import KEPT, KeptLaunch
     x = _x(np.float32, (3, 4))
     d = x._data
     key = ("argmax", d.dtype, d.shape, 1, option_type(1), False, bool)
-    monkeypatch.setitem(FAST_REDUCE, key, (lambda datas, values: [np.full(3, 9)], d.strides,
-                                           x.device))
+    monkeypatch.setitem(KEPT, key, KeptLaunch(lambda datas, values: [np.full(3, 9)], d.strides,
+                                              x.device))
     assert np.asarray(xp.argmax(x, axis=1)._data).tolist() == [9, 9, 9]
     np.testing.assert_array_equal(xp.argmax(x, axis=-1)._data, d.argmax(1))  # another key
     t = _x(np.float32, (4, 3)).mT
     np.testing.assert_array_equal(xp.argmax(t, axis=1)._data, t._data.argmax(1))
+
+
+class _Ptr:
+    """A stand-in native with an address (KeptMove reads .strides and .data.ptr)."""
+
+    def __init__(self, ptr, strides):
+        self.data = types.SimpleNamespace(ptr=ptr)
+        self.strides = strides
+
+
+def test_kept_move_checks_strides_residues_and_device():
+    """A kept move replays its program with (new result, inputs...) addresses only where each
+    input has the kept strides and address residue mod 16, on the kept device."""
+    from xp_cuda._backends._base import KeptMove
+    calls = []
+    made = []
+
+    def alloc(shape, dtype):
+        made.append((shape, dtype))
+        return _Ptr(4096 * len(made), (8,))
+    dev = Device("cuda", 0)
+    kept = KeptMove(calls.append, (6,), np.dtype(np.float64), ((8,), (8,)), (0, 8), dev, alloc)
+    out = kept((_Ptr(256, (8,)), _Ptr(520, (8,))), dev)
+    assert calls == [(4096, 256, 520)] and out.data.ptr == 4096 and made == [((6,), np.float64)]
+    assert kept((_Ptr(256, (8,)), _Ptr(512, (8,))), dev) is None       # another residue
+    assert kept((_Ptr(256, (16,)), _Ptr(520, (8,))), dev) is None      # other strides
+    assert kept((_Ptr(256, (8,)), _Ptr(520, (8,))), Device("cuda", 1)) is None  # device
+    assert len(calls) == 1 and len(made) == 1  # nothing allocated or launched for a miss
+
+
+@pytest.mark.parametrize("call,key", [
+    (lambda a, b: xp.concat([a, b]), lambda a, b: ("concat", a._data.dtype, a.shape,
+                                                   b._data.dtype, b.shape, 0, option_type(0))),
+    (lambda a, b: xp.stack([a, b]), lambda a, b: ("stack", a._data.dtype, a.shape,
+                                                  b._data.dtype, b.shape, 0, option_type(0))),
+    (lambda a, b: xp.roll(a, 1), lambda a, b: (("roll", 1, 1, option_type(1), None, option_type(None)),
+                                               a._data.dtype, a.shape)),
+    (lambda a, b: xp.tile(a, (2,)), lambda a, b: (("tile", (2,), option_type((2,))), a._data.dtype,
+                                                  a.shape)),
+    (lambda a, b: xp.repeat(a, 2, axis=0), lambda a, b: ("repeat", a._data.dtype, a.shape, 2,
+                                                         0)),
+    (lambda a, b: xp.var(a, correction=1), lambda a, b: (
+        ("var", a._data.dtype, a.shape, None, option_type(None), False, bool), 1)),
+    (lambda a, b: xp.linalg.vector_norm(a, ord=1), lambda a, b: (
+        ("vector_norm", a._data.dtype, a.shape, None, option_type(None), False, bool), 1,
+        int)),
+])
+def test_moves_and_moments_use_kept_calls_under_their_keys(monkeypatch, call, key):
+    """concat, stack, roll, tile, repeat, var and vector_norm look their validated key up in
+    KEPT first and return the kept call's result; a kept call that declines (None) takes the
+    full path."""
+    from xp_cuda._backends._base import KEPT
+    a, b = _x(np.float64, (4,)), _x(np.float64, (4,))
+    want = np.asarray(call(a, b)._data)
+    sentinel = np.full(3, 42.0)
+    monkeypatch.setitem(KEPT, key(a, b), lambda datas, device: sentinel)
+    assert call(a, b)._data is sentinel
+    monkeypatch.setitem(KEPT, key(a, b), lambda datas, device: None)
+    np.testing.assert_array_equal(np.asarray(call(a, b)._data), want)

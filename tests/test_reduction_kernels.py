@@ -65,6 +65,18 @@ def test_arg_plan(kind, dt, want_acc):
     assert p.plan.reductions[0].S > 1 and f"xp_smem[{fp.THREADS * 16}]" in p.kernel
 
 
+@pytest.mark.parametrize("dt,want", [("float32", "float64"), ("complex64", "complex128"),
+                                     ("float64", "float64"), ("int64", "int64")])
+def test_prod_accumulates_wide(dt, want):
+    """float32/complex64 products accumulate in the double-width dtype and round once at the
+    end (WIDER_PRODUCT); sums keep the node's dtype."""
+    isz = np.dtype(dt).itemsize
+    for kind, acc in (("prod", want), ("sum", dt)):
+        p = _program(kred.graph(kind, dt, dt, (4096, 64), (0,), False), fake((4096, 64), isz))
+        (r,) = p.plan.reductions
+        assert (r.dtype, r.result) == (acc, dt)
+
+
 def test_arg_graph_axes_and_shapes():
     g, out = kred.arg_graph("argmin", "float64", (3, 4, 5), 1, True)
     assert out.op is Op.REDUCE and out.attr.axes == (1,) and out.shape == (3, 1, 5)
@@ -383,6 +395,30 @@ MOMENT_SHAPES = [((1,), ((0,), ())), ((7,), ((0,),)), ((1000003,), ((0,),)),
                  ((3, 5, 7, 9), ((0, 2), (1, 3), (0, 1, 2, 3))),
                  ((8192, 8192), ((0,), (1,))), ((3, 1000001), ((1,),)),
                  ((1000001, 3), ((0,),))]
+
+
+@pytest.mark.parametrize("fused", [False, True])
+def test_float32_prod_of_many_factors_near_one(rng, fused):
+    """16M float32 factors in 1 +- 1e-4: a float32 tree drifts 11% from the true product (its
+    ties round one way); the float64 accumulator stays within float32 rounding of the float64
+    product, eagerly and fused, along every axis set."""
+    import xp_cuda as xp
+    from helpers import to_numpy
+    from xp_cuda.fusion import fuse
+    a = ((rng.random(1 << 24, dtype=np.float32) - np.float32(0.5)) * np.float32(2e-4)
+         + np.float32(1))
+    x = xp.asarray(a, device=xp.Device("cuda:0"))
+    for shape, axis in (((1 << 24,), None), ((4096, 4096), 0), ((4096, 4096), 1),
+                        ((1 << 22, 4), 0)):
+        f = (lambda ax: lambda v: xp.prod(v, axis=ax))(axis)
+        got = to_numpy((fuse(f) if fused else f)(xp.reshape(x, shape)))
+        want = np.prod(a.reshape(shape).astype(np.float64), axis=axis)
+        assert got.dtype == np.float32
+        np.testing.assert_allclose(got, want, rtol=2e-6)
+
+
+for _m in needs_gpu:
+    test_float32_prod_of_many_factors_near_one = _m(test_float32_prod_of_many_factors_near_one)
 
 
 @pytest.mark.parametrize("dt", ["float32", "float64"])

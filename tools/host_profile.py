@@ -54,6 +54,11 @@ CALLS = {
     "nonzero": "xp.nonzero(c)",
     "unique_values": "xp.unique_values(x)",
     "x[::2] + y[::2]": "x[::2] + y[::2]",
+    "var": "xp.var(m, axis=0)",
+    "std": "xp.std(m, axis=-1)",
+    "vector_norm": "xp.linalg.vector_norm(m, axis=-1)",
+    "matrix_norm": "xp.linalg.matrix_norm(m, ord='fro')",
+    "flip": "xp.flip(m)",
 }
 
 

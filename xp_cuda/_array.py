@@ -7,6 +7,7 @@ import numpy as np
 
 from . import _dtypes
 from ._backends import EmptyMask, backend
+from ._backends._base import kept_call as _kept_call
 from ._devices import Device, check_device
 from ._dtypes import (DType, check_scalar, in_category, scalar_type_name,
                       typed_scalar)
@@ -30,6 +31,21 @@ def register_native_type(native_type, array_class) -> None:
     """Arrays whose data is a `native_type` are `array_class`: the tracer of xp_cuda.fusion
     registers its values here, so results of its backend come back as its Tracer arrays."""
     _ARRAY_TYPES[native_type] = array_class
+
+
+def kept_result(key, arrays, datas, device):
+    """The result of the call the backend kept under the validated key ``key`` (KEPT), run
+    on ``datas`` (the natives of ``arrays``, all on ``device``), as an Array; None when no
+    call is kept or the kept one does not apply (a tracer's arrays, other strides, alignment
+    or device): the caller then takes its full path."""
+    kept = _kept_call(key)
+    if kept is None:
+        return None
+    for a in arrays:
+        if type(a) is not Array:
+            return None
+    r = kept(datas, device)
+    return None if r is None else _wrap(r, device)
 
 
 def _wrap(data, device: Device) -> "Array":

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 
-from ._array import Array, _backend_of, _wrap, check_array
+from ._array import Array, _backend_of, _wrap, check_array, kept_result
 from ._dtypes import int64 as _int64
 from ._dtypes import promote
 from ._validation import (broadcast_shapes, check_int, common_device, normalize_axes,
@@ -132,9 +132,12 @@ def concat(arrays, /, *, axis=0) -> Array:
     key.append(axis)
     key.append(option_type(axis))
     key = tuple(key)
+    r = kept_result(key, arrays, natives, dev)
+    if r is not None:
+        return r
     plan = planned(key, (axis,), _check_concat, arrays, axis)
     ax, dt = plan
-    return _wrap(b.concat(natives, ax, dt), dev)
+    return _wrap(b.concat(natives, ax, dt, key), dev)
 
 
 def expand_dims(x, /, axis) -> Array:
@@ -211,6 +214,12 @@ def repeat(x, repeats, /, *, axis=None) -> Array:
     check_array(x, "repeat")
     b = x._b
     data = x._data
+    kept_key = None
+    if type(repeats) is int and type(axis) is int:  # keyable: repeats and axis are ints
+        kept_key = ("repeat", data.dtype, data.shape, repeats, axis)
+        r = kept_result(kept_key, (x,), (data,), x._device)
+        if r is not None:
+            return r
     if axis is None:
         with b.ctx():
             data = data.reshape(-1)
@@ -222,7 +231,7 @@ def repeat(x, repeats, /, *, axis=None) -> Array:
         r = check_int(repeats, "repeat", "repeats")
         if r < 0:
             raise ValueError(f"repeat: repeats={r} must be non-negative")
-        return _wrap(b.repeat(data, r, ax), x.device)
+        return _wrap(b.repeat(data, r, ax, kept_key), x.device)
     if repeats.dtype.kind not in ("int", "uint"):
         raise TypeError(f"repeat: repeats has dtype {repeats.dtype}, but it must be an integer "
                         f"array (Array API 2023.12); convert it with xp.astype")
@@ -249,7 +258,7 @@ def reshape(x, /, shape, *, copy=None) -> Array:
     if copy:
         return _wrap(b.copy(data).reshape(target), x._device)
     if copy is None and b.switch is None:  # no view check, no device to make current
-        return _wrap(b.reshape(data, target), x._device)
+        return _wrap(b.reshape(data, target, (key, data.dtype)), x._device)
     xp = b.xp
     with b.ctx():
         out = b.reshape(data, target)
@@ -302,8 +311,12 @@ def roll(x, /, shift, *, axis=None) -> Array:
     d = check_array(x, "roll")._data
     # the checks read only these
     key = ("roll", d.ndim, shift, option_type(shift), axis, option_type(axis))
+    kept_key = (key, d.dtype, d.shape)
+    r = kept_result(kept_key, (x,), (d,), x._device)
+    if r is not None:
+        return r
     plan = planned(key, (shift, axis), _check_roll, x, shift, axis)
-    return _wrap(x._b.roll(d, plan[0], plan[1]), x._device)
+    return _wrap(x._b.roll(d, plan[0], plan[1], kept_key), x._device)
 
 
 def squeeze(x, /, axis) -> Array:
@@ -341,9 +354,12 @@ def stack(arrays, /, *, axis=0) -> Array:
     key.append(axis)
     key.append(option_type(axis))
     key = tuple(key)
+    r = kept_result(key, arrays, natives, dev)
+    if r is not None:
+        return r
     plan = planned(key, (axis,), _check_stack, arrays, axis)
     ax, dt = plan
-    return _wrap(b.stack(natives, ax, dt), dev)
+    return _wrap(b.stack(natives, ax, dt, key), dev)
 
 
 def _check_tile(repetitions):
@@ -357,8 +373,12 @@ def tile(x, repetitions, /) -> Array:
     """Array API 2023.12 ``tile``: repeat the whole array along each axis."""
     d = check_array(x, "tile")._data
     key = ("tile", repetitions, option_type(repetitions))  # the checks read only these
+    kept_key = (key, d.dtype, d.shape)
+    r = kept_result(kept_key, (x,), (d,), x._device)
+    if r is not None:
+        return r
     reps = planned(key, (repetitions,), _check_tile, repetitions)
-    return _wrap(x._b.tile(d, reps), x._device)
+    return _wrap(x._b.tile(d, reps, kept_key), x._device)
 
 
 def unstack(x, /, *, axis=0) -> tuple:

@@ -1,11 +1,9 @@
 """The 5 searching functions of 2023.12: argmax, argmin, nonzero, searchsorted, where."""
 from __future__ import annotations
 
-from ._array import Array, _backend_of, _wrap, check_array
-from ._backends._base import FAST_REDUCE as _FAST_REDUCE
+from ._array import Array, _backend_of, _wrap, check_array, kept_result
 from ._dtypes import DEFAULT_DTYPES, promote
 from ._dtypes import bool as _bool
-from ._statistical import _kept_applies
 from ._validation import PLANS as _PLANS
 from ._validation import (broadcast_shapes, check_bool, check_dtype_category, common_device,
                           normalize_axis, option_type, planned)
@@ -35,9 +33,9 @@ def _arg_reduce(op: str, x, axis, keepdims) -> Array:
     d = check_array(x, op)._data
     # The checks depend on x's dtype and shape and the options only: once per combination.
     key = (op, d.dtype, d.shape, axis, option_type(axis), keepdims, type(keepdims))
-    fast = _FAST_REDUCE.get(key)
-    if fast is not None and _kept_applies(fast, x, d):
-        return _wrap(fast[0]((d,), ())[0], x._device)
+    r = kept_result(key, (x,), (d,), x._device)
+    if r is not None:
+        return r
     try:
         ax = _PLANS.get(key, _MISS)
     except TypeError:

@@ -9,8 +9,7 @@ from __future__ import annotations
 import math
 
 
-from ._array import Array, _wrap, check_array
-from ._backends._base import FAST_REDUCE as _FAST_REDUCE
+from ._array import _wrap, check_array, kept_result
 from ._dtypes import DEFAULT_DTYPES
 from ._dtypes import uint64 as _uint64
 from ._validation import (check_bool, check_dtype_arg, check_dtype_category, normalize_axes,
@@ -48,13 +47,6 @@ def _reduced(x, axis, keepdims, fname):
 # per combination (_validation.planned); the key holds each option's type (True == 1).
 # A hit costs one dictionary lookup; the validators below are what a miss runs.
 
-def _kept_applies(fast, x, d) -> bool:
-    """Whether a FAST_REDUCE entry (a launch the backend kept for this validated plan key)
-    may run on x: a plain array (not a tracer's) of the kept strides on the kept device."""
-    return type(x) is Array and fast[1] == d.strides and (
-        fast[2] is x._device or fast[2] == x._device)
-
-
 def _check_sum_prod(name, x, axis, dtype, keepdims):
     check_dtype_category(x, "numeric", name, "x")
     axes, _ = _reduced(x, axis, keepdims, name)
@@ -65,9 +57,9 @@ def _sum_prod(name, x, axis, dtype, keepdims):
     d = check_array(x, name, "x")._data
     key = (name, d.dtype, d.shape, axis, option_type(axis), keepdims, type(keepdims), dtype,
            type(dtype))
-    fast = _FAST_REDUCE.get(key)
-    if fast is not None and _kept_applies(fast, x, d):
-        return _wrap(fast[0]((d,), ())[0], x._device)
+    r = kept_result(key, (x,), (d,), x._device)
+    if r is not None:
+        return r
     plan = planned(key, (axis, keepdims, dtype), _check_sum_prod, name, x, axis, dtype,
                    keepdims)
     return _wrap(x._b.reduce(name, d, plan[0], keepdims, plan[1], key), x._device)
@@ -126,9 +118,9 @@ def _check_mean(name, x, axis, keepdims):
 def _same_dtype_reduction(name, check, x, axis, keepdims):
     d = check_array(x, name, "x")._data
     key = (name, d.dtype, d.shape, axis, option_type(axis), keepdims, type(keepdims))
-    fast = _FAST_REDUCE.get(key)
-    if fast is not None and _kept_applies(fast, x, d):
-        return _wrap(fast[0]((d,), ())[0], x._device)
+    r = kept_result(key, (x,), (d,), x._device)
+    if r is not None:
+        return r
     plan = planned(key, (axis, keepdims), check, name, x, axis, keepdims)
     return _wrap(x._b.reduce(name, d, plan[0], keepdims, plan[1], key), x._device)
 
@@ -156,10 +148,15 @@ def _var(fname, x, axis, correction, keepdims):
     if isinstance(correction, bool) or not isinstance(correction, (int, float)):
         raise TypeError(f"{fname}: correction must be a Python int or float, got {correction!r}")
     key = (fname, d.dtype, d.shape, axis, option_type(axis), keepdims, type(keepdims))
+    kept_key = (key, correction)  # a kept launch holds its correction
+    r = kept_result(kept_key, (x,), (d,), x._device)
+    if r is not None:
+        return r
     plan = planned(key, (axis, keepdims), _check_var, fname, x, axis, keepdims)
     axes, n = plan
     # spec: NaN when N - correction <= 0
-    return _wrap(x._b.var(fname, d, axes, n - correction, keepdims, x.dtype), x._device)
+    return _wrap(x._b.var(fname, d, axes, n - correction, keepdims, x.dtype, kept_key),
+                 x._device)
 
 
 def var(x, /, *, axis=None, correction=0.0, keepdims=False):

@@ -20,12 +20,79 @@ FAST: dict = {}
 # run(d1) / run(d1, d2) / run(d1, scalar value) returns the native result. A hit needs only
 # the device identity and, for two arrays, equal shapes.
 FAST_ANY_LAYOUT: dict = {}
-# Reductions (sum, prod, max, min, mean) whose spec checks have passed, filled by the cuda
-# backend with one GPU visible: the spec layer's plan key -> (launch, strides, Device); a hit
-# needs the input's strides and device to match, and runs launch((data,), ())[0]. Bounded:
-# cleared when FAST_REDUCE_MAX keys are held (keys hold user shapes).
-FAST_REDUCE: dict = {}
-FAST_REDUCE_MAX = 1024
+# Calls whose spec checks have passed and whose whole device work a backend kept (the cuda
+# backend, with one GPU visible): the spec layer's key of the call -> a kept call,
+# kept(datas, device) -> the native result, or None where it does not apply (other strides,
+# alignment or device: the caller takes the full path). The key names the dtypes and shapes;
+# the kept call checks the rest. Bounded: cleared when KEPT_MAX keys are held (keys hold user
+# shapes).
+KEPT: dict = {}
+KEPT_MAX = 1024
+
+
+def keep_call(key, kept) -> None:
+    try:
+        hash(key)
+    except TypeError:  # an option passed as a list (valid where the spec says sequence)
+        return
+    if len(KEPT) >= KEPT_MAX:
+        KEPT.clear()
+    KEPT[key] = kept
+
+
+def kept_call(key):
+    """The call kept under ``key``, or None (also for an unhashable key)."""
+    try:
+        return KEPT.get(key)
+    except TypeError:
+        return None
+
+
+class KeptLaunch:
+    """A reduction's compiled launch for one input layout: it applies to an input of the kept
+    strides on the kept device."""
+
+    __slots__ = ("launch", "strides", "device")
+
+    def __init__(self, launch, strides, device):
+        self.launch, self.strides, self.device = launch, strides, device
+
+    def __call__(self, datas, device):
+        if datas[0].strides != self.strides or (device is not self.device
+                                                and device != self.device):
+            return None
+        return self.launch(datas, ())[0]
+
+
+class KeptMove:
+    """A data movement's whole device work for one layout: allocate the C-contiguous result
+    and replay one recorded program whose slots are (result, inputs...) addresses. It applies
+    to inputs of the kept strides and address residues (mod 16: the program's alignment
+    decisions) on the kept device."""
+
+    __slots__ = ("replay", "shape", "dtype", "strides", "residues", "device", "alloc")
+
+    def __init__(self, replay, shape, dtype, strides, residues, device, alloc):
+        self.replay, self.shape, self.dtype = replay, shape, dtype
+        self.strides, self.residues, self.device, self.alloc = strides, residues, device, alloc
+
+    def __call__(self, datas, device):
+        if device is not self.device and device != self.device:
+            return None
+        ptrs = [0]
+        for d, st, r in zip(datas, self.strides, self.residues):
+            if d.strides != st:
+                return None
+            p = d.data.ptr
+            if p & 15 != r:
+                return None
+            ptrs.append(p)
+        out = self.alloc(self.shape, self.dtype)
+        ptrs[0] = out.data.ptr
+        self.replay(tuple(ptrs))
+        return out
+
+
 _NO_SWITCH = contextlib.nullcontext()  # reusable: entering it does nothing
 
 # NumPy's floating-point warnings off for a backend call (overflow, x/0 and NaN are results
@@ -139,7 +206,7 @@ class Backend:
         """sum, prod, max, min, mean, all, any over `axes`; the result in `dtype`. The spec
         layer has handled the cases the standard defines specially (empty max/min, the NaN
         mean of nothing). ``plan_key``: the spec layer's key of this validated call, under
-        which a backend may register a FAST_REDUCE entry (the cuda backend does)."""
+        which a backend may keep the call (KEPT; the cuda backend does)."""
         xp = self.xp
         with self.ctx(), FpQuiet():
             if kind in ("sum", "prod"):
@@ -156,7 +223,7 @@ class Backend:
                 out = getattr(xp, kind)(data, axis=axes, keepdims=keepdims)
             return xp.asarray(out).astype(dtype._np, copy=False)
 
-    def var(self, fname, data, axes, dof, keepdims, dtype):
+    def var(self, fname, data, axes, dof, keepdims, dtype, plan_key=None):
         """var (std: fname "std", its square root) over `axes` with `dof` = N - correction
         degrees of freedom; NaN where dof <= 0."""
         xp = self.xp
@@ -190,7 +257,7 @@ class Backend:
             out = getattr(xp, kind)(data, axis=axis, keepdims=keepdims)
             return xp.asarray(out).astype(np.int64, copy=False)
 
-    def vector_norm(self, data, axes, keepdims, ord, dtype):
+    def vector_norm(self, data, axes, keepdims, ord, dtype, plan_key=None):
         """The vector norm of `ord` over `axes` (a tuple), in the real floating `dtype`."""
         xp = self.xp
         shape = data.shape
@@ -219,7 +286,7 @@ class Backend:
             return out.reshape(_reduced_shape(shape, axes, True)) if keepdims else out
 
     # ---- manipulation: the functions that move data ---------------------------------------
-    def concat(self, parts, axis, dtype):
+    def concat(self, parts, axis, dtype, plan_key=None):
         """parts joined along `axis` (None: each flattened first), converted to `dtype`."""
         xp = self.xp
         with self.ctx():
@@ -227,7 +294,7 @@ class Backend:
                 parts, axis = [p.reshape(-1) for p in parts], 0
             return xp.concatenate([p.astype(dtype._np, copy=False) for p in parts], axis=axis)
 
-    def stack(self, parts, axis, dtype):
+    def stack(self, parts, axis, dtype, plan_key=None):
         with self.ctx():
             return self.xp.stack([p.astype(dtype._np, copy=False) for p in parts], axis=axis)
 
@@ -247,7 +314,7 @@ class Backend:
             return self.xp.matmul(d1.astype(dtype._np, copy=False),
                                   d2.astype(dtype._np, copy=False))
 
-    def reshape(self, data, shape):
+    def reshape(self, data, shape, plan_key=None):
         """data in `shape`: a view where the strides allow one, else a C-contiguous copy."""
         return data.reshape(shape)
 
@@ -256,18 +323,18 @@ class Backend:
         with self.ctx():
             return self.xp.array(data, copy=True, order="C")
 
-    def roll(self, data, shifts, axes):
+    def roll(self, data, shifts, axes, plan_key=None):
         """axes None: the flattened array shifted by shifts[0], shape kept."""
         with self.ctx():
             if axes is None:
                 return self.xp.roll(data, shifts[0])
             return self.xp.roll(data, shifts, axis=axes)
 
-    def tile(self, data, reps):
+    def tile(self, data, reps, plan_key=None):
         with self.ctx():
             return self.xp.tile(data, reps)
 
-    def repeat(self, data, repeats, axis):
+    def repeat(self, data, repeats, axis, plan_key=None):
         """repeats: a non-negative int, or a native int64 array of data.shape[axis]
         non-negative counts (checked by the caller)."""
         xp = self.xp

@@ -193,7 +193,7 @@ class CpuBackend(Backend):
             return _int_pow(x1, x2, kind == "int")
         return _OVERRIDES[name, kind](*(np.asarray(v) for v in natives))
 
-    def vector_norm(self, data, axes, keepdims, ord, dtype):
+    def vector_norm(self, data, axes, keepdims, ord, dtype, plan_key=None):
         """Backend.vector_norm, the 2-norm of real data over trailing axes without its moves:
         their transpose is the identity and |x|*|x| is x*x (~1 us of calls saved). The sum is
         over the same flattened last axis, so the result is the same to the bit."""
@@ -281,7 +281,7 @@ class CpuBackend(Backend):
             fp_quiet_off(token)
         return out
 
-    def var(self, fname, data, axes, dof, keepdims, dtype):
+    def var(self, fname, data, axes, dof, keepdims, dtype, plan_key=None):
         """Backend.var through the ufuncs (np.mean and np.sum spend ~1 us each in Python in
         front of the same reductions): the mean is the sum divided by the count as an intp,
         as np.mean divides."""

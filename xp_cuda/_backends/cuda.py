@@ -14,7 +14,8 @@ from .._devices import Device, cuda_device_count, cupy_module
 from .._dtypes import TypedScalar
 from .._dtypes import int64 as _INT64
 from .._kernels import copy as _copy
-from .._kernels._runtime import dtype_name, empty_allocator
+from .._kernels._runtime import dtype_name, empty_allocator, noting_programs
+from .._kernels._runtime import replay as _replay
 from .._kernels import creation as _creation
 from .._kernels import eager as _eager
 from .._kernels.elementwise import Plan as _Plan
@@ -25,7 +26,7 @@ from .._kernels import sort as _sort
 from .._kernels.reduction import lookup as _lookup
 from .._kernels.reduction import reduce_eager as _reduce_eager
 from .._kernels.vecdot import vecdot_cuda as _vecdot
-from ._base import _NO_SWITCH, FAST, FAST_REDUCE, FAST_REDUCE_MAX, Backend
+from ._base import _NO_SWITCH, FAST, Backend, KeptLaunch, KeptMove, keep_call, kept_call
 
 
 _RESHAPE_VIEWS: dict = {}  # (shape, strides, itemsize, new shape) -> view strides, or False
@@ -256,7 +257,7 @@ class CudaBackend(Backend):
         with self.ctx():
             return self._into(data.shape, data.dtype, lambda o: o, data)
 
-    def reshape(self, data, shape):
+    def reshape(self, data, shape, plan_key=None):
         if data.flags.c_contiguous:
             return data.reshape(shape)
         key = (data.shape, data.strides, data.itemsize, shape)
@@ -274,9 +275,13 @@ class CudaBackend(Backend):
             if len(_RESHAPE_VIEWS) >= _RESHAPE_VIEWS_MAX:
                 _RESHAPE_VIEWS.clear()
             _RESHAPE_VIEWS[key] = strides
-        if strides is False:
+        if strides is False:  # a copy: kept under the spec layer's key (its layouts vary)
+            kept = kept_call(plan_key) if plan_key is not None else None
+            out = kept((data,), self.device) if kept is not None else None
+            if out is not None:
+                return out
             with self.ctx():
-                return self.copy(data).reshape(shape)
+                return self._moved(plan_key, (data,), lambda: self.copy(data).reshape(shape))
         return self._view(data, tuple(shape), strides, 0)
 
     def _view(self, data, shape, strides, offset):
@@ -299,50 +304,60 @@ class CudaBackend(Backend):
     def _flat(self, data):
         return self.reshape(data, (data.size,))
 
-    def concat(self, parts, axis, dtype):
-        cp = self.xp
+    def concat(self, parts, axis, dtype, plan_key=None):
         with self.ctx():
-            parts = [self.astype(p, dtype, False) for p in parts]
-            if axis is None:
-                parts, axis = [self._flat(p) for p in parts], 0
-            shape = list(parts[0].shape)
-            shape[axis] = sum(p.shape[axis] for p in parts)
-            return _copy.concat(cp, parts, axis, self._alloc(tuple(shape), dtype._np))
+            return self._moved(plan_key, parts, lambda: self._concat(parts, axis, dtype))
 
-    def stack(self, parts, axis, dtype):
-        cp = self.xp
+    def _concat(self, parts, axis, dtype):
+        parts = [self.astype(p, dtype, False) for p in parts]
+        if axis is None:
+            parts, axis = [self._flat(p) for p in parts], 0
+        shape = list(parts[0].shape)
+        shape[axis] = sum(p.shape[axis] for p in parts)
+        return _copy.concat(self.xp, parts, axis, self._alloc(tuple(shape), dtype._np))
+
+    def stack(self, parts, axis, dtype, plan_key=None):
         with self.ctx():
-            parts = [_Unit(self.astype(p, dtype, False), axis) for p in parts]
-            shape = list(parts[0].shape)
-            shape[axis] = len(parts)
-            return _copy.concat(cp, parts, axis, self._alloc(tuple(shape), dtype._np))
+            return self._moved(plan_key, parts, lambda: self._stack(parts, axis, dtype))
 
-    def roll(self, data, shifts, axes):
+    def _stack(self, parts, axis, dtype):
+        parts = [_Unit(self.astype(p, dtype, False), axis) for p in parts]
+        shape = list(parts[0].shape)
+        shape[axis] = len(parts)
+        return _copy.concat(self.xp, parts, axis, self._alloc(tuple(shape), dtype._np))
+
+    def roll(self, data, shifts, axes, plan_key=None):
         """Each rolled axis splits into two slices that trade places (copy.roll)."""
         with self.ctx():
-            if axes is None:
-                return self.roll(self._flat(data), shifts, (0,)).reshape(data.shape)
-            total = [0] * data.ndim
-            for s, a in zip(shifts, axes):  # repeated axes add up
-                total[a] += s
-            out = self._alloc(data.shape, data.dtype)
-            if out.size == 0:
-                return out
-            return _copy.roll(self.xp, data, out, [t % n for t, n in zip(total, data.shape)])
+            return self._moved(plan_key, (data,), lambda: self._roll(data, shifts, axes))
 
-    def tile(self, data, reps):
+    def _roll(self, data, shifts, axes):
+        if axes is None:
+            return self._roll(self._flat(data), shifts, (0,)).reshape(data.shape)
+        total = [0] * data.ndim
+        for s, a in zip(shifts, axes):  # repeated axes add up
+            total[a] += s
+        out = self._alloc(data.shape, data.dtype)
+        if out.size == 0:
+            return out
+        return _copy.roll(self.xp, data, out, [t % n for t, n in zip(total, data.shape)])
+
+    def tile(self, data, reps, plan_key=None):
+        with self.ctx():
+            return self._moved(plan_key, (data,), lambda: self._tile(data, reps))
+
+    def _tile(self, data, reps):
         """x viewed as (1, d0, 1, d1, ...), broadcast to (r0, d0, r1, d1, ...), copied."""
         cp = self.xp
-        with self.ctx():
-            nd = max(len(reps), data.ndim)
-            reps = (1,) * (nd - len(reps)) + tuple(reps)
-            x = data.reshape((1,) * (nd - data.ndim) + data.shape) if nd > data.ndim else data
-            inter = tuple(v for r, d in zip(reps, x.shape) for v in (r, d))
-            src = cp.broadcast_to(x[(None, slice(None)) * nd], inter)
-            return self._into(tuple(r * d for r, d in zip(reps, x.shape)), data.dtype,
-                              lambda o: o.reshape(inter), src)
+        nd = max(len(reps), data.ndim)
+        reps = (1,) * (nd - len(reps)) + tuple(reps)
+        x = data.reshape((1,) * (nd - data.ndim) + data.shape) if nd > data.ndim else data
+        inter = tuple(v for r, d in zip(reps, x.shape) for v in (r, d))
+        src = cp.broadcast_to(x[(None, slice(None)) * nd], inter)
+        return self._into(tuple(r * d for r, d in zip(reps, x.shape)), data.dtype,
+                          lambda o: o.reshape(inter), src)
 
-    def repeat(self, data, repeats, axis):
+    def repeat(self, data, repeats, axis, plan_key=None):
         cp = self.xp
         with self.ctx():
             if isinstance(repeats, int):
@@ -350,8 +365,8 @@ class CudaBackend(Backend):
                 view = data[(slice(None),) * (axis + 1) + (None,)]
                 inter = data.shape[:axis + 1] + (repeats,) + data.shape[axis + 1:]
                 shape = data.shape[:axis] + (data.shape[axis] * repeats,) + data.shape[axis + 1:]
-                return self._into(shape, data.dtype, lambda o: o.reshape(inter),
-                                  cp.broadcast_to(view, inter))
+                return self._moved(plan_key, (data,), lambda: self._into(
+                    shape, data.dtype, lambda o: o.reshape(inter), cp.broadcast_to(view, inter)))
             total = int(_reduce_eager(cp, "sum", repeats, (0,), False, "int64", "int64",
                                       self.device.index).get())
             return self._gather(data, _scan.repeat_indices(cp, repeats, total), axis)
@@ -391,28 +406,52 @@ class CudaBackend(Backend):
 
     def _run_kept(self, launch, empty, data, plan_key):
         """Run a reduction's launch (or return its empty result); with one GPU visible, keep
-        the launch for the spec layer's hot path under its plan key (FAST_REDUCE)."""
+        the launch for the spec layer's hot path under its plan key (KEPT)."""
         if launch is None:
             return empty
         if plan_key is not None and self.switch is None:
-            if len(FAST_REDUCE) >= FAST_REDUCE_MAX:
-                FAST_REDUCE.clear()
-            FAST_REDUCE[plan_key] = (launch, data.strides, self.device)
+            keep_call(plan_key, KeptLaunch(launch, data.strides, self.device))
         return launch((data,), ())[0]
 
-    def var(self, fname, data, axes, dof, keepdims, dtype):
+    def _moved(self, plan_key, ins, run):
+        """``run()``: a new C-contiguous array made from the arrays ``ins``. With a plan key
+        and one GPU visible, the call is kept for the spec layer's hot path (KEPT) when its
+        whole device work was one recorded program over (result, ins...) addresses; the
+        positional match leaves out any call that made an intermediate array."""
+        if plan_key is None or self.switch is not None:
+            return run()
+        with noting_programs() as seen:
+            out = run()
+        if len(seen) == 1 and out.flags.c_contiguous:
+            prog, slots = seen[0]
+            ptrs = (out.data.ptr,) + tuple(d.data.ptr for d in ins)
+            if slots == ptrs:
+                cp = self.xp
+
+                def again(slots, prog=prog):
+                    _replay(cp, prog, slots)
+                keep_call(plan_key, KeptMove(again, out.shape, out.dtype,
+                                             tuple(d.strides for d in ins),
+                                             tuple(p & 15 for p in ptrs[1:]), self.device,
+                                             self._alloc))
+        return out
+
+    def var(self, fname, data, axes, dof, keepdims, dtype, plan_key=None):
         # one pass (Welford per lane, Chan's merge); the generator takes the correction
         n = 1
         for a in axes:
             n *= data.shape[a]
         with self.ctx():
-            return _reduction.moments(self.xp, fname, data, tuple(axes), n - dof, keepdims,
-                                      dtype.name, self.device.index)
+            launch, empty = _reduction.moments_launch(self.xp, fname, data, tuple(axes),
+                                                      n - dof, keepdims, dtype.name,
+                                                      self.device.index)
+            return self._run_kept(launch, empty, data, plan_key)
 
-    def vector_norm(self, data, axes, keepdims, ord, dtype):
+    def vector_norm(self, data, axes, keepdims, ord, dtype, plan_key=None):
         with self.ctx():
-            return _reduction.norm_reduce(self.xp, data, ord, tuple(axes), keepdims, dtype.name,
-                                          self.device.index)
+            launch, empty = _reduction.norm_launch(self.xp, data, ord, tuple(axes), keepdims,
+                                                   dtype.name, self.device.index)
+            return self._run_kept(launch, empty, data, plan_key)
 
     def fused_launch(self, trace, outs, natives):
         with self._dev:

@@ -33,6 +33,7 @@ Kernels everyday code launches first also ship compiled (``prebuilt/``, ``shippe
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import hashlib
 import os
@@ -1090,3 +1091,19 @@ def run_recorded(cp, key, ptrs: tuple, run) -> None:
         return
     prog = program(cp, key, tuple(p & 15 for p in ptrs), run)
     replay(cp, prog, ptrs)
+    seen = getattr(_ctx, "seen", None)
+    if seen is not None:
+        seen.append((prog, ptrs))
+
+
+@contextlib.contextmanager
+def noting_programs():
+    """``with noting_programs() as seen:`` lists (Program, slots) of each run_recorded call
+    inside (the calling thread's): what a caller replays to repeat that work (a backend
+    keeping a whole call whose device work was one recorded program)."""
+    outer = getattr(_ctx, "seen", None)
+    _ctx.seen = seen = []
+    try:
+        yield seen
+    finally:
+        _ctx.seen = outer

@@ -188,6 +188,13 @@ def moments(cp, kind, x, axes, correction, keepdims, out_dtype, device=None):
     rounding. An empty range gives NaN, an empty result returns at once. The correction is a
     runtime value of the kernel: every correction shares one compiled kernel. ``device``: the
     current device's index when the caller knows it (saves a driver query)."""
+    launch, empty = moments_launch(cp, kind, x, axes, correction, keepdims, out_dtype, device)
+    return empty if launch is None else launch((x,), ())[0]
+
+
+def moments_launch(cp, kind, x, axes, correction, keepdims, out_dtype, device=None):
+    """(the cached launch of ``moments``' call, None), or (None, the result) where no kernel
+    runs (an empty result or an empty range)."""
     out_name = _name(out_dtype)
     shape = x.shape
     axes = tuple(sorted(axes))
@@ -200,12 +207,12 @@ def moments(cp, kind, x, axes, correction, keepdims, out_dtype, device=None):
         assert x.dtype.kind == "f", x.dtype
         oshape = out_shape(shape, axes, keepdims)
         if math.prod(s for i, s in enumerate(shape) if i not in axes) == 0:
-            return cp.empty(oshape, dtype=out_name)
+            return None, cp.empty(oshape, dtype=out_name)
         if math.prod(shape[a] for a in axes) == 0:
-            return cp.full(oshape, float("nan"), dtype=out_name)
+            return None, cp.full(oshape, float("nan"), dtype=out_name)
         launch = keep(key, _launch(cp, *moments_graph(
             kind, dtype_name(x.dtype), tuple(shape), axes, correction, keepdims, out_name), x))
-    return launch((x,), ())[0]
+    return launch, None
 
 
 def _floating(name):
@@ -265,6 +272,13 @@ def norm_reduce(cp, x, ord, axes, keepdims, out_dtype, device=None):
     ``keepdims``); the final sqrt / pow(., 1/ord) is applied in the kernel, in float64 for the
     sums. NaN propagates. An empty range gives 0 (+inf for ord < 0, the limit). ``device``: the
     current device's index when the caller knows it (saves a driver query)."""
+    launch, empty = norm_launch(cp, x, ord, axes, keepdims, out_dtype, device)
+    return empty if launch is None else launch((x,), ())[0]
+
+
+def norm_launch(cp, x, ord, axes, keepdims, out_dtype, device=None):
+    """(the cached launch of ``norm_reduce``'s call, None), or (None, the result) where no
+    kernel runs (an empty result or an empty range)."""
     out_name = _name(out_dtype)
     shape = x.shape
     axes = tuple(sorted(axes))
@@ -275,9 +289,9 @@ def norm_reduce(cp, x, ord, axes, keepdims, out_dtype, device=None):
     if launch is None:  # a cached layout is never empty
         oshape = out_shape(shape, axes, keepdims)
         if math.prod(s for i, s in enumerate(shape) if i not in axes) == 0:
-            return cp.empty(oshape, dtype=out_name)
+            return None, cp.empty(oshape, dtype=out_name)
         if math.prod(shape[a] for a in axes) == 0:
-            return cp.full(oshape, math.inf if ord < 0 else 0.0, dtype=out_name)
+            return None, cp.full(oshape, math.inf if ord < 0 else 0.0, dtype=out_name)
         launch = keep(key, _launch(cp, *norm_graph(dtype_name(x.dtype), tuple(shape), ord, axes,
                                                    keepdims, out_name), x))
-    return launch((x,), ())[0]
+    return launch, None

@@ -454,7 +454,7 @@ class TraceBackend(Backend):
     def argreduce(self, kind, data, axis, keepdims, plan_key=None):
         raise unsupported(f"xp.{kind}")
 
-    def var(self, fname, data, axes, dof, keepdims, dtype):
+    def var(self, fname, data, axes, dof, keepdims, dtype, plan_key=None):
         raise unsupported(f"xp.{fname}")
 
     def linalg_checked(self):
