@@ -6,7 +6,7 @@ import re
 import numpy as np
 import pytest
 
-from xp_cuda._devices import cuda_device_count
+from xp_cuda._devices import Device, cuda_device_count
 from xp_cuda._kernels import copy as K
 from xp_cuda._kernels import _runtime as R
 
@@ -789,7 +789,7 @@ def test_kept_calls_compute_each_later_call_afresh():
     path and agree too."""
     import xp_cuda as xp
     from xp_cuda._backends._base import KEPT
-    dev = xp.Device("cuda:0")
+    dev = Device("cuda", 0)
     rng = np.random.default_rng(11)
     calls = [
         (lambda A, B: xp.concat([A, B]), lambda a, b: np.concatenate([a, b])),

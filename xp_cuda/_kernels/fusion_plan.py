@@ -233,11 +233,12 @@ def plan_group(outs, idxs, shape, strides_ok, inputs, config, T) -> GroupPlan:
                      need, need_scalar)
 
 
-# Products of float32/complex64 accumulate in the double-width dtype. Factors near 1 combined
-# in a tree round their ties one way (the dropped cross term a*b decides them): float32 drifts
-# 11% off the true product of 16M such factors. The wider product costs nothing on a kernel
-# bound by memory, and eager and fused prod share this rule.
-WIDER_PRODUCT = {"float32": "float64", "complex64": "complex128"}
+# Products of float32 accumulate in float64. Factors near 1 combined in a tree round their
+# ties one way (the dropped cross term a*b decides them): float32 drifts 11% off the true
+# product of 16M such factors. Eager and fused prod share this rule. complex64 keeps its own
+# dtype: an overflowing complex product must give NumPy's special values (nan+nanj), which a
+# complex128 product rounded at the end would not.
+WIDER_PRODUCT = {"float32": "float64"}
 
 
 def accumulation_dtype(node) -> str:
