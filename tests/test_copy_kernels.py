@@ -802,6 +802,9 @@ def test_kept_calls_compute_each_later_call_afresh():
         (lambda A, B: xp.tile(A, (2, 3)), lambda a, b: np.tile(a, (2, 3))),
         (lambda A, B: xp.repeat(A, 3, axis=1), lambda a, b: np.repeat(a, 3, 1)),
         (lambda A, B: xp.reshape(xp.permute_dims(A, (1, 0)), (-1,)), lambda a, b: a.T.ravel()),
+        (lambda A, B: xp.where(A > B, A, B[:1]), lambda a, b: np.where(a > b, a, b[:1])),
+        (lambda A, B: xp.astype(A, xp.float64), lambda a, b: a.astype(np.float64)),
+        (lambda A, B: xp.astype(A, xp.int16), lambda a, b: a.astype(np.int16)),
     ]
     moments = [
         (lambda A: xp.var(A, axis=0, correction=1), lambda a: a.var(0, ddof=1)),

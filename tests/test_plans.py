@@ -271,7 +271,7 @@ def test_kept_reductions_need_the_same_key_strides_and_device(monkeypatch):
     def launch(datas, values):
         ran.append(datas[0])
         return [np.full(4, -7.0)]
-    monkeypatch.setitem(KEPT, key, KeptLaunch(launch, d.strides, x.device))
+    monkeypatch.setitem(KEPT, key, KeptLaunch(launch, (d.strides,), x.device))
     assert xp.sum(x, axis=0).shape == (4,) and ran == [d]
     assert np.all(np.asarray(xp.sum(x, axis=0)._data) == -7.0)  # the kept launch's result
     ran.clear()
@@ -280,7 +280,7 @@ def test_kept_reductions_need_the_same_key_strides_and_device(monkeypatch):
     t = _x(np.float64, (4, 3)).mT  # the key's shape, other strides
     np.testing.assert_array_equal(xp.sum(t, axis=0)._data, t._data.sum(0))
     assert ran == []
-    monkeypatch.setitem(KEPT, key, KeptLaunch(launch, d.strides, Device("cuda", 0)))
+    monkeypatch.setitem(KEPT, key, KeptLaunch(launch, (d.strides,), Device("cuda", 0)))
     np.testing.assert_array_equal(xp.sum(x, axis=0)._data, d.sum(0))  # another device
     assert ran == []
     with pytest.raises(TypeError):  # a hit never skips validation of a new key
@@ -296,8 +296,8 @@ def test_kept_arg_reductions_take_the_same_conditions(monkeypatch):
     x = _x(np.float32, (3, 4))
     d = x._data
     key = ("argmax", d.dtype, d.shape, 1, option_type(1), False, bool)
-    monkeypatch.setitem(KEPT, key, KeptLaunch(lambda datas, values: [np.full(3, 9)], d.strides,
-                                              x.device))
+    monkeypatch.setitem(KEPT, key, KeptLaunch(lambda datas, values: [np.full(3, 9)],
+                                              (d.strides,), x.device))
     assert np.asarray(xp.argmax(x, axis=1)._data).tolist() == [9, 9, 9]
     np.testing.assert_array_equal(xp.argmax(x, axis=-1)._data, d.argmax(1))  # another key
     t = _x(np.float32, (4, 3)).mT
@@ -337,12 +337,16 @@ def test_kept_move_checks_strides_residues_and_device():
                                                    b._data.dtype, b.shape, 0, option_type(0))),
     (lambda a, b: xp.stack([a, b]), lambda a, b: ("stack", a._data.dtype, a.shape,
                                                   b._data.dtype, b.shape, 0, option_type(0))),
-    (lambda a, b: xp.roll(a, 1), lambda a, b: (("roll", 1, 1, option_type(1), None, option_type(None)),
-                                               a._data.dtype, a.shape)),
-    (lambda a, b: xp.tile(a, (2,)), lambda a, b: (("tile", (2,), option_type((2,))), a._data.dtype,
-                                                  a.shape)),
+    (lambda a, b: xp.roll(a, 1), lambda a, b: (
+        ("roll", 1, 1, option_type(1), None, option_type(None)), a._data.dtype, a.shape)),
+    (lambda a, b: xp.tile(a, (2,)), lambda a, b: (
+        ("tile", (2,), option_type((2,))), a._data.dtype, a.shape)),
     (lambda a, b: xp.repeat(a, 2, axis=0), lambda a, b: ("repeat", a._data.dtype, a.shape, 2,
                                                          0)),
+    (lambda a, b: xp.where(a > 0, a, b), lambda a, b: (
+        "where", np.dtype(bool), a.shape, a._data.dtype, a.shape, b._data.dtype, b.shape)),
+    (lambda a, b: xp.astype(a, xp.float32), lambda a, b: (
+        "astype", a._data.dtype, a.shape, xp.float32, type(xp.float32))),
     (lambda a, b: xp.var(a, correction=1), lambda a, b: (
         ("var", a._data.dtype, a.shape, None, option_type(None), False, bool), 1)),
     (lambda a, b: xp.linalg.vector_norm(a, ord=1), lambda a, b: (
@@ -350,7 +354,8 @@ def test_kept_move_checks_strides_residues_and_device():
         int)),
 ])
 def test_moves_and_moments_use_kept_calls_under_their_keys(monkeypatch, call, key):
-    """concat, stack, roll, tile, repeat, var and vector_norm look their validated key up in
+    """concat, stack, roll, tile, repeat, where, astype, var and vector_norm look their
+    validated key up in
     KEPT first and return the kept call's result; a kept call that declines (None) takes the
     full path."""
     from xp_cuda._backends._base import KEPT

@@ -49,8 +49,8 @@ def kept_call(key):
 
 
 class KeptLaunch:
-    """A reduction's compiled launch for one input layout: it applies to an input of the kept
-    strides on the kept device."""
+    """A compiled launch (a reduction, where, astype) for one layout of its inputs: it applies
+    to inputs of the kept strides (a tuple per input) on the kept device."""
 
     __slots__ = ("launch", "strides", "device")
 
@@ -58,9 +58,11 @@ class KeptLaunch:
         self.launch, self.strides, self.device = launch, strides, device
 
     def __call__(self, datas, device):
-        if datas[0].strides != self.strides or (device is not self.device
-                                                and device != self.device):
+        if device is not self.device and device != self.device:
             return None
+        for d, st in zip(datas, self.strides):
+            if d.strides != st:
+                return None
         return self.launch(datas, ())[0]
 
 
@@ -176,12 +178,12 @@ class Backend:
         return ""
 
     # ---- elementwise family ---------------------------------------------------------------
-    def where(self, cond, x1, x2, dtype, shape):
+    def where(self, cond, x1, x2, dtype, shape, plan_key=None):
         xp = self.xp
         with self.ctx():
             return xp.where(cond, x1.astype(dtype._np, copy=False), x2.astype(dtype._np, copy=False))
 
-    def astype(self, data, dtype, copy: bool):
+    def astype(self, data, dtype, copy: bool, plan_key=None):
         with self.ctx():
             return data.astype(dtype._np, copy=copy)
 

@@ -232,10 +232,10 @@ class CpuBackend(Backend):
         out.sort(axis, "stable")
         return out
 
-    def astype(self, data, dtype, copy: bool):
+    def astype(self, data, dtype, copy: bool, plan_key=None):
         return data.astype(dtype._np, copy=copy)  # no device to make current
 
-    def where(self, cond, x1, x2, dtype, shape):
+    def where(self, cond, x1, x2, dtype, shape, plan_key=None):
         t = dtype._np  # a cast only where an operand's dtype differs (each astype ~0.1 us)
         return np.where(cond, x1 if x1.dtype == t else x1.astype(t),
                         x2 if x2.dtype == t else x2.astype(t))

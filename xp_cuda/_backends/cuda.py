@@ -191,15 +191,30 @@ class CudaBackend(Backend):
             return plan.contiguous(layout, tuple(args), shape, n)
 
     # ---- one-node programs of the fused generator ------------------------------------------
-    def where(self, cond, x1, x2, dtype, shape):
+    def where(self, cond, x1, x2, dtype, shape, plan_key=None):
         with self.ctx():
-            return _eager.where(self.xp, cond, x1, x2, dtype.name, shape, self.device.index)
+            launch = _eager.where_launch(self.xp, cond, x1, x2, dtype.name, shape,
+                                         self.device.index)
+            if launch is None:
+                return self.xp.empty(shape, dtype=dtype._np)
+            return self._launch_kept(launch, (cond, x1, x2), plan_key)
 
-    def astype(self, data, dtype, copy: bool):
+    def astype(self, data, dtype, copy: bool, plan_key=None):
         if not copy and dtype_name(data.dtype) == dtype.name:
             return data
         with self.ctx():
-            return _eager.astype(self.xp, data, dtype.name, self.device.index)
+            launch = _eager.astype_launch(self.xp, data, dtype.name, self.device.index)
+            if launch is None:
+                return self.xp.empty(data.shape, dtype=dtype._np)
+            return self._launch_kept(launch, (data,), plan_key)
+
+    def _launch_kept(self, launch, datas, plan_key):
+        """launch(datas); with a plan key and one GPU visible, kept for the spec layer's hot
+        path (KEPT) under it."""
+        if plan_key is not None and self.switch is None:
+            keep_call(plan_key, KeptLaunch(launch, tuple(d.strides for d in datas),
+                                           self.device))
+        return launch(datas, ())[0]
 
     # ---- indexing: boolean masks by stream compaction (scan.cu) ---------------------------
     def getitem(self, data, key, user_key):
@@ -409,9 +424,7 @@ class CudaBackend(Backend):
         the launch for the spec layer's hot path under its plan key (KEPT)."""
         if launch is None:
             return empty
-        if plan_key is not None and self.switch is None:
-            keep_call(plan_key, KeptLaunch(launch, data.strides, self.device))
-        return launch((data,), ())[0]
+        return self._launch_kept(launch, (data,), plan_key)
 
     def _moved(self, plan_key, ins, run):
         """``run()``: a new C-contiguous array made from the arrays ``ins``. With a plan key

@@ -29,35 +29,51 @@ def launch_key(key, arrays, device) -> tuple:
     return (key, device) + tuple((a.dtype, a.shape, a.strides) for a in arrays)
 
 
-def run(cp, key, arrays, build, device, shape, out_dtype: str):
-    """The outputs (new C-contiguous CuPy arrays) of the launch for (key, the arrays' layouts,
-    device): looked up first (a hit does no other work: no launch is kept for an empty
-    result), else built by ``build(inputs) -> [out node]``; an empty ``shape`` launches
-    nothing."""
+def launch_of(cp, key, arrays, build, device, shape):
+    """The launch for (key, the arrays' layouts, device), looked up first (a hit does no other
+    work), else built by ``build(inputs) -> [out node]``; None for an empty ``shape`` (no
+    launch is kept for an empty result). A caller may keep it and run it again on arrays of
+    the same layouts (``launch(arrays, ())``)."""
     full = launch_key(key, arrays, device)
     launch = lookup(full)
     if launch is None:
         if math.prod(shape) == 0:
-            return [cp.empty(shape, dtype=out_dtype)]
+            return None
         from .fusion import Launch
         ins = _inputs(arrays)
         launch = keep(full, Launch(cp, Graph(ins), build(ins), list(arrays)))
+    return launch
+
+
+def run(cp, key, arrays, build, device, shape, out_dtype: str):
+    """The outputs (new C-contiguous CuPy arrays) of ``launch_of``'s launch; an empty
+    ``shape`` launches nothing."""
+    launch = launch_of(cp, key, arrays, build, device, shape)
+    if launch is None:
+        return [cp.empty(shape, dtype=out_dtype)]
     return launch(arrays, ())
 
 
-def where(cp, cond, x1, x2, out_dtype: str, shape, device):
-    """cond ? x1 : x2 broadcast to ``shape``, each side converted to ``out_dtype`` (a name)."""
-    return run(cp, ("where", out_dtype, shape), (cond, x1, x2),
-               lambda ins: [Node(Op.WHERE, ins, DName(out_dtype), shape)], device, shape,
-               out_dtype)[0]
+def where_launch(cp, cond, x1, x2, out_dtype: str, shape, device):
+    """The launch of cond ? x1 : x2 broadcast to ``shape``, each side converted to
+    ``out_dtype`` (a name); None where ``shape`` is empty."""
+    return launch_of(cp, ("where", out_dtype, shape), (cond, x1, x2),
+                     lambda ins: [Node(Op.WHERE, ins, DName(out_dtype), shape)], device, shape)
+
+
+def astype_launch(cp, x, out_dtype: str, device):
+    """The launch of x converted element by element to ``out_dtype`` (C casts, as CuPy's
+    astype; to bool: nonzero, NaN included, is True) into a new C-contiguous array; None where
+    x is empty."""
+    return launch_of(cp, ("astype", out_dtype), (x,),
+                     lambda ins: [Node(Op.ASTYPE, ins, DName(out_dtype), tuple(x.shape))],
+                     device, x.shape)
 
 
 def astype(cp, x, out_dtype: str, device):
-    """x converted element by element to ``out_dtype`` (C casts, as CuPy's astype; to bool:
-    nonzero, NaN included, is True), a new C-contiguous array."""
-    return run(cp, ("astype", out_dtype), (x,),
-               lambda ins: [Node(Op.ASTYPE, ins, DName(out_dtype), tuple(x.shape))], device,
-               x.shape, out_dtype)[0]
+    """x converted to ``out_dtype`` (see astype_launch), a new C-contiguous array."""
+    launch = astype_launch(cp, x, out_dtype, device)
+    return cp.empty(x.shape, dtype=out_dtype) if launch is None else launch((x,), ())[0]
 
 
 def ew_key(name: str, compute_dtype: str, out_dtype: str, shape) -> tuple:

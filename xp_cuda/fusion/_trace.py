@@ -404,10 +404,10 @@ class TraceBackend(Backend):
         return _data(elementwise(name, [_operand(o) for o in operands], in_dtype, out_dtype,
                                  shape))
 
-    def where(self, cond, x1, x2, dtype, shape):
+    def where(self, cond, x1, x2, dtype, shape, plan_key=None):
         return _data(where(_arr(cond), _arr(x1), _arr(x2), dtype, shape))
 
-    def astype(self, data, dtype, copy):
+    def astype(self, data, dtype, copy, plan_key=None):
         return _data(astype(_arr(data), dtype, None))
 
     def clip_bound(self, value, dtype, argname):
