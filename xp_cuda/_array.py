@@ -7,7 +7,7 @@ import numpy as np
 
 from . import _dtypes
 from ._backends import EmptyMask, backend
-from ._backends._base import kept_call as _kept_call
+from ._backends._base import KEPT as _KEPT
 from ._devices import Device, check_device
 from ._dtypes import (DType, check_scalar, in_category, scalar_type_name,
                       typed_scalar)
@@ -33,18 +33,38 @@ def register_native_type(native_type, array_class) -> None:
     _ARRAY_TYPES[native_type] = array_class
 
 
+_KEPT_get = _KEPT.get  # bound once: the hot path's lookup
+
+
 def kept_result(key, arrays, datas, device):
     """The result of the call the backend kept under the validated key ``key`` (KEPT), run
     on ``datas`` (the natives of ``arrays``, all on ``device``), as an Array; None when no
     call is kept or the kept one does not apply (a tracer's arrays, other strides, alignment
     or device): the caller then takes its full path."""
-    kept = _kept_call(key)
+    try:
+        kept = _KEPT_get(key)
+    except TypeError:  # an unhashable option: the full path's checks name it
+        return None
     if kept is None:
         return None
     for a in arrays:
         if type(a) is not Array:
             return None
     r = kept(datas, device)
+    return None if r is None else _wrap(r, device)
+
+
+def kept_one(key, x, d):
+    """kept_result for one array ``x`` with native ``d`` (the reductions' hot path: no
+    tuples to build, one test of x's type)."""
+    try:
+        kept = _KEPT_get(key)
+    except TypeError:
+        return None
+    if kept is None or type(x) is not Array:
+        return None
+    device = x._device
+    r = kept((d,), device)
     return None if r is None else _wrap(r, device)
 
 

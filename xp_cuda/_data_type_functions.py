@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._array import Array, _move, _wrap, check_array, kept_result
+from ._array import Array, _move, _wrap, check_array, kept_one
 from ._devices import check_device
 from ._dtypes import (ALL_DTYPES, CATEGORIES, ISDTYPE_KINDS, PROMOTION_TABLE, DType, promote,
                       real_dtype)
@@ -17,7 +17,7 @@ def astype(x, dtype, /, *, copy=True, device=None):
     d = check_array(x, fname)._data
     if device is None and copy is True:  # the everyday call: a kept launch first
         key = (fname, d.dtype, d.shape, dtype, type(dtype))
-        r = kept_result(key, (x,), (d,), x._device)
+        r = kept_one(key, x, d)
         if r is not None:
             return r
     else:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 
-from ._array import Array, _backend_of, _wrap, check_array, kept_result
+from ._array import Array, _backend_of, _wrap, check_array, kept_one, kept_result
 from ._dtypes import int64 as _int64
 from ._dtypes import promote
 from ._validation import (broadcast_shapes, check_int, common_device, normalize_axes,
@@ -217,7 +217,7 @@ def repeat(x, repeats, /, *, axis=None) -> Array:
     kept_key = None
     if type(repeats) is int and type(axis) is int:  # keyable: repeats and axis are ints
         kept_key = ("repeat", data.dtype, data.shape, repeats, axis)
-        r = kept_result(kept_key, (x,), (data,), x._device)
+        r = kept_one(kept_key, x, data)
         if r is not None:
             return r
     if axis is None:
@@ -312,7 +312,7 @@ def roll(x, /, shift, *, axis=None) -> Array:
     # the checks read only these
     key = ("roll", d.ndim, shift, option_type(shift), axis, option_type(axis))
     kept_key = (key, d.dtype, d.shape)
-    r = kept_result(kept_key, (x,), (d,), x._device)
+    r = kept_one(kept_key, x, d)
     if r is not None:
         return r
     plan = planned(key, (shift, axis), _check_roll, x, shift, axis)
@@ -374,7 +374,7 @@ def tile(x, repetitions, /) -> Array:
     d = check_array(x, "tile")._data
     key = ("tile", repetitions, option_type(repetitions))  # the checks read only these
     kept_key = (key, d.dtype, d.shape)
-    r = kept_result(kept_key, (x,), (d,), x._device)
+    r = kept_one(kept_key, x, d)
     if r is not None:
         return r
     reps = planned(key, (repetitions,), _check_tile, repetitions)

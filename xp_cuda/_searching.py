@@ -1,7 +1,7 @@
 """The 5 searching functions of 2023.12: argmax, argmin, nonzero, searchsorted, where."""
 from __future__ import annotations
 
-from ._array import Array, _backend_of, _wrap, check_array, kept_result
+from ._array import Array, _backend_of, _wrap, check_array, kept_one, kept_result
 from ._dtypes import DEFAULT_DTYPES, promote
 from ._dtypes import bool as _bool
 from ._validation import PLANS as _PLANS
@@ -33,7 +33,7 @@ def _arg_reduce(op: str, x, axis, keepdims) -> Array:
     d = check_array(x, op)._data
     # The checks depend on x's dtype and shape and the options only: once per combination.
     key = (op, d.dtype, d.shape, axis, option_type(axis), keepdims, type(keepdims))
-    r = kept_result(key, (x,), (d,), x._device)
+    r = kept_one(key, x, d)
     if r is not None:
         return r
     try:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 
 
-from ._array import _wrap, check_array, kept_result
+from ._array import _wrap, check_array, kept_one
 from ._dtypes import DEFAULT_DTYPES
 from ._dtypes import uint64 as _uint64
 from ._validation import (check_bool, check_dtype_arg, check_dtype_category, normalize_axes,
@@ -57,7 +57,7 @@ def _sum_prod(name, x, axis, dtype, keepdims):
     d = check_array(x, name, "x")._data
     key = (name, d.dtype, d.shape, axis, option_type(axis), keepdims, type(keepdims), dtype,
            type(dtype))
-    r = kept_result(key, (x,), (d,), x._device)
+    r = kept_one(key, x, d)
     if r is not None:
         return r
     plan = planned(key, (axis, keepdims, dtype), _check_sum_prod, name, x, axis, dtype,
@@ -118,7 +118,7 @@ def _check_mean(name, x, axis, keepdims):
 def _same_dtype_reduction(name, check, x, axis, keepdims):
     d = check_array(x, name, "x")._data
     key = (name, d.dtype, d.shape, axis, option_type(axis), keepdims, type(keepdims))
-    r = kept_result(key, (x,), (d,), x._device)
+    r = kept_one(key, x, d)
     if r is not None:
         return r
     plan = planned(key, (axis, keepdims), check, name, x, axis, keepdims)
@@ -149,7 +149,7 @@ def _var(fname, x, axis, correction, keepdims):
         raise TypeError(f"{fname}: correction must be a Python int or float, got {correction!r}")
     key = (fname, d.dtype, d.shape, axis, option_type(axis), keepdims, type(keepdims))
     kept_key = (key, correction)  # a kept launch holds its correction
-    r = kept_result(kept_key, (x,), (d,), x._device)
+    r = kept_one(kept_key, x, d)
     if r is not None:
         return r
     plan = planned(key, (axis, keepdims), _check_var, fname, x, axis, keepdims)

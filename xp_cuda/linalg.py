@@ -14,7 +14,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from ._array import Array, _backend_of, _wrap, check_array, kept_result
+from ._array import Array, _backend_of, _wrap, check_array, kept_one
 from ._backends._base import _FP_IGNORE, FpQuiet, fp_quiet_off, fp_quiet_on
 from ._dtypes import DEFAULT_DTYPES, in_category, promote, real_dtype
 from ._linear_algebra import (_numeric_pair, matmul, matrix_transpose, negative_axis_check,
@@ -498,7 +498,7 @@ def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
     # (any float), checked on every call
     key = ("vector_norm", d.dtype, d.shape, axis, option_type(axis), keepdims, type(keepdims))
     kept_key = (key, ord, type(ord))  # a kept launch holds its order
-    r = kept_result(kept_key, (x,), (d,), x._device)
+    r = kept_one(kept_key, x, d)
     if r is not None:
         return r
     plan = planned(key, (axis, keepdims), _check_vector_norm, x, axis, keepdims)
@@ -525,7 +525,7 @@ def matrix_norm(x, /, *, keepdims=False, ord="fro"):
     # dtype, shape and the options decide the checks: once per combination (ord=inf is a
     # float, never keyed: checked on every call)
     key = (fname, d.dtype, d.shape, keepdims, type(keepdims), ord, type(ord))
-    r = kept_result(key, (x,), (d,), x._device)  # ord="fro" keeps its one reduction
+    r = kept_one(key, x, d)  # ord="fro" keeps its one reduction
     if r is not None:
         return r
     plan = planned(key, (keepdims, ord), _check_matrix_norm, x, keepdims, ord)
