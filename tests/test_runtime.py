@@ -453,11 +453,10 @@ def test_warm_cache_tool_enumerates_every_elementwise_kernel():
             gen.translation_unit([(name, dtypes, tc, to)])
 
 
-def test_a_slow_compile_says_so_and_a_quick_one_says_nothing(fake_load, monkeypatch, capsys):
-    """A first call that compiles for longer than NOTICE_AFTER names what it compiles on
-    stderr, then how long it took; a quick compile prints nothing."""
+@pytest.fixture
+def slow_compiles(monkeypatch):
+    """Every compile takes 0.3 s, and a notice is due after 0.05 s."""
     import time
-    cp = _fake_cupy(set())
     slow = rt._compile
 
     def compile_slowly(*args):
@@ -465,6 +464,13 @@ def test_a_slow_compile_says_so_and_a_quick_one_says_nothing(fake_load, monkeypa
         return slow(*args)
     monkeypatch.setattr(rt, "_compile", compile_slowly)
     monkeypatch.setattr(rt, "NOTICE_AFTER", 0.05)
+
+
+def test_a_slow_compile_says_so_and_a_quick_one_says_nothing(fake_load, slow_compiles,
+                                                            monkeypatch, capsys):
+    """A first call that compiles for longer than NOTICE_AFTER names what it compiles on
+    stderr, then how long it took; a quick compile prints nothing."""
+    cp = _fake_cupy(set())
     rt._load(cp, "slow source", "k", ())
     err = capsys.readouterr().err
     assert "xp_cuda: compiling the kernel k for sm_90" in err
@@ -476,20 +482,12 @@ def test_a_slow_compile_says_so_and_a_quick_one_says_nothing(fake_load, monkeypa
     assert capsys.readouterr().err == ""
 
 
-def test_a_slow_parallel_batch_says_so_once(fake_load, monkeypatch, capsys):
+def test_a_slow_parallel_batch_says_so_once(fake_load, slow_compiles, monkeypatch, capsys):
     """load_kernels compiles its missing cubins in parallel: one notice for the batch, none
     per kernel."""
     import sys
-    import time
     cp = _fake_cupy(set())
     monkeypatch.setitem(sys.modules, "cupy", cp)
-    slow = rt._compile
-
-    def compile_slowly(*args):
-        time.sleep(0.3)
-        return slow(*args)
-    monkeypatch.setattr(rt, "_compile", compile_slowly)
-    monkeypatch.setattr(rt, "NOTICE_AFTER", 0.05)
     kernels = rt.load_kernels([("source one", "k"), ("source two", "k")])
     assert len(kernels) == 2 and fake_load == ["k.cu", "k.cu"]
     err = capsys.readouterr().err
