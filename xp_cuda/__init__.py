@@ -6,6 +6,7 @@ named submodules (``xp_cuda.nonstandard``, ``xp_cuda.fuse``, ``xp_cuda.spatial``
 
 import math as _math
 
+from . import _revisions
 from . import (_creation, _data_type_functions, _elementwise, _indexing, _linear_algebra,
                _manipulation, _searching, _set, _sorting, _statistical, _utility, fft, linalg)
 from ._creation import *  # noqa: F401,F403
@@ -23,7 +24,9 @@ from ._sorting import *  # noqa: F401,F403
 from ._statistical import *  # noqa: F401,F403
 from ._utility import *  # noqa: F401,F403
 
-__array_api_version__ = "2023.12"
+from ._revisions import set_api_version  # noqa: E402,F401  (not in __all__: not the standard's)
+
+__array_api_version__ = _revisions.api_version()
 __version__ = "0.1.0"
 
 e = _math.e
@@ -42,3 +45,8 @@ __all__ = (
     + _set.__all__ + _sorting.__all__ + _statistical.__all__ + _utility.__all__
     + ["linalg", "fft"]
 )
+_revisions.install(__name__)  # names of later revisions show only while one is in force
+
+
+def __getattr__(name):
+    raise _revisions.missing(__name__, name)

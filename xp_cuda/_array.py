@@ -5,7 +5,7 @@ import sys
 
 import numpy as np
 
-from . import _dtypes
+from . import _dtypes, _revisions
 from ._backends import EmptyMask, backend
 from ._backends._base import KEPT as _KEPT
 from ._devices import Device, check_device
@@ -13,7 +13,6 @@ from ._dtypes import (DType, check_scalar, in_category, scalar_type_name,
                       typed_scalar)
 from ._validation import _foreign_hint
 
-_API_VERSIONS = (None, "2021.12", "2022.12", "2023.12")
 _KDL_CPU = 1
 
 
@@ -183,11 +182,10 @@ class Array:
 
     # ---- namespace, devices, DLPack -------------------------------------------------------
     def __array_namespace__(self, /, *, api_version=None):
-        if api_version not in _API_VERSIONS:
-            raise ValueError(
-                f"api_version={api_version!r} is not supported; xp_cuda implements 2023.12 "
-                f"(and accepts 2021.12, 2022.12 or None)"
-            )
+        """The xp_cuda namespace; an ``api_version`` other than the one in force puts that
+        revision in force for the whole process (as array-api-strict does)."""
+        if api_version is not None and api_version != _revisions.state.revision:
+            _revisions.set_api_version(api_version)
         return sys.modules["xp_cuda"]  # the namespace (imported: it holds this module)
 
     def to_device(self, device, /, *, stream=None) -> "Array":

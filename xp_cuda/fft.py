@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 
+from . import _revisions
 from ._array import _wrap, check_array
 from ._backends import backend
 from ._devices import check_device, default_device
@@ -277,3 +278,10 @@ def fftshift(x, /, *, axes=None):
 def ifftshift(x, /, *, axes=None):
     """Inverse of fftshift (they differ by one sample on odd lengths)."""
     return _shift("ifftshift", x, axes)
+
+
+_revisions.install(__name__)  # names of later revisions show only while one is in force
+
+
+def __getattr__(name):
+    raise _revisions.missing(__name__, name)

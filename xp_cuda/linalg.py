@@ -14,6 +14,7 @@ from collections import namedtuple
 
 import numpy as np
 
+from . import _revisions
 from ._array import Array, _backend_of, _wrap, check_array, kept_one
 from ._backends._base import _FP_IGNORE, FpQuiet, fp_quiet_off, fp_quiet_on
 from ._dtypes import DEFAULT_DTYPES, in_category, promote, real_dtype
@@ -558,3 +559,10 @@ __all__ = ["cholesky", "cross", "det", "diagonal", "eigh", "eigvalsh", "inv", "m
            "matrix_norm", "matrix_power", "matrix_rank", "matrix_transpose", "outer", "pinv",
            "qr", "slogdet", "solve", "svd", "svdvals", "tensordot", "trace", "vecdot",
            "vector_norm"]
+
+
+_revisions.install(__name__)  # names of later revisions show only while one is in force
+
+
+def __getattr__(name):
+    raise _revisions.missing(__name__, name)
