@@ -805,6 +805,11 @@ def test_kept_calls_compute_each_later_call_afresh():
         (lambda A, B: xp.where(A > B, A, B[:1]), lambda a, b: np.where(a > b, a, b[:1])),
         (lambda A, B: xp.astype(A, xp.float64), lambda a, b: a.astype(np.float64)),
         (lambda A, B: xp.astype(A, xp.int16), lambda a, b: a.astype(np.int16)),
+        (lambda A, B: xp.cumulative_sum(A, axis=0), lambda a, b: np.cumsum(a, 0)),
+        (lambda A, B: xp.cumulative_sum(A, axis=1, include_initial=True), lambda a, b:
+         np.concatenate([np.zeros((5, 1), np.float32), np.cumsum(a, 1)], 1)),
+        (lambda A, B: A[:, :1] - B[:1, :], lambda a, b: a[:, :1] - b[:1, :]),  # broadcast
+        (lambda A, B: xp.multiply(A[::2, 1:], B[::2, :-1]), lambda a, b: a[::2, 1:] * b[::2, :-1]),
     ]
     moments = [
         (lambda A: xp.var(A, axis=0, correction=1), lambda a: a.var(0, ddof=1)),
@@ -814,7 +819,8 @@ def test_kept_calls_compute_each_later_call_afresh():
         (lambda A: xp.linalg.matrix_norm(A), lambda a: np.linalg.norm(a)),
     ]
     for r in range(4):
-        a = rng.standard_normal((5, 7)).astype(np.float32)
+        # multiples of 1/64: the cumulative sums are exact in float32, in any order
+        a = (np.round(rng.standard_normal((5, 7)) * 64) / 64).astype(np.float32)
         b = rng.standard_normal((5, 7)).astype(np.float32)
         if r == 2:  # same shape and strides, another address residue: one float32 in
             flat = np.concatenate([np.zeros(1, np.float32), a.ravel()])

@@ -352,10 +352,15 @@ def test_kept_move_checks_strides_residues_and_device():
     (lambda a, b: xp.linalg.vector_norm(a, ord=1), lambda a, b: (
         ("vector_norm", a._data.dtype, a.shape, None, option_type(None), False, bool), 1,
         int)),
+    (lambda a, b: xp.cumulative_sum(a), lambda a, b: (
+        "cumulative_sum", a._data.dtype, a.shape, None, option_type(None), None,
+        type(None), False, bool)),
+    (lambda a, b: xp.reshape(a, (4, 1)) - b, lambda a, b: (
+        "subtract", a._data.dtype, (4, 1), b._data.dtype, b.shape)),
 ])
 def test_moves_and_moments_use_kept_calls_under_their_keys(monkeypatch, call, key):
-    """concat, stack, roll, tile, repeat, where, astype, var and vector_norm look their
-    validated key up in
+    """concat, stack, roll, tile, repeat, where, astype, var, vector_norm and a broadcast
+    elementwise call look their validated key up in
     KEPT first and return the kept call's result; a kept call that declines (None) takes the
     full path."""
     from xp_cuda._backends._base import KEPT

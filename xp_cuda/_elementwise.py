@@ -9,6 +9,7 @@ from __future__ import annotations
 from ._array import Array, _backend_of, _wrap, check_array
 from ._backends import FAST as _FAST
 from ._backends._base import FAST_ANY_LAYOUT as _FAST_ANY
+from ._backends._base import KEPT as _KEPT
 from ._dtypes import TypedScalar, in_category, promote, real_dtype
 from ._dtypes import bool as _bool
 from ._validation import PLANS as _PLANS
@@ -163,6 +164,15 @@ def apply2(name: str, x1, x2) -> Array:
                         out._data = entry[0](d1, d2)
                         out._device = dev
                         return out
+            # strided or broadcast operands: the launch kept under _apply_checked's plan key
+            kept = _KEPT_get((name, d1.dtype, shape, d2.dtype, d2.shape))
+            if kept is not None and x2._device is x1._device:
+                r = kept((d1, d2), x1._device)
+                if r is not None:
+                    out = _new_object(Array)
+                    out._data = r
+                    out._device = x1._device
+                    return out
         elif type(x2) is TypedScalar:
             key = (name, d1.dtype, "s")
             entry = _FAST.get(key)
@@ -183,6 +193,7 @@ def apply2(name: str, x1, x2) -> Array:
 
 
 _new_object = object.__new__
+_KEPT_get = _KEPT.get
 
 
 def _apply_checked(name: str, operands) -> Array:
@@ -223,7 +234,8 @@ def _apply_checked(name: str, operands) -> Array:
             device = common_device(operands, name)
         # one backend for two arrays of one class on one device; else the higher-ranked one
         b = x1._b if type(x1) is type(x2) else _backend_of(operands)
-    return _wrap(b.elementwise(name, fn, (n1, n2), in_dtype, out_dtype, shape), device)
+    return _wrap(b.elementwise(name, fn, (n1, n2), in_dtype, out_dtype, shape,
+                               None if arr is not None else key), device)
 
 
 def _validate(name, operands):

@@ -92,9 +92,12 @@ def cumulative_sum(x, /, *, axis=None, dtype=None, include_initial=False):
     d = check_array(x, "cumulative_sum", "x")._data
     key = ("cumulative_sum", d.dtype, d.shape, axis, option_type(axis), dtype, type(dtype),
            include_initial, type(include_initial))
+    r = kept_one(key, x, d)
+    if r is not None:
+        return r
     plan = planned(key, (axis, dtype, include_initial), _check_cumulative_sum, x, axis,
                    dtype, include_initial)
-    return _wrap(x._b.cumsum(d, plan[0], plan[1], include_initial), x._device)
+    return _wrap(x._b.cumsum(d, plan[0], plan[1], include_initial, key), x._device)
 
 
 def _check_max_min(name, x, axis, keepdims):

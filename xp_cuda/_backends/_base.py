@@ -246,7 +246,7 @@ class Backend:
                     out = xp.sqrt(out)
             return xp.asarray(out).astype(dtype._np, copy=False)
 
-    def cumsum(self, data, axis: int, dtype, include_initial: bool):
+    def cumsum(self, data, axis: int, dtype, include_initial: bool, plan_key=None):
         """Inclusive prefix sums along `axis` in `dtype` (each element cast first, the spec's
         rule), with a leading zero when include_initial."""
         xp = self.xp

@@ -150,7 +150,7 @@ class CpuBackend(Backend):
     xp = np
     device = CPU
 
-    def elementwise(self, name, fn, operands, in_dtype, out_dtype, shape):
+    def elementwise(self, name, fn, operands, in_dtype, out_dtype, shape, plan_key=None):
         """One of the 65 functions: NumPy's `fn`, with the standard's fixes. operands: native
         arrays or TypedScalars of the operators."""
         kind = in_dtype.kind
@@ -306,7 +306,7 @@ class CpuBackend(Backend):
         finally:
             fp_quiet_off(token)
 
-    def cumsum(self, data, axis: int, dtype, include_initial: bool):
+    def cumsum(self, data, axis: int, dtype, include_initial: bool, plan_key=None):
         t = dtype._np
         if include_initial:
             return super().cumsum(data, axis, dtype, include_initial)

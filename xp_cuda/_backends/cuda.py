@@ -139,9 +139,10 @@ class CudaBackend(Backend):
                                                  out_dtype.name)
         return plan
 
-    def elementwise(self, name, fn, operands, in_dtype, out_dtype, shape):
+    def elementwise(self, name, fn, operands, in_dtype, out_dtype, shape, plan_key=None):
         """Operands read in their own dtypes (scalars as parameters), converted in registers,
-        the output written once. Registers the validated plan for the spec layer's hot path."""
+        the output written once. Registers the validated plan for the spec layer's hot path
+        (FAST for contiguous operands; KEPT under ``plan_key`` for strided or broadcast ones)."""
         n = 1
         for s in shape:
             n *= s
@@ -153,7 +154,7 @@ class CudaBackend(Backend):
                 self.device.index))
             if launch is not None:
                 with self.ctx():
-                    return launch(operands, ())[0]
+                    return self._launch_kept(launch, operands, plan_key)
         dtypes = tuple(o.dtype.name if type(o) is TypedScalar else dtype_name(o.dtype)
                        for o in operands)
         with self.ctx():
@@ -183,8 +184,12 @@ class CudaBackend(Backend):
                 # geometry's ~30 arguments cost ~50 us of host time). Large ones keep the
                 # Plan's strided kernel: on the H200 it ran (4096, 1) + (1, 16384) in 0.18 ms
                 # where the one-node program took 0.32 ms.
-                return _eager.elementwise(self.xp, name, in_dtype.name, out_dtype.name,
-                                          operands, shape, self.device.index)
+                launch = _eager.elementwise_launch(self.xp, name, in_dtype.name,
+                                                   out_dtype.name, operands, shape,
+                                                   self.device.index)
+                if launch is None:  # an empty result
+                    return self.xp.empty(shape, dtype=out_dtype._np)
+                return self._launch_kept(launch, operands, plan_key)
             if "g" in modes or layout in ("z", "sz", "zs", "zz"):
                 layout = "".join("s" if m == "s" else "g" for m in modes)
                 return plan.strided(layout, tuple(args), shape, n)
@@ -255,9 +260,10 @@ class CudaBackend(Backend):
         with self.ctx():
             return _scan.nonzero(self.xp, data)
 
-    def cumsum(self, data, axis, dtype, include_initial):
+    def cumsum(self, data, axis, dtype, include_initial, plan_key=None):
         with self.ctx():
-            return _scan.cumsum(self.xp, data, axis, dtype._np, include_initial)
+            return self._moved(plan_key, (data,), lambda: _scan.cumsum(
+                self.xp, data, axis, dtype._np, include_initial))
 
     # ---- manipulation: copy.cu moves raw elements (views built here, one copy each) --------
     def _into(self, shape, dtype, view_of_out, src):

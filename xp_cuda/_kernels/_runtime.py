@@ -1091,15 +1091,21 @@ def run_recorded(cp, key, ptrs: tuple, run) -> None:
         return
     prog = program(cp, key, tuple(p & 15 for p in ptrs), run)
     replay(cp, prog, ptrs)
+    note_program(prog, ptrs)
+
+
+def note_program(prog: Program, slots: tuple) -> None:
+    """Tell noting_programs (if one is listening on this thread) that one-phase ``prog`` just
+    ran with the caller's ``slots`` (a launcher that replays a program itself calls this)."""
     seen = getattr(_ctx, "seen", None)
-    if seen is not None:
-        seen.append((prog, ptrs))
+    if seen is not None and len(prog.phases) == 1:
+        seen.append((prog, slots))
 
 
 @contextlib.contextmanager
 def noting_programs():
-    """``with noting_programs() as seen:`` lists (Program, slots) of each run_recorded call
-    inside (the calling thread's): what a caller replays to repeat that work (a backend
+    """``with noting_programs() as seen:`` lists (Program, slots) of each one-phase program
+    run inside by run_recorded or a launcher's note_program (the calling thread's): what a caller replays to repeat that work (a backend
     keeping a whole call whose device work was one recorded program)."""
     outer = getattr(_ctx, "seen", None)
     _ctx.seen = seen = []

@@ -45,15 +45,6 @@ def launch_of(cp, key, arrays, build, device, shape):
     return launch
 
 
-def run(cp, key, arrays, build, device, shape, out_dtype: str):
-    """The outputs (new C-contiguous CuPy arrays) of ``launch_of``'s launch; an empty
-    ``shape`` launches nothing."""
-    launch = launch_of(cp, key, arrays, build, device, shape)
-    if launch is None:
-        return [cp.empty(shape, dtype=out_dtype)]
-    return launch(arrays, ())
-
-
 def where_launch(cp, cond, x1, x2, out_dtype: str, shape, device):
     """The launch of cond ? x1 : x2 broadcast to ``shape``, each side converted to
     ``out_dtype`` (a name); None where ``shape`` is empty."""
@@ -81,13 +72,14 @@ def ew_key(name: str, compute_dtype: str, out_dtype: str, shape) -> tuple:
     return ("ew", name, compute_dtype, out_dtype, shape)
 
 
-def elementwise(cp, name: str, compute_dtype: str, out_dtype: str, arrays, shape, device):
-    """Elementwise function ``name`` of the OPS table on arrays of any strides, broadcast to
-    ``shape``: each operand read through its strides in its own dtype, converted to
-    ``compute_dtype`` in registers, the result written once, C-contiguous. (Contiguous
-    operands of the output's shape take elementwise.Plan's hot path instead.)"""
+def elementwise_launch(cp, name: str, compute_dtype: str, out_dtype: str, arrays, shape,
+                       device):
+    """The launch of elementwise function ``name`` of the OPS table on arrays of any strides,
+    broadcast to a non-empty ``shape``: each operand read through its strides in its own
+    dtype, converted to ``compute_dtype`` in registers, the result written once,
+    C-contiguous. (Contiguous operands of the output's shape take elementwise.Plan's hot path
+    instead.)"""
     shape = tuple(shape)
-    return run(cp, ew_key(name, compute_dtype, out_dtype, shape), tuple(arrays),
-               lambda ins: [Node(Op.ELEMENTWISE, ins, DName(out_dtype), shape,
-                                 Elementwise(name, compute_dtype))], device, shape,
-               out_dtype)[0]
+    return launch_of(cp, ew_key(name, compute_dtype, out_dtype, shape), tuple(arrays),
+                     lambda ins: [Node(Op.ELEMENTWISE, ins, DName(out_dtype), shape,
+                                       Elementwise(name, compute_dtype))], device, shape)

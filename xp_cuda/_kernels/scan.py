@@ -25,8 +25,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._runtime import (c_contiguous, device_info, dtype_name, empty_allocator, grid,
-                       instance_units, late, launch, load_kernel, memset, program, read, replay,
-                       scratch, source)
+                       instance_units, late, launch, load_kernel, memset, note_program, program,
+                       read, replay, scratch, source)
 
 __all__ = ["THREADS", "CHUNKS", "ROW_V", "COUNT_ITEMS", "CUMSUM_PAIRS", "Route", "cumsum_route",
            "kernel_names", "ScanPlan", "plan_scan", "scan_depth", "row_unit", "mask_tile",
@@ -398,13 +398,15 @@ def cumsum(cp, x, axis: int, out_dtype, include_initial: bool):
     ptr = x.data.ptr
     shape, strides, dtype = x.shape, x.strides, x.dtype
     prog = program(cp, ("cumsum", shape, strides, dtype, out_dtype, axis, include_initial),
-                   (ptr & 15, 0), lambda xp, op: _plan_cumsum(
+                   (0, ptr & 15), lambda op, xp: _plan_cumsum(
                        cp, shape, strides, dtype, axis, np.dtype(out_dtype), include_initial,
                        xp, op))
     what, oshape, odt, precast = prog.info
     if what == "launch":
         out = allocator(cp)(oshape, odt)
-        replay(cp, prog, (ptr, out.data.ptr))
+        slots = (out.data.ptr, ptr)  # (result, input): a caller may keep it (note_program)
+        replay(cp, prog, slots)
+        note_program(prog, slots)
         return out
     if what == "empty":
         return cp.empty(oshape, dtype=odt)

@@ -399,7 +399,7 @@ class TraceBackend(Backend):
     rank = 1  # a call that meets a traced array is recorded (or refused), never computed
 
     # ---- recorded ---------------------------------------------------------------------------
-    def elementwise(self, name, fn, operands, in_dtype, out_dtype, shape):
+    def elementwise(self, name, fn, operands, in_dtype, out_dtype, shape, plan_key=None):
         # (each method records through the module's recorder of the same name)
         return _data(elementwise(name, [_operand(o) for o in operands], in_dtype, out_dtype,
                                  shape))
