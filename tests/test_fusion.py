@@ -4,7 +4,6 @@ every generated source compiles with NVRTC (CI, no GPU needed)."""
 import contextlib
 import random
 import re
-import time
 
 import numpy as np
 import pytest
@@ -529,7 +528,6 @@ def test_generated_sources_compile_with_nvrtc():
     rng = np.random.default_rng(1)
     xs = [_arr(rng, (4, 3), xp.float32, CPU) for _ in range(2)]
     extra = [(user_secret_name, xs)]
-    t0 = time.perf_counter()
     for i, (f, args) in enumerate(_programs_corpus() + extra):
         t, nodes, _ = _trace.trace(f, args, {}, CPU)
         kern = [n for n in nodes if not _view_only(n)]
@@ -554,7 +552,6 @@ def test_generated_sources_compile_with_nvrtc():
         for p_ in chunk:
             name = re.search(r"\) (k\d+(?:v\d+)?)\(", p_.kernel).group(1)
             assert f".entry {name}(" in ptx
-    assert time.perf_counter() - t0 < 120
 
 
 def _layout(shape, itemsize, strides=None):
