@@ -13,7 +13,7 @@ import pytest
 import xp_cuda as xp
 from xp_cuda import _revisions
 from xp_cuda._array import Array
-from xp_cuda._backends import backend
+from xp_cuda._backends import CpuBackend, CudaBackend, backend
 from xp_cuda._backends._base import Backend
 from xp_cuda._devices import CPU
 
@@ -153,6 +153,16 @@ def test_operator_index_integers_index_like_ints(device, rng, dtype):
         _same(x[::i, 1:5:i], a[::k, 1:5:k], f"x[::{i!r}, 1:5:{i!r}]")
         _same(x[np.int64(-k):, :i, 0], a[-k:, :k, 0], f"x[-{k}:, :{i!r}, 0]")
     _same(x[np.int64(-1), np.int32(-2), np.int16(-3)], a[-1, -2, -3], "negative NumPy ints")
+    # the same integers in assignments
+    y, b = random_array(rng, (5, 6, 4), dtype, device)
+    v, c = random_array(rng, (4,), dtype, device)
+    for i in _INTS + [idx0]:
+        k = operator.index(i)
+        y[i, np.int8(-1)] = v
+        b[k, -1] = c
+        y[np.uint8(1):i, i] = v[0]
+        b[1:k, k] = c[0]
+    _same(y, b, "assignments through NumPy integers and 0-d arrays")
 
 
 def test_operator_index_integers_keep_bools_and_floats_out(device, revision):
@@ -383,3 +393,31 @@ def test_shared_take_arrays_path_matches_numpy(rng, dtype):
     if signed:
         idx = [np.array([-5], dtype=dtype._np), np.array([1], dtype=dtype._np)]
         assert Backend.take_arrays(b, a, 0, idx, (1,)) == (None, (0, -5))
+
+
+class _CudaOffsetsOnNumpy(CpuBackend):
+    """The cpu backend with the cuda backend's linear_index (elementwise kernels called by
+    name with int64 scalars): its logic checked here on NumPy's elementwise functions."""
+    linear_index = CudaBackend.linear_index
+    _int64_scalar_op = CudaBackend._int64_scalar_op
+
+
+@pytest.mark.parametrize("dtype", [xp.int16, xp.uint32, xp.int64], ids=str)
+def test_cuda_linear_index_logic_matches_the_reference(rng, dtype):
+    b, ref = _CudaOffsetsOnNumpy(), backend(CPU)
+    signed = dtype.kind == "int"
+    a = rng.standard_normal((3, 4, 5))
+    for axis, shapes in ((0, ((2, 1), (5,))), (0, ((6,), (1,), (2, 6))), (1, ((7,), (7,)))):
+        dims = a.shape[axis:axis + len(shapes)]
+        idx = [rng.integers(-n if signed else 0, n, size=s).astype(dtype._np)
+               for n, s in zip(dims, shapes)]
+        wrap = [bool(signed and (i < 0).any()) for i in idx]
+        shape = np.broadcast_shapes(*shapes)
+        got = b.linear_index(idx, dims, shape, wrap)
+        want = Backend.linear_index(ref, idx, dims, shape, wrap)
+        assert got.dtype == np.int64 and got.flags.c_contiguous
+        np.testing.assert_array_equal(got, want, err_msg=f"{dims} {shapes}")
+        out, bad = Backend.take_arrays(b, a, axis, idx, shape)
+        assert bad is None
+        np.testing.assert_array_equal(
+            out, a[(slice(None),) * axis + tuple(i.astype(np.int64) for i in idx)])
