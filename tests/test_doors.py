@@ -237,7 +237,7 @@ def test_copy_flag_refuses_values_equal_to_a_bool(device, bad):
         assert xp.reshape(x, (1, 2), copy=ok).shape == (1, 2)
 
 
-# ---- 5. integer array indexing (2024.12) ----------------------------------------------------------
+# ---- 5. integer array indexing (2024.12) ------------------------------------------------------
 
 def _keys(rng, shape, idt):
     """(xp key maker, NumPy key) pairs over an array of `shape` (at least 3-D: (5, 6, 4)),
