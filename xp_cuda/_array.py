@@ -1,6 +1,7 @@
 """The Array object: one backend buffer (NumPy or CuPy) and its Device, with the spec's rules."""
 from __future__ import annotations
 
+import operator
 import sys
 
 import numpy as np
@@ -8,10 +9,11 @@ import numpy as np
 from . import _dtypes, _revisions
 from ._backends import EmptyMask, backend
 from ._backends._base import KEPT as _KEPT
+from ._devices import CPU as _CPU
 from ._devices import Device, check_device
 from ._dtypes import (DType, check_scalar, in_category, scalar_type_name,
                       typed_scalar)
-from ._validation import _foreign_hint
+from ._validation import _foreign_hint, broadcast_shapes, check_copy
 
 _KDL_CPU = 1
 
@@ -19,8 +21,54 @@ _KDL_CPU = 1
 _BOUND_TYPES = frozenset((int, type(None)))  # slice bounds that need no further check
 
 
-def _is_int_0d(v) -> bool:
-    return isinstance(v, Array) and v.ndim == 0 and v.dtype.kind in ("int", "uint")
+def _index_int(v):
+    """v as a Python int where operator.index takes it (NumPy integers, 0-d integer arrays,
+    int subclasses), else None. Bools (Python's, NumPy's, 0-d boolean arrays) are no index:
+    True would read as 1 where NumPy reads a mask."""
+    if isinstance(v, (bool, np.bool_)):
+        return None
+    if isinstance(v, Array) and (v._data.ndim or v.dtype.kind not in ("int", "uint")):
+        return None
+    try:
+        return int(operator.index(v))
+    except TypeError:
+        return None
+
+
+def _converted(p):
+    """A part of a validated key with its integers (and its slice's bounds) as Python ints;
+    integer arrays of 1 or more dimensions stay as they are."""
+    t = type(p)
+    if t is int or p is None or p is Ellipsis:
+        return p
+    if t is slice:
+        return slice(*(v if v is None or type(v) is int else _index_int(v)
+                       for v in (p.start, p.stop, p.step)))
+    if isinstance(p, Array) and p._data.ndim:
+        return p
+    return _index_int(p)
+
+
+def _check_array_index(setting: bool) -> None:
+    """The gate of an integer array in an index (2024.12's integer array indexing)."""
+    if not _revisions.allows("integer array indexing"):
+        raise IndexError(
+            f"integer array indexing is in the 2024.12 revision of the Array API standard, "
+            f"and {_revisions.api_version()} is in force; call "
+            f"xp_cuda.set_api_version('2024.12'), or use xp.take")
+    if setting:
+        raise IndexError("assignment through integer array indices is not specified by the "
+                         "standard (2024.12 defines reading only); assign through a boolean "
+                         "mask, or build the result with xp.where")
+
+
+class _ArrayKey(Exception):
+    """Raised by Array._key for a key holding an integer array: its parts, converted, and
+    the number of axes they index. Raising keeps the check off the hot path of every other
+    key (a try block costs nothing in Python 3.11+; a type test on every result would not)."""
+
+    def __init__(self, parts, n_axes):
+        self.parts, self.n_axes = parts, n_axes
 
 
 _ARRAY_TYPES: dict = {}  # native type -> Array subclass (see register_native_type)
@@ -198,6 +246,7 @@ class Array:
         return self._device.dlpack
 
     def __dlpack__(self, /, *, stream=None, max_version=None, dl_device=None, copy=None):
+        check_copy(copy, "__dlpack__")
         data = self._data
         if dl_device is not None and tuple(dl_device) != self.__dlpack_device__():
             if int(dl_device[0]) != _KDL_CPU:
@@ -219,6 +268,36 @@ class Array:
                 kwargs.pop("max_version")  # an exporter that only speaks the old protocol
                 return data.__dlpack__(**kwargs)
             raise
+
+    # ---- the NumPy door, pickle and copy ---------------------------------------------------
+    def __array__(self, dtype=None, copy=None):
+        """numpy.asarray(x): on the cpu NumPy's own array (NumPy 2's copy semantics: copy=None
+        shares where it can, True always copies, False refuses a copy); on a GPU a TypeError
+        naming the explicit door (numpy.from_dlpack(x, device="cpu")): a silent device to
+        host copy is what this namespace exists to prevent."""
+        check_copy(copy, "__array__")
+        door = getattr(self._b, "numpy_door", None)
+        if door is None:
+            raise TypeError(f"numpy cannot read a {type(self).__name__} (its data lives on "
+                            f"{self._device}); evaluate it first")
+        return door(self._data, self._device, dtype, copy)
+
+    def __reduce__(self):
+        # The values travel as a NumPy array (a cuda array is copied to the host once) and
+        # come back on the same device, in the same dtype; a cuda:N array needs cuda:N where
+        # it is loaded.
+        return _rebuild, (self._b.to_host(self._data), self._device)
+
+    def __copy__(self):
+        # Values, not a reference, as NumPy's copy.copy: an Array is a mutable container
+        # (x[...] = v), so a copy sharing the buffer would change with the original.
+        return type(self)._new(self._b.copy(self._data), self._device)
+
+    def __deepcopy__(self, memo):
+        out = memo.get(id(self))
+        if out is None:
+            out = memo[id(self)] = self.__copy__()
+        return out
 
     # ---- conversion of 0-d arrays ---------------------------------------------------------
     def _scalar(self, what: str, category: str):
@@ -247,27 +326,35 @@ class Array:
 
     # ---- indexing ------------------------------------------------------------------------
     def _key(self, key, setting: bool):
-        """Validate a key by the 2023.12 indexing rules; return the backend key. One pass over
-        the parts, the exact types first (a key is validated on every call: it holds slices,
-        which Python 3.11 cannot hash, so it is not memoised)."""
+        """Validate a key by the indexing rules; return the backend key. One pass over the
+        parts, the exact types first (a key is validated on every call: it holds slices,
+        which Python 3.11 cannot hash, so it is not memoised). Integers are whatever
+        operator.index accepts (NumPy integers, 0-d integer arrays), bools excepted; they
+        reach the backend as Python ints. A key holding an integer array of 1 or more
+        dimensions (2024.12) raises _ArrayKey with its converted parts, after the checks
+        every key shares: __getitem__ takes it from there."""
         if isinstance(key, Array):
             if key.dtype is not _dtypes.bool:
-                raise IndexError(
-                    f"an array index must be a boolean mask (got {key.dtype}); integer array "
-                    f"indexing is not part of 2023.12: use xp.take"
-                )
-            if key._device is not self._device and key._device != self._device:
-                raise ValueError(f"the boolean index is on {key._device} but the array is on "
-                                 f"{self._device}; move one with to_device")
-            kshape = key._data.shape
-            lead = self._data.shape[: len(kshape)]
-            if kshape == lead:  # the mask covers the leading dimensions exactly
-                return key._data
-            if len(kshape) > len(self._data.shape) or \
-                    any(k not in (n, 0) for k, n in zip(kshape, lead)):
-                raise IndexError(f"boolean index of shape {key.shape} does not match the "
-                                 f"leading dimensions of an array of shape {self.shape}")
-            return EmptyMask(key.ndim)  # an empty mask selects nothing, whatever the sizes
+                if key.dtype.kind not in ("int", "uint"):
+                    raise IndexError(f"an array index must have an integer or boolean dtype, "
+                                     f"got {key.dtype}")
+                if key._data.ndim:
+                    key = (key,)  # an integer array: the tuple path below
+                else:
+                    key = int(key._data.item())  # a 0-d integer array is an integer index
+            else:
+                if key._device is not self._device and key._device != self._device:
+                    raise ValueError(f"the boolean index is on {key._device} but the array is "
+                                     f"on {self._device}; move one with to_device")
+                kshape = key._data.shape
+                lead = self._data.shape[: len(kshape)]
+                if kshape == lead:  # the mask covers the leading dimensions exactly
+                    return key._data
+                if len(kshape) > len(self._data.shape) or \
+                        any(k not in (n, 0) for k, n in zip(kshape, lead)):
+                    raise IndexError(f"boolean index of shape {key.shape} does not match the "
+                                     f"leading dimensions of an array of shape {self.shape}")
+                return EmptyMask(key.ndim)  # an empty mask selects nothing, whatever the sizes
         t = type(key)
         if t is slice:  # x[a:b:c] with int or None bounds: nothing else to check
             if type(key.start) in _BOUND_TYPES and type(key.stop) in _BOUND_TYPES and \
@@ -281,7 +368,8 @@ class Array:
         n_ellipsis = 0
         n_axes = 0
         has_ints = False
-        has_0d_bounds = False
+        convert = False  # a part or a slice bound is an integer other than a Python int
+        has_arrays = False
         for p in parts:
             t = type(p)
             if t is slice:
@@ -290,12 +378,12 @@ class Array:
                     for v in (p.start, p.stop, p.step):
                         if v is None or type(v) is int:
                             continue
-                        if (isinstance(v, bool) or not isinstance(v, int)) and \
-                                not _is_int_0d(v):
-                            raise IndexError(f"slice bounds must be ints (or 0-d integer "
-                                             f"arrays) or None, got {p}")
-                        has_0d_bounds = has_0d_bounds or _is_int_0d(v)
-                if p.step == 0:
+                        if _index_int(v) is None:
+                            raise IndexError(f"slice bounds must be integers (objects "
+                                             f"operator.index accepts, bools excepted) or "
+                                             f"None, got {p}")
+                    convert = True  # (a step of 0 is caught after the conversion)
+                elif p.step == 0:
                     raise IndexError("a slice step of 0 is not allowed")
                 n_axes += 1
             elif t is int:
@@ -306,21 +394,33 @@ class Array:
             elif p is None:
                 if setting:
                     raise IndexError("None (newaxis) is not allowed in an index for assignment")
-            elif isinstance(p, int) and not isinstance(p, bool):
-                n_axes += 1
-                has_ints = True
             elif isinstance(p, Array):
-                raise IndexError("a boolean array must be the sole index (Array API 2023.12); "
-                                 "combine masks first, or index in two steps")
+                kind = p.dtype.kind
+                if kind == "bool":
+                    raise IndexError("a boolean array must be the sole index; combine masks "
+                                     "first, or index in two steps")
+                if kind not in ("int", "uint"):
+                    raise IndexError(f"an array index must have an integer or boolean dtype, "
+                                     f"got {p.dtype}")
+                n_axes += 1
+                if p._data.ndim == 0:  # an integer index (operator.index)
+                    has_ints = convert = True
+                else:
+                    _check_array_index(setting)
+                    has_arrays = True
+            elif _index_int(p) is not None:  # NumPy integers, int subclasses
+                n_axes += 1
+                has_ints = convert = True
             else:
                 raise IndexError(
-                    f"index {p!r} is not allowed: 2023.12 indexes with Python ints, slices, "
-                    f"..., None, or a boolean array as the sole index"
+                    f"index {p!r} is not allowed: the standard indexes with integers, slices, "
+                    f"..., None, integer arrays (2024.12), or a boolean array as the sole index"
                 )
-        if has_0d_bounds:  # 0-d integer arrays as slice bounds, through __index__
-            parts = tuple(slice(*(int(v) if _is_int_0d(v) else v
-                                  for v in (p.start, p.stop, p.step)))
-                          if isinstance(p, slice) else p for p in parts)
+        if convert:  # every integer as a Python int, for the bounds below and the backend
+            parts = tuple(_converted(p) for p in parts)
+            for p in parts:
+                if type(p) is slice and p.step == 0:
+                    raise IndexError("a slice step of 0 is not allowed")
             key = parts
         if n_ellipsis > 1:
             raise IndexError("an index may contain at most one ellipsis (...)")
@@ -339,16 +439,75 @@ class Array:
                     continue
                 if p is None:
                     continue
-                if isinstance(p, int):
+                if type(p) is int:  # (every integer is a Python int by now)
                     n = shape[axis]
                     if not -n <= p < n:
                         raise IndexError(f"index {p} is out of bounds for axis {axis} of size "
                                          f"{n}")
                 axis += 1
+        if has_arrays:
+            raise _ArrayKey(parts, n_axes)
         return key
 
+    def _take_arrays(self, parts, n_axes):
+        """x[parts] for a key holding integer arrays (the 2024.12 integer array indexing):
+        the integers and integer arrays (each integer a 0-d array of the standard) broadcast
+        together to one shape S, whose elements select coordinates along their axes. The
+        standard defines keys of integers and integer arrays only; beside them xp_cuda takes
+        slices and one ellipsis where NumPy's placement of S is unambiguous: the integers
+        and arrays stand next to each other, S replaces their axes in place."""
+        adv = [i for i, p in enumerate(parts) if type(p) is int or isinstance(p, Array)]
+        if any(p is None for p in parts):
+            raise IndexError("None (newaxis) cannot be combined with integer array indices; "
+                             "expand the result with xp.expand_dims")
+        if adv[-1] - adv[0] + 1 != len(adv):
+            raise IndexError(
+                "the integers and integer arrays of an index must stand next to each other "
+                "when slices or ... separate them (NumPy would move the selected axes to the "
+                "front); index in two steps")
+        arrays = [p for p in parts if isinstance(p, Array)]
+        for a in arrays:
+            if a._device is not self._device and a._device != self._device:
+                raise ValueError(f"an index array is on {a._device} but the array is on "
+                                 f"{self._device}; move one with to_device")
+        try:
+            bshape = broadcast_shapes([a.shape for a in arrays], "__getitem__")
+        except ValueError as e:
+            raise IndexError(f"the integer array indices cannot be broadcast together: "
+                             f"{e}") from None
+        # The basic part first (a view): slices and integers as written, each array's axis
+        # kept whole; then the arrays gather along the axes they index, next to each other.
+        ndim = self._data.ndim
+        view_key, axes, axis = [], [], 0
+        for p in parts:
+            if p is Ellipsis:
+                fill = ndim - n_axes
+                view_key.extend([slice(None)] * fill)
+                axis += fill
+                continue
+            if isinstance(p, Array):
+                view_key.append(slice(None))
+                axes.append(axis)
+            else:
+                view_key.append(p)
+            axis += 1
+        view_key = tuple(view_key)
+        b = self._b
+        view = b.getitem(self._data, view_key, view_key)
+        # in the view, the integers' axes are gone: the arrays' axes start where they stood
+        first = sum(1 for p in view_key[:axes[0]] if type(p) is not int)
+        out, bad = b.take_arrays(view, first, [a._data for a in arrays], bshape)
+        if bad is not None:
+            j, value = bad
+            raise IndexError(f"index {value} is out of bounds for axis {axes[j]} of size "
+                             f"{self._data.shape[axes[j]]}")
+        return _wrap(out, self._device)
+
     def __getitem__(self, key, /):
-        k = self._key(key, setting=False)
+        try:  # (no cost without an exception, Python 3.11+)
+            k = self._key(key, setting=False)
+        except _ArrayKey as a:  # integer array indexing (2024.12)
+            return self._take_arrays(a.parts, a.n_axes)
         return _wrap(self._b.getitem(self._data, k, key), self._device)
 
     def __setitem__(self, key, value, /):
@@ -378,6 +537,11 @@ class Array:
         return NotImplemented
 
     __hash__ = None
+
+
+def _rebuild(host, device: Device) -> Array:
+    """pickle's reconstructor: the NumPy array ``host`` (a fresh one, unpickled) on device."""
+    return _wrap(backend(device).move_in(host, backend(_CPU)), device)
 
 
 def _move(x: Array, dst: Device, stream=None):

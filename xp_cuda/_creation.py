@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import operator
 
 import numpy as np
 
@@ -11,8 +12,8 @@ from ._backends import backend
 from ._backends.cpu import lin_at as _lin_at
 from ._devices import CPU, Device, check_device, cupy_module, default_device
 from ._dtypes import DEFAULT_DTYPES, DType, check_scalar, from_numpy_dtype, scalar_type_name
-from ._validation import (check_dtype_arg, check_int, check_shape, common_device, option_type,
-                          planned)
+from ._validation import (check_copy, check_dtype_arg, check_int, check_shape, common_device,
+                          option_type, planned)
 
 _MAX_BYTES = 2**63 - 1
 _DEFAULT_FLOAT = DEFAULT_DTYPES["real floating"]
@@ -21,11 +22,6 @@ _pybool = bool
 
 def _device_arg(device, fname):
     return default_device() if device is None else check_device(device, fname)
-
-
-def _check_copy(copy, fname):
-    if copy not in (None, True, False):
-        raise TypeError(f"{fname}: copy must be True, False or None, got {copy!r}")
 
 
 def _alloc(b, fname: str, shape, dtype: DType, make):
@@ -152,7 +148,7 @@ def asarray(obj, /, *, dtype=None, device=None, copy=None):
         check_dtype_arg(dtype, fname)
     if device is not None:
         check_device(device, fname)
-    _check_copy(copy, fname)
+    check_copy(copy, fname)
     if isinstance(obj, Array):
         return _finish(obj._data, obj.device, dtype, device, copy, False, fname)
     if scalar_type_name(obj) is not None or isinstance(obj, (list, tuple)):
@@ -186,7 +182,7 @@ def from_dlpack(x, /, *, device=None, copy=None):
     fname = "from_dlpack"
     if device is not None:
         check_device(device, fname)
-    _check_copy(copy, fname)
+    check_copy(copy, fname)
     if isinstance(x, Array):
         return _finish(x._data, x.device, None, device, copy, False, fname)
     if not hasattr(x, "__dlpack__") or not hasattr(x, "__dlpack_device__"):
@@ -359,10 +355,18 @@ def triu(x, /, *, k=0):
 # ---- ranges --------------------------------------------------------------------------------
 
 def _real_number(v, fname, argname):
+    """(value, "int" or "float"): a Python int or float, or an integer operator.index
+    accepts (a NumPy integer, a 0-d integer array) read as a Python int."""
     kind = scalar_type_name(v)
-    if kind not in ("int", "float"):
-        raise TypeError(f"{fname}: {argname} must be a Python int or float, got {v!r}")
-    return kind
+    if kind in ("int", "float"):
+        return v, kind
+    if kind is None:
+        try:
+            return int(operator.index(v)), "int"
+        except TypeError:
+            pass
+    raise TypeError(f"{fname}: {argname} must be a Python int or float (or an integer "
+                    f"operator.index accepts), got {v!r}")
 
 
 def arange(start, /, stop=None, step=1, *, dtype=None, device=None):
@@ -370,8 +374,9 @@ def arange(start, /, stop=None, step=1, *, dtype=None, device=None):
     fname = "arange"
     if stop is None:
         start, stop = 0, start
-    kinds = {_real_number(v, fname, n) for v, n in ((start, "start"), (stop, "stop"),
-                                                    (step, "step"))}
+    (start, k1), (stop, k2), (step, k3) = (_real_number(v, fname, n) for v, n in (
+        (start, "start"), (stop, "stop"), (step, "step")))
+    kinds = {k1, k2, k3}
     if step == 0:
         raise ValueError("arange: step must not be 0")
     integral = kinds == {"int"}

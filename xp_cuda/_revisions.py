@@ -31,6 +31,7 @@ RULES = {
     "mean accepts complex input": "2024.12",
     "fftfreq dtype": "2024.12",
     "max dimensions capability": "2024.12",
+    "integer array indexing": "2024.12",  # __getitem__ with integer arrays
     "python scalar x2 in searchsorted": "2025.12",
     "expand_dims tuple of axes": "2025.12",
     "permute_dims negative axes": "2025.12",

@@ -1,6 +1,8 @@
 """The shared input checks every function uses: one place, one wording of each rule."""
 from __future__ import annotations
 
+import operator
+
 from ._dtypes import DType, in_category
 
 
@@ -77,10 +79,27 @@ def reduced_shape(shape, axes, keepdims: bool) -> tuple:
 
 
 def check_int(value, fname: str, argname: str) -> int:
-    """A Python int argument (bool, floats and NumPy scalars are rejected)."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{fname}: {argname} must be a Python int, got {value!r}")
-    return value
+    """An integer argument (shape, axis, k, n, num, ...): anything operator.index accepts
+    (Python ints, NumPy integers, 0-d integer arrays), returned as a Python int. Bools are
+    refused (True is no count or axis), as are floats."""
+    if type(value) is int:  # the common case: one test
+        return value
+    if not isinstance(value, bool):
+        try:
+            return int(operator.index(value))  # (NumPy bools have no __index__: refused)
+        except TypeError:
+            pass
+    raise TypeError(f"{fname}: {argname} must be an integer (a Python int, or an object "
+                    f"operator.index accepts such as a NumPy integer), got {value!r}")
+
+
+def check_copy(copy, fname: str, allow_none: bool = True):
+    """A copy= argument: exactly True, False or (where the function allows it) None. 0 and 1
+    are refused although they compare equal to False and True."""
+    if copy is True or copy is False or (copy is None and allow_none):
+        return copy
+    allowed = "True, False or None" if allow_none else "True or False"
+    raise TypeError(f"{fname}: copy must be {allowed}, got {copy!r}")
 
 
 def check_bool(value, fname: str, argname: str) -> bool:

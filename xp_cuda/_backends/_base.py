@@ -492,3 +492,52 @@ class Backend:
             except errors as e:
                 raise ValueError(f"solve: x1 is singular (not invertible) ({e})") from None
         return out.astype(t, copy=False)
+
+    # ---- integer array indexing (2024.12) ----------------------------------------------------
+    def take_arrays(self, data, axis: int, indices, shape):
+        """data indexed along its axes axis, ..., axis + k - 1 by the k native integer arrays
+        ``indices`` (any integer dtypes, values not yet checked), which broadcast together
+        to ``shape``: the standard's integer array indexing. Returns (out, None), out of
+        shape data.shape[:axis] + shape + data.shape[axis + k:], or (None, (j, i)) for an
+        index i of indices[j] outside [-n, n) of its axis (refused on every device alike, as
+        take refuses). Negative indices count from the end. One array is a take along its
+        axis; several are checked one by one (a wrapped linear offset cannot tell which axis
+        an index overran), then merged into linear offsets over those axes, viewed as one."""
+        k = len(indices)
+        rest = data.shape[axis + k:]
+        dims = data.shape[axis:axis + k]
+        result_shape = data.shape[:axis] + tuple(shape) + rest
+        if k == 1:
+            out, bad = self.take(data, self.reshape(indices[0], (-1,)), axis)
+            return (None, (0, bad)) if bad is not None else (out.reshape(result_shape), None)
+        if not math.prod(shape):  # nothing selected: no index is read
+            with self.ctx():
+                return self.xp.empty(result_shape, data.dtype), None
+        wrap = []
+        for j, (idx, n) in enumerate(zip(indices, dims)):
+            lo, hi = self.bounds(idx)
+            if lo < -n or hi >= n:
+                return None, (j, lo if lo < -n else hi)
+            wrap.append(lo < 0)
+        lin = self.linear_index(indices, dims, shape, wrap)
+        merged = self.reshape(data, data.shape[:axis] + (math.prod(dims),) + rest)
+        out, bad = self.take(merged, lin, axis)
+        assert bad is None, bad  # every index was checked above
+        return out.reshape(result_shape), None
+
+    def linear_index(self, indices, dims, shape, wrap):
+        """The C-order offsets over axes of sizes ``dims`` of the coordinates ``indices``
+        (native integer arrays, each in [-n, n) of its axis; those with ``wrap`` true hold
+        negative values, counted from the end), broadcast to ``shape``: a C-contiguous 1-D
+        int64 array of prod(shape) offsets."""
+        xp = self.xp
+        with self.ctx():
+            lin = xp.zeros(shape, dtype=np.int64)
+            mult = 1
+            for idx, n, w in zip(reversed(indices), reversed(dims), reversed(wrap)):
+                v = idx.astype(np.int64)
+                if w:
+                    v = xp.remainder(v, n)  # floor modulo: [-n, n) onto [0, n)
+                lin += v * mult
+                mult *= n
+            return lin.reshape(-1)

@@ -404,5 +404,28 @@ class CpuBackend(Backend):
             fp_quiet_off(token)
         return out if out.dtype == t else out.astype(t)
 
+    # ---- the NumPy door and integer array indexing --------------------------------------------
+    def numpy_door(self, data, device, dtype, copy):
+        """numpy.asarray(x) of a cpu array (x.__array__): NumPy 2's copy semantics."""
+        if dtype is not None and np.dtype(dtype) != data.dtype:
+            if copy is False:
+                raise ValueError(f"__array__: converting {data.dtype} to {np.dtype(dtype)} "
+                                 f"needs a copy, but copy=False was passed")
+            return data.astype(dtype)
+        return data.copy() if copy else data
+
+    def take_arrays(self, data, axis, indices, shape):
+        # NumPy's own vectorized indexing (the arrays stand next to each other, so NumPy
+        # places their shape where they stood); the shared checked path where NumPy would
+        # wrap (uint64 indices of 2**63 and above read as negative) or refuses (to name
+        # the index out of range).
+        for idx in indices:
+            if idx.dtype == np.uint64:
+                return super().take_arrays(data, axis, indices, shape)
+        try:
+            return data[(slice(None),) * axis + tuple(indices)], None
+        except IndexError:
+            return super().take_arrays(data, axis, indices, shape)
+
 
 __all__ = ["CpuBackend", "lin_at"]

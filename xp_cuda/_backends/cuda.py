@@ -621,5 +621,37 @@ class CudaBackend(Backend):
                              "exactly zero pivot in its LU factorization)")
         return x
 
+    # ---- the NumPy door and integer array indexing --------------------------------------------
+    def numpy_door(self, data, device, dtype, copy):
+        """numpy.asarray(x) of a GPU array: refused, naming the explicit door (a silent copy
+        to the host is the slow path this namespace exists to make visible)."""
+        raise TypeError(f"numpy.asarray cannot read an array on {device}: its data is in GPU "
+                        f"memory; copy it to the host explicitly with "
+                        f"numpy.from_dlpack(x, device=\"cpu\")")
+
+    def _int64_scalar_op(self, name, v, c, shape):
+        return self.elementwise(name, name, (v, TypedScalar(np.int64(c), _INT64)), _INT64,
+                                _INT64, shape)
+
+    def linear_index(self, indices, dims, shape, wrap):
+        # Backend.linear_index on our elementwise kernels (int64 remainder, multiply and
+        # add over broadcast views: no index array is materialised at the broadcast shape
+        # before the sum); the checked gather of take then reads the offsets.
+        cp = self.xp
+        lin, mult = None, 1
+        with self.ctx():
+            for idx, n, w in zip(reversed(indices), reversed(dims), reversed(wrap)):
+                v = cp.broadcast_to(self.astype(idx, _INT64, False), shape)
+                if w:
+                    v = self._int64_scalar_op("remainder", v, n, shape)
+                if mult != 1:
+                    v = self._int64_scalar_op("multiply", v, mult, shape)
+                lin = v if lin is None else self.elementwise("add", "add", (lin, v), _INT64,
+                                                             _INT64, shape)
+                mult *= n
+            if not lin.flags.c_contiguous:  # one array, neither wrapped nor scaled: a view
+                lin = self.copy(lin)
+            return lin.reshape(-1)
+
 
 __all__ = ["CudaBackend"]
