@@ -13,8 +13,8 @@ import math
 
 from ._array import _wrap, check_array, kept_one
 from ._dtypes import DEFAULT_DTYPES
-from ._revisions import since
 from ._dtypes import uint64 as _uint64
+from ._revisions import since
 from ._validation import (check_bool, check_dtype_arg, check_dtype_category, normalize_axes,
                           normalize_axis, option_type, planned, reduced_shape)
 
