@@ -536,6 +536,25 @@ def test_cumsum_every_pair(pair):
         _check_cumsum(got, x, axis, pair[1], False)
 
 
+@pytest.mark.parametrize("pair", S.CUMPROD_PAIRS, ids=lambda p: f"{p[0]}-{p[1]}")
+@pytest.mark.cuda
+@needs_gpu
+def test_cumprod_every_pair(pair):
+    """Every numeric pair of cumulative_prod on several look-back tiles, short rows, columns
+    (chunked: few columns, a long axis) and a transposed axis, with include_initial."""
+    cp = _cp()
+    rng = np.random.default_rng(4)
+    i, o = pair
+    for shape, axis in (((50001,), 0), ((37, 45), 1), ((3000, 40), 0), ((300, 5), 0)):
+        x = _factors(rng, shape, i)
+        if i in INTS and not o.startswith(("int", "uint")):  # +-1: exact, never overflowing
+            x = rng.choice(np.array([-1, 1], dtype=i) if not i.startswith("uint") else
+                           np.array([1], dtype=i), size=shape)
+        for ii in (False, True):
+            got = S.cumprod(cp, cp.asarray(x), axis, np.dtype(o), ii)
+            _check_cumprod(got, x, axis, o, ii)
+
+
 @pytest.mark.parametrize("name", ["float32", "int32", "complex128", "uint8", "float64"])
 @pytest.mark.parametrize("shape", [(3, 5), (700, 33), (33, 700), (5, 20000), (4096, 70),
                                    (2, 3, 4), (6, 1, 9000), (1, 1), (64, 1), (3, 40, 50)])
