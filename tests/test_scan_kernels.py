@@ -69,6 +69,28 @@ def test_every_route_names_a_kernel_and_defaults_fuse():
     assert S.cumsum_route("float32", "float64") == S.Route(None, "f32_f64")
 
 
+def test_product_routes_and_work_types():
+    """cumulative_prod: every numeric pair routes to an xp_scanprod kernel of each shape, and
+    the working type of each PROD_INSTANCES line of scan.cu is the one the launcher sizes its
+    look-back and chunk scratch by (float32 products in float64: WIDER_PRODUCT)."""
+    from xp_cuda._kernels import SOURCE_DIR
+    names = set(S.kernel_names())
+    assert set(S.CUMPROD_PAIRS) == {p for p in S.CUMSUM_PAIRS if p[0] != "bool"}
+    for i, o in S.CUMPROD_PAIRS:
+        r = S.cumsum_route(i, o)
+        for k in ("lb", "rows", "cols"):
+            assert f"xp_scanprod_{k}_{r.kernel}" in names, (i, o, r)
+    lines = re.findall(r"^PROD_INSTANCES\((\w+), (\w+), (\w+), (\w+)\)$",
+                       (SOURCE_DIR / "scan.cu").read_text(), re.M)
+    assert {ln[0] for ln in lines} == set(S.PROD_TYPES)
+    short = {v: k for k, v in S._SHORT.items() if not k.startswith("int")}
+    for name, _, a, w in lines:
+        assert S._work_name(short[a], "xp_scanprod") == short[w], name
+        assert f"xp_scanprod_cols_{w}_{w}" in names  # the chunk totals' in-place scan
+    assert S._work_name("float32", "xp_scanprod") == "float64"
+    assert S._work_name("float32") == "float32"
+
+
 _NP_OF = {"b": np.bool_, "i8": np.int8, "i16": np.int16, "i32": np.int32, "u8": np.uint8,
           "u16": np.uint16, "u32": np.uint32, "u64": np.uint64, "f32": np.float32,
           "f64": np.float64, "c64": np.complex64, "c128": np.complex128}
@@ -434,6 +456,53 @@ def _check_cumsum(got, x, axis, out_name, include_initial, cp=None):
             f"bound {bound[bad][0]} (depth {depth})")
 
 
+def _factors(rng, shape, name):
+    """Random factors whose long products stay finite: ints spanning the type (products wrap),
+    floats e^N(0, 0.05) with random signs, complex of modulus e^N(0, 0.05)."""
+    if name in INTS:
+        return _random(rng, shape, name)
+    mag = np.exp(rng.standard_normal(shape) * 0.05)
+    if name.startswith("float"):
+        return np.asarray(mag * rng.choice([-1.0, 1.0], size=shape)).astype(name)
+    return np.asarray(mag * np.exp(2j * np.pi * rng.random(shape))).astype(name)
+
+
+def _check_cumprod(got, x, axis, out_name, include_initial, cp=None):
+    """got against NumPy: exact for ints (cast first, wrapping); floats within a relative
+    (k + 2) * u of the extended-precision product of their k factors (any evaluation order of k
+    factors rounds k - 1 times; float32 works in float64 and rounds once at the end)."""
+    cp = cp or _cp()
+    out = np.dtype(out_name)
+    shape = list(x.shape)
+    shape[axis] += int(include_initial)
+    assert got.shape == tuple(shape), (got.shape, shape)
+    assert got.dtype == out and got.flags.c_contiguous
+    g = cp.asnumpy(got)
+    xc = x.astype(out)
+    if include_initial:
+        oshape = list(x.shape)
+        oshape[axis] = 1
+        xc = np.concatenate([np.ones(oshape, out), xc], axis=axis)
+    if out.kind in "iu":
+        with np.errstate(over="ignore"):
+            ref = np.cumprod(xc, axis=axis, dtype=out)
+        np.testing.assert_array_equal(g, ref, err_msg=f"{x.dtype}->{out}, axis {axis}")
+        return
+    wide = np.clongdouble if out.kind == "c" else np.longdouble
+    ref = np.cumprod(xc.astype(wide), axis=axis)
+    k = np.cumsum(np.ones(xc.shape), axis=axis)
+    u = np.finfo(out).eps / 2
+    if out == np.float32:  # float64 work: the float64 roundings, then one to float32
+        bound = (k + 2) * np.finfo(np.float64).eps / 2 + u
+    else:
+        bound = (k + 2) * u * (4 if out.kind == "c" else 1)
+    err = np.abs(g.astype(wide) - ref) / np.abs(ref)
+    bad = ~(err <= bound * 1.01)
+    assert not bad.any(), (
+        f"{x.dtype}->{out} axis {axis} shape {x.shape}: {bad.sum()} outputs beyond the bound, "
+        f"first at {np.argwhere(bad)[0]}: got {g[bad][0]}, want {ref[bad][0]}")
+
+
 SIZES = [1, 31, 32, 33, 1000, 4095, 4097, 1000003]
 
 
@@ -465,6 +534,25 @@ def test_cumsum_every_pair(pair):
         x = _random(rng, shape, pair[0])
         got = S.cumsum(cp, cp.asarray(x), axis, np.dtype(pair[1]), False)
         _check_cumsum(got, x, axis, pair[1], False)
+
+
+@pytest.mark.parametrize("pair", S.CUMPROD_PAIRS, ids=lambda p: f"{p[0]}-{p[1]}")
+@pytest.mark.cuda
+@needs_gpu
+def test_cumprod_every_pair(pair):
+    """Every numeric pair of cumulative_prod on several look-back tiles, short rows, columns
+    (chunked: few columns, a long axis) and a transposed axis, with include_initial."""
+    cp = _cp()
+    rng = np.random.default_rng(4)
+    i, o = pair
+    for shape, axis in (((50001,), 0), ((37, 45), 1), ((3000, 40), 0), ((300, 5), 0)):
+        x = _factors(rng, shape, i)
+        if i in INTS and not o.startswith(("int", "uint")):  # +-1: exact, never overflowing
+            x = rng.choice(np.array([-1, 1], dtype=i) if not i.startswith("uint") else
+                           np.array([1], dtype=i), size=shape)
+        for ii in (False, True):
+            got = S.cumprod(cp, cp.asarray(x), axis, np.dtype(o), ii)
+            _check_cumprod(got, x, axis, o, ii)
 
 
 @pytest.mark.parametrize("name", ["float32", "int32", "complex128", "uint8", "float64"])
@@ -862,6 +950,13 @@ inline uint4 __ldcg(const uint4* p) { return *p; }
 template <class T> inline void __stcg(T* p, T v) { *p = v; }
 template <class T> inline T __ldg(const T* p) { return *p; }
 inline int __popc(unsigned x) { return __builtin_popcount(x); }
+// no -ffp-contract on the host: plain operations round each on their own, as the _rn ones do
+inline float __fmul_rn(float a, float b) { return a * b; }
+inline float __fadd_rn(float a, float b) { return a + b; }
+inline float __fsub_rn(float a, float b) { return a - b; }
+inline double __dmul_rn(double a, double b) { return a * b; }
+inline double __dadd_rn(double a, double b) { return a + b; }
+inline double __dsub_rn(double a, double b) { return a - b; }
 inline int __ffs(unsigned x) { return __builtin_ffs((int)x); }
 '''
 
@@ -934,6 +1029,7 @@ def _build_emulator(folder, threads, copies):
     lib = folder / "libscanemu.so"
     # -fno-gnu-unique: template statics (the blocks' shared memory) stay private to each copy
     r = subprocess.run(["g++", "-std=c++20", "-O1", "-pthread", "-fPIC", "-shared", "-w",
+                        "-ffp-contract=off",
                         "-fno-gnu-unique", str(folder / "harness.cpp"), "-o", str(lib)],
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stderr[-3000:]
@@ -1012,6 +1108,7 @@ def _fake_cupy(libs, concurrent_prefix=None):
     cp = types.SimpleNamespace(
         empty=lambda shape, dtype=np.float64: d(np.empty(shape, dtype)),
         zeros=lambda shape, dtype=np.float64: d(np.zeros(shape, dtype)),
+        ones=lambda shape, dtype=np.float64: d(np.ones(shape, dtype)),
         ascontiguousarray=lambda a: d(np.ascontiguousarray(a)),
         moveaxis=lambda a, s, t: d(np.moveaxis(a, s, t)),
         asarray=lambda a: a if isinstance(a, DArr) else d(np.array(a, copy=True)),
@@ -1089,6 +1186,58 @@ def test_emulated_cumsum(emulated):
     assert z.shape == (3, 1) and not np.asarray(z).any()
 
 
+def test_emulated_cumprod(emulated):
+    """The product scans on every plan kind (look-back, short rows, columns with and without
+    chunks, the transposed axis), the widening and same-type routes, include_initial, an empty
+    axis (include_initial: all ones), and special values."""
+    cp = emulated
+    rng = np.random.default_rng(11)
+    cases = [("float32", "float32", (9001,), 0), ("float64", "float64", (4097,), 0),
+             ("complex64", "complex64", (3000,), 0), ("complex128", "complex128", (1500,), 0),
+             ("int8", "int64", (5000,), 0), ("int64", "int64", (2100,), 0),
+             ("uint8", "uint8", (20000,), 0), ("int16", "int16", (8193,), 0),
+             ("uint32", "uint64", (3000,), 0), ("float32", "float64", (2049,), 0),
+             ("int32", "float32", (60,), 0), ("uint64", "int32", (33,), 0),
+             ("float32", "float32", (40, 33), 1), ("int32", "int64", (300, 5), 1),
+             ("float32", "float32", (100, 3), 0), ("float64", "float64", (3, 600, 40), 1),
+             ("int64", "int64", (2, 1500, 64), 1), ("complex64", "complex64", (700, 32), 0),
+             ("float64", "float64", (6, 2500), 1)]
+    for src, out, shape, axis in cases:
+        x = _factors(rng, shape, src)
+        if src in INTS and out.startswith("float"):  # powers of two: products exact in range
+            x = rng.choice(np.array([-2, -1, 1, 2], dtype=src), size=shape)
+        for ii in (False, True):
+            got = S.cumprod(cp, cp.asarray(x), axis, np.dtype(out), ii)
+            _check_cumprod(got, x, axis, out, ii, cp)
+    z = S.cumprod(cp, cp.asarray(np.ones((3, 0))), 1, np.dtype("float64"), True)
+    assert z.shape == (3, 1) and np.all(np.asarray(z) == 1)
+    assert S.cumprod(cp, cp.asarray(np.ones((3, 0))), 1, np.dtype("float64"), False).shape \
+        == (3, 0)
+    # special values: no element is multiplied by an identity, so they come out as
+    # NumPy's successive multiplies give them (inf * 0 -> nan, signs of zeros, nan)
+    inf, nan = np.inf, np.nan
+    for dt in ("float32", "float64"):
+        for vals in ([inf, 0.0, 2.0], [-0.0, 3.0, -1.0, inf], [nan, 1.0], [-inf, -2.0, 0.5],
+                     [2.0 ** 100, 2.0 ** 100, 2.0 ** -100, 4.0]):
+            x = np.array(vals * 3, dtype=dt)
+            for n in (len(vals), x.size):
+                got = np.asarray(S.cumprod(cp, cp.asarray(x[:n]), 0, np.dtype(dt), False))
+                with np.errstate(all="ignore"):
+                    ref = np.cumprod(x[:n].astype(np.float64)).astype(dt)
+                np.testing.assert_array_equal(got, ref)
+                assert (np.signbit(got) == np.signbit(ref)).all(), (got, ref)
+    for dt in ("complex64", "complex128"):
+        for vals in ([complex(inf, 0), 2 + 1j], [1 + 0j, complex(inf, 0)],
+                     [complex(0, -0.0), 3 + 0j], [complex(nan, 1), 1 + 0j]):
+            x = np.array(vals, dtype=dt)
+            got = np.asarray(S.cumprod(cp, cp.asarray(x), 0, np.dtype(dt), False))
+            with np.errstate(all="ignore"):
+                ref = np.array([x[0], x[0] * x[1]], dtype=dt)
+            for a, b in ((got.real, ref.real), (got.imag, ref.imag)):
+                np.testing.assert_array_equal(a, b, err_msg=f"{dt} {vals}")
+                assert (np.signbit(a) == np.signbit(b))[~np.isnan(b)].all(), (got, ref)
+
+
 def test_emulated_compaction(emulated):
     cp = emulated
     rng = np.random.default_rng(2)
@@ -1145,7 +1294,7 @@ def test_emulated_lookback_under_concurrency(tmp_path_factory, monkeypatch, fres
     libs = _build_emulator(tmp_path_factory.mktemp("scanemu40"), 64, 40)
     for h in libs:
         h.emu_set_delay(1)
-    cp, kernel = _fake_cupy(libs, concurrent_prefix="xp_scan_lb_")
+    cp, kernel = _fake_cupy(libs, concurrent_prefix=("xp_scan_lb_", "xp_scanprod_lb_"))
     monkeypatch.setattr(S, "THREADS", 64)
     monkeypatch.setattr(S, "_kernel", kernel)
     monkeypatch.setattr(S, "device_info", lambda cp: types.SimpleNamespace(sm_count=2))
@@ -1157,6 +1306,11 @@ def test_emulated_lookback_under_concurrency(tmp_path_factory, monkeypatch, fres
         plan = S.plan_scan(shape, 1, np.dtype(out).itemsize, True, 2)
         assert plan.kind == "lookback" and plan.tiles_per_row >= 5
         _check_cumsum(S.cumsum(cp, cp.asarray(x), 1, np.dtype(out), True), x, 1, out, True, cp)
+    for src, out, shape in (("complex128", "complex128", (1, 256 * 14 + 3)),
+                            ("float32", "float32", (2, 1024 * 20 + 7))):
+        x = _factors(rng, shape, src)
+        _check_cumprod(S.cumprod(cp, cp.asarray(x), 1, np.dtype(out), True), x, 1, out, True,
+                       cp)
     assert sum(h.emu_aflags() for h in libs) > 0, "no look-back met an aggregate-only flag"
     assert sum(h.emu_windows() for h in libs) > 0, "no look-back walked a second window"
 

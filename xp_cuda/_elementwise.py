@@ -1,7 +1,8 @@
-"""The 65 elementwise functions of 2023.12, driven by one table.
+"""The elementwise functions (2023.12's 65 and those later revisions added), driven by tables.
 
 Each row is read off the function's page in the spec: arity, the dtype category its inputs
-must have, how the result dtype follows from the promoted input dtype, and the backend ufunc.
+must have, how the result dtype follows from the promoted input dtype, and the backend ufunc;
+a row of a later revision then names that revision (its function shows only under it).
 The same path serves the array operators (which also admit typed Python scalars).
 """
 from __future__ import annotations
@@ -12,6 +13,7 @@ from ._backends._base import FAST_ANY_LAYOUT as _FAST_ANY
 from ._backends._base import KEPT as _KEPT
 from ._dtypes import TypedScalar, in_category, promote, real_dtype
 from ._dtypes import bool as _bool
+from ._revisions import since
 from ._validation import PLANS as _PLANS
 from ._validation import article, broadcast_shapes, common_device, planned
 
@@ -84,9 +86,17 @@ ELEMENTWISE = {
     "tanh": (1, "floating-point", "same", "tanh"),
     "trunc": (1, "real-valued", "same", "trunc"),
 }
+# The rows later revisions added: the same fields, then the first revision with the function.
+# ELEMENTWISE stays 2023.12's table (what the default revision's tests and tools enumerate);
+# ROWS is every revision's, which the functions below read.
+LATER = {
+    "nextafter": (2, "real-valued floating-point", "same", "nextafter", "2024.12"),
+    "reciprocal": (1, "floating-point", "same", "reciprocal", "2024.12"),
+}
+ROWS = {**ELEMENTWISE, **{name: row[:4] for name, row in LATER.items()}}
 
 def result_dtype(name: str, dtypes):
-    arity, category, rule, _ = ELEMENTWISE[name]
+    arity, category, rule, _ = ROWS[name]
     for i, d in enumerate(dtypes):
         if not in_category(d, category):
             arg = "x" if arity == 1 else f"x{i + 1}"
@@ -243,11 +253,11 @@ def _validate(name, operands):
     in_out = result_dtype(name, [o.dtype for o in operands])
     arrays = [o for o in operands if isinstance(o, Array)]
     return in_out + (broadcast_shapes([a.shape for a in arrays], name),
-                     ELEMENTWISE[name][3])
+                     ROWS[name][3])
 
 
 def _make(name: str):
-    arity = ELEMENTWISE[name][0]
+    arity = ROWS[name][0]
     if arity == 1:
         def f(x, /):
             return apply(name, (check_array(x, name, "x"),))
@@ -255,13 +265,16 @@ def _make(name: str):
         def f(x1, x2, /):
             return apply(name, (check_array(x1, name, "x1"), check_array(x2, name, "x2")))
     f.__name__ = f.__qualname__ = name
-    f.__doc__ = f"Array API 2023.12 ``{name}``: elementwise, inputs of {ELEMENTWISE[name][1]} dtype."
+    f.__doc__ = f"Array API 2023.12 ``{name}``: elementwise, inputs of {ROWS[name][1]} dtype."
     return f
 
 
-for _name in ELEMENTWISE:
+for _name in ROWS:
     globals()[_name] = _make(_name)
-del _name
+for _name, _row in LATER.items():  # shown only under the revision that added it
+    _f = since(_row[4])(globals()[_name])
+    _f.__doc__ = f"Array API {_row[4]} ``{_name}``: elementwise, inputs of {_row[1]} dtype."
+del _name, _row, _f
 
 
 def clip(x, /, min=None, max=None):
@@ -291,7 +304,7 @@ def clip(x, /, min=None, max=None):
     return _wrap(_backend_of(arrays).clip(x._data, lo, hi, x.dtype, shape), x.device)
 
 
-__all__ = list(ELEMENTWISE) + ["clip"]
+__all__ = list(ROWS) + ["clip"]
 
 
 # ---- the array operators: the same table and path as the functions -----------------------

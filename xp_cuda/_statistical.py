@@ -1,8 +1,10 @@
-"""The 8 statistical functions of 2023.12.
+"""The 8 statistical functions of 2023.12, and 2024.12's cumulative_prod and count_nonzero.
 
-Result dtypes follow the spec text: sum, prod, cumulative_sum (and linalg.trace, which reuses
-`accumulation_dtype`) widen integers to the default integer (int64; uint64 for unsigned) and
-keep floating-point dtypes; max/min/mean/std/var keep the input dtype.
+Result dtypes follow the spec text: sum, prod, cumulative_sum, cumulative_prod (and
+linalg.trace, which reuses `accumulation_dtype`) widen integers to the default integer (int64;
+uint64 for unsigned) and keep floating-point dtypes; max/min/mean/std/var keep the input dtype;
+count_nonzero counts in the default array index dtype (int64). (count_nonzero is a searching
+function in the spec's chapters; it lives here beside the other reductions.)
 """
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ import math
 from ._array import _wrap, check_array, kept_one
 from ._dtypes import DEFAULT_DTYPES
 from ._dtypes import uint64 as _uint64
+from ._revisions import since
 from ._validation import (check_bool, check_dtype_arg, check_dtype_category, normalize_axes,
                           normalize_axis, option_type, planned, reduced_shape)
 
@@ -73,13 +76,12 @@ def prod(x, /, *, axis=None, dtype=None, keepdims=False):
     return _sum_prod("prod", x, axis, dtype, keepdims)
 
 
-def _check_cumulative_sum(x, axis, dtype, include_initial):
-    fname = "cumulative_sum"
+def _check_cumulative_sum(x, axis, dtype, include_initial, fname="cumulative_sum"):
     check_dtype_category(x, "numeric", fname, "x")
     check_bool(include_initial, fname, "include_initial")
     if x.ndim == 0:
-        raise ValueError(f"{fname}: x is 0-d; a cumulative sum needs at least one dimension "
-                         f"(use xp.reshape(x, (1,)))")
+        raise ValueError(f"{fname}: x is 0-d; a {fname.replace('_', ' ')} needs at least one "
+                         f"dimension (use xp.reshape(x, (1,)))")
     if axis is None:
         if x.ndim > 1:
             raise ValueError(f"{fname}: x has shape {x.shape}; axis is required when x has "
@@ -170,4 +172,39 @@ def std(x, /, *, axis=None, correction=0.0, keepdims=False):
     return _var("std", x, axis, correction, keepdims)
 
 
-__all__ = ["cumulative_sum", "max", "mean", "min", "prod", "std", "sum", "var"]
+# ---- 2024.12 ------------------------------------------------------------------------------
+@since("2024.12")
+def cumulative_prod(x, /, *, axis=None, dtype=None, include_initial=False):
+    """Array API 2024.12 ``cumulative_prod``: the products of x's elements along ``axis`` (which
+    may be left out for 1-D x), in ``dtype`` (by default as prod: integers widen to the default
+    integer), each element cast first; include_initial leads with 1 (the axis one longer)."""
+    d = check_array(x, "cumulative_prod", "x")._data
+    key = ("cumulative_prod", d.dtype, d.shape, axis, option_type(axis), dtype, type(dtype),
+           include_initial, type(include_initial))
+    plan = planned(key, (axis, dtype, include_initial), _check_cumulative_sum, x, axis,
+                   dtype, include_initial, "cumulative_prod")
+    return _wrap(x._b.cumprod(d, plan[0], plan[1], include_initial), x._device)
+
+
+def _check_count_nonzero(x, axis, keepdims):
+    axes, _ = _reduced(x, axis, keepdims, "count_nonzero")
+    return axes
+
+
+@since("2024.12")
+def count_nonzero(x, /, *, axis=None, keepdims=False):
+    """Array API 2024.12 ``count_nonzero``: how many elements of x over ``axis`` (None: all;
+    an int or a tuple) are nonzero (complex: either part; bool: True; NaN counts), as the
+    default array index dtype (int64)."""
+    d = check_array(x, "count_nonzero", "x")._data
+    key = ("count_nonzero", d.dtype, d.shape, axis, option_type(axis), keepdims,
+           type(keepdims))
+    r = kept_one(key, x, d)
+    if r is not None:
+        return r
+    axes = planned(key, (axis, keepdims), _check_count_nonzero, x, axis, keepdims)
+    return _wrap(x._b.count_nonzero(d, axes, keepdims, key), x._device)
+
+
+__all__ = ["count_nonzero", "cumulative_prod", "cumulative_sum", "max", "mean", "min", "prod",
+           "std", "sum", "var"]

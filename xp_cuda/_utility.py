@@ -1,9 +1,14 @@
-"""``all`` and ``any`` of 2023.12, plus the keyword-flag check the reductions share."""
+"""``all`` and ``any`` of 2023.12, 2024.12's ``diff``, plus the keyword-flag check the
+reductions share."""
 from __future__ import annotations
 
 from ._array import Array, _wrap, check_array
 from ._dtypes import bool as _bool
-from ._validation import check_bool, normalize_axes, option_type, planned
+from ._elementwise import subtract
+from ._manipulation import concat
+from ._revisions import since
+from ._validation import (check_bool, check_dtype_category, check_int, common_device,
+                          normalize_axes, normalize_axis, option_type, planned)
 
 
 def _check_reduce(op, x, axis, keepdims):
@@ -28,4 +33,47 @@ def any(x, /, *, axis=None, keepdims=False) -> Array:  # noqa: A001
     return _reduce("any", x, axis, keepdims)
 
 
-__all__ = ["all", "any"]
+def _check_diff(x, axis, n, prepend, append) -> int:
+    # bool is refused: the spec asks for a numeric x, and subtract has no boolean form
+    check_dtype_category(x, "numeric", "diff", "x")
+    ax = normalize_axis(axis, x.ndim, "diff")
+    if check_int(n, "diff", "n") < 0:
+        raise ValueError(f"diff: n={n} is negative; n is how many times differences are "
+                         f"taken (0 or more)")
+    for argname, a in (("prepend", prepend), ("append", append)):
+        if a is None:
+            continue
+        check_array(a, "diff", argname)
+        # another dtype is left unspecified by the spec (promote, cast or raise): refused,
+        # so code that relies on one library's choice fails here first
+        if a.dtype != x.dtype:
+            raise TypeError(f"diff: {argname} has dtype {a.dtype} and x has {x.dtype}; the "
+                            f"Array API leaves mixed dtypes unspecified; convert {argname} "
+                            f"with xp.astype(..., x.dtype)")
+        if a.ndim != x.ndim or a.shape[:ax] + a.shape[ax + 1:] != x.shape[:ax] + x.shape[ax + 1:]:
+            raise ValueError(f"diff: {argname} has shape {a.shape}; it must have x's shape "
+                             f"{x.shape} except along axis {ax}")
+        common_device([x, a], "diff")
+    return ax
+
+
+@since("2024.12")
+def diff(x, /, *, axis=-1, n=1, prepend=None, append=None) -> Array:
+    """Array API 2024.12 ``diff``: the n-th forward difference along ``axis``,
+    out[i] = x[i+1] - x[i] applied n times, after ``prepend`` and ``append`` are concatenated
+    to x along the axis; the axis keeps max(0, M + N1 + N2 - n) elements. Views and subtract:
+    integers wrap as subtract does; n == 0 gives the joined array."""
+    check_array(x, "diff", "x")
+    ax = _check_diff(x, axis, n, prepend, append)
+    parts = [a for a in (prepend, x, append) if a is not None]
+    a = concat(parts, axis=ax) if len(parts) > 1 else x
+    hi = (slice(None),) * ax + (slice(1, None),)
+    lo = (slice(None),) * ax + (slice(None, -1),)
+    for _ in range(n):
+        if a.shape[ax] == 0:  # nothing left to difference: the result stays empty
+            break
+        a = subtract(a[hi], a[lo])
+    return a
+
+
+__all__ = ["all", "any", "diff"]

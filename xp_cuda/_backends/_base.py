@@ -541,3 +541,23 @@ class Backend:
                 lin += v * mult
                 mult *= n
             return lin.reshape(-1)
+
+    # ---- 2024.12 ----------------------------------------------------------------------------
+    def cumprod(self, data, axis: int, dtype, include_initial: bool):
+        """Inclusive prefix products along `axis` in `dtype` (each element cast first, the
+        spec's rule), with a leading one when include_initial."""
+        xp = self.xp
+        with self.ctx(), FpQuiet():
+            out = xp.cumprod(data.astype(dtype._np, copy=False), axis=axis, dtype=dtype._np)
+            if include_initial:
+                oshape = tuple(1 if i == axis else s for i, s in enumerate(data.shape))
+                out = xp.concatenate([xp.ones(oshape, dtype=dtype._np), out], axis=axis)
+            return out.astype(dtype._np, copy=False)
+
+    def count_nonzero(self, data, axes, keepdims, plan_key=None):
+        """The number of nonzero elements over `axes` (a tuple; () for none) as int64: complex
+        counts where either part is nonzero, NaN counts, -0.0 does not."""
+        xp = self.xp
+        with self.ctx():
+            out = xp.count_nonzero(data, axis=axes, keepdims=keepdims)
+            return xp.asarray(out).astype(np.int64, copy=False)

@@ -653,5 +653,17 @@ class CudaBackend(Backend):
                 lin = self.copy(lin)
             return lin.reshape(-1)
 
+    # ---- 2024.12: on the scan and reduction generators ------------------------------------
+    def cumprod(self, data, axis, dtype, include_initial):
+        with self.ctx():
+            return _scan.cumprod(self.xp, data, axis, dtype._np, include_initial)
+
+    def count_nonzero(self, data, axes, keepdims, plan_key=None):
+        # x != 0 fused into the reduction's read, counted in int64 (no boolean array)
+        with self.ctx():
+            launch, empty = _reduction.count_launch(self.xp, data, tuple(axes), keepdims,
+                                                    self.device.index)
+            return self._run_kept(launch, empty, data, plan_key)
+
 
 __all__ = ["CudaBackend"]

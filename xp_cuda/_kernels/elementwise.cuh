@@ -151,6 +151,32 @@ XP_HD F xp_fminimum(F a, F b) { return (a < b || isnan(a)) ? a : b; }
 template <typename F>
 XP_HD F xp_fsign(F a) { return a > 0 ? (F)1 : (a < 0 ? (F)-1 : (a == 0 ? (F)0 : a)); }
 
+// nextafter (2024.12) by one step of the bit pattern: exact for subnormals whatever the
+// flush-to-zero mode, and the spec's cases by construction: NaN in, NaN out; a == b gives b
+// (so -0 toward +0 is +0, and +0 toward -0 is -0); from zero, the smallest subnormal of b's
+// sign. A step away from zero adds one to the magnitude's bits, a step toward it subtracts one
+// (+-inf toward a finite value gives +-max, max toward inf gives inf), as C's nextafter.
+#if defined(__CUDACC_RTC__) || defined(__CUDACC__)
+XP_HD xp_i64 xp_bits(double v) { return __double_as_longlong(v); }
+XP_HD int xp_bits(float v) { return __float_as_int(v); }
+XP_HD double xp_from_bits(xp_i64 i, double) { return __longlong_as_double(i); }
+XP_HD float xp_from_bits(int i, float) { return __int_as_float(i); }
+#else
+#include <cstring>
+inline xp_i64 xp_bits(double v) { xp_i64 i; std::memcpy(&i, &v, 8); return i; }
+inline int xp_bits(float v) { int i; std::memcpy(&i, &v, 4); return i; }
+inline double xp_from_bits(xp_i64 i, double) { double v; std::memcpy(&v, &i, 8); return v; }
+inline float xp_from_bits(int i, float) { float v; std::memcpy(&v, &i, 4); return v; }
+#endif
+
+template <typename F>
+XP_HD F xp_nextafter(F a, F b) {
+  if (isnan(a) || isnan(b)) return a + b;
+  if (a == b) return b;
+  if (a == 0) return xp_from_bits(xp_bits(copysign((F)0, b)) | 1, a);
+  return xp_from_bits(xp_bits(a) + (((a < b) == (a > 0)) ? 1 : -1), a);
+}
+
 // ---- complex --------------------------------------------------------------------------------
 template <typename F>
 XP_HD complex<F> xp_c(F re, F im) { return complex<F>(re, im); }
@@ -180,6 +206,20 @@ XP_HD complex<F> xp_csquare(complex<F> z) { return z * z; }  // textbook, as Num
 template <typename F>
 XP_HD bool xp_ceq(complex<F> x, complex<F> y) {
   return x.real() == y.real() && x.imag() == y.imag();
+}
+
+// reciprocal (2024.12) of a complex number: the spec's 1.0 / z, a real numerator over a complex
+// divisor, as NumPy's reciprocal computes it (Smith's scaling with the numerator's zero
+// imaginary part dropped: 1 / (1 + 0j) is 1 - 0j, 1 / (0 + 1e-310j) is -inf j).
+template <typename F>
+XP_HD complex<F> xp_creciprocal(complex<F> z) {
+  F c = z.real(), d = z.imag();
+  if (fabs(d) <= fabs(c)) {
+    F r = d / c, den = c + d * r;
+    return xp_c<F>((F)1 / den, -r / den);
+  }
+  F r = c / d, den = d + c * r;
+  return xp_c<F>(r / den, (F)-1 / den);
 }
 
 // Smith's scaled division (NumPy's): no overflow for large divisors, and a finite numerator

@@ -1,9 +1,10 @@
 """Generated elementwise kernels: one generator, one table of per-kind expressions, a launcher.
 
-``OPS`` is the single table of what each of the 65 functions computes for each dtype kind
-(b bool, i signed, u unsigned, f real floating, c complex): a C++ expression over ``a`` (and
-``b``) of the compute type ``T`` (the promoted dtype), with ``U`` an unsigned type at least as
-wide as int (wrap-around integer arithmetic) and ``R`` the real type of ``T``. Special cases
+``OPS`` is the single table of what each elementwise function (2023.12's 65 and the rows of
+later revisions) computes for each dtype kind (b bool, i signed, u unsigned, f real floating,
+c complex): a C++ expression over ``a`` (and ``b``) of the compute type ``T`` (the promoted
+dtype), with ``U`` an unsigned type at least as wide as int (wrap-around integer arithmetic)
+and ``R`` the real type of ``T``. Special cases
 live in the device helpers of elementwise.cuh that the expressions name; nothing else in the
 package decides them.
 
@@ -93,12 +94,14 @@ OPS = {
                 "f": "xp_fminimum(a, b)"},
     "multiply": {"i": _WRAP["mul"], "u": _WRAP["mul"], "f": "a * b", "c": "a * b"},
     "negative": {"i": "(T)((U)0 - (U)a)", "u": "(T)((U)0 - (U)a)", "f": "-a", "c": "-a"},
+    "nextafter": {"f": "xp_nextafter(a, b)"},
     "not_equal": {"b": "a != b", "i": "a != b", "u": "a != b", "f": "a != b",
                   "c": "!xp_ceq(a, b)"},
     "positive": _same("a"),
     "pow": {"i": "xp_ipow<T, U>(a, b)", "u": "xp_ipow<T, U>(a, b)", "f": "pow(a, b)",
             "c": "xp_cpow(a, b)"},
     "real": {"c": "a.real()"},
+    "reciprocal": {"f": "(T)1 / a", "c": "xp_creciprocal(a)"},
     "remainder": {"i": "xp_iremainder(a, b)", "u": "xp_uremainder(a, b)",
                   "f": "xp_fremainder(a, b)"},
     "round": {"i": "a", "u": "a", "f": "rint(a)", "c": "xp_cround(a)"},

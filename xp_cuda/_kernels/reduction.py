@@ -10,7 +10,8 @@ does not grow with user data.
 The same way: ``arg_reduce`` (argmax/argmin, a (value, index) accumulator), ``moments``
 (var/std, one pass of Welford moments merged by Chan's formula) and ``norm_reduce`` (vector
 norms: an elementwise prologue abs -> square/pow before the reduction and the final sqrt or
-pow(., 1/p) as the reduction's epilogue, one kernel reading x once).
+pow(., 1/p) as the reduction's epilogue, one kernel reading x once), and ``count_nonzero``
+(the predicate x != 0 as the reduction's prologue, counted in int64: no boolean array).
 """
 from __future__ import annotations
 
@@ -294,4 +295,51 @@ def norm_launch(cp, x, ord, axes, keepdims, out_dtype, device=None):
             return None, cp.full(oshape, math.inf if ord < 0 else 0.0, dtype=out_name)
         launch = keep(key, _launch(cp, *norm_graph(dtype_name(x.dtype), tuple(shape), ord, axes,
                                                    keepdims, out_name), x))
+    return launch, None
+
+
+# ---- count_nonzero: the predicate fused into the read ---------------------------------------
+COUNT_DTYPE = "int64"  # the default array index dtype: the spec's result dtype
+
+
+def count_graph(in_name, shape, axes, keepdims):
+    """(Graph, output node) of count_nonzero over ``axes`` (sorted, distinct, non-negative; ()
+    for none): the elementwise not_equal(x, 0) of the OPS table (complex: either part nonzero;
+    NaN counts, -0.0 does not; bool: True) feeding an int64 sum, so x is read once and no
+    boolean array is made. With no axis reduced, each element's 0 or 1 (an ASTYPE)."""
+    x = Node(Op.INPUT, (), DName(in_name), shape, Input(0))
+    zero = Node(Op.CONST, (), DName(in_name), (), Const(0, 0))
+    nz = Node(Op.ELEMENTWISE, (x, zero), DName("bool"), shape, Elementwise("not_equal", in_name))
+    axes = tuple(sorted(axes))
+    if not axes:
+        return Graph([x]), Node(Op.ASTYPE, (nz,), DName(COUNT_DTYPE), shape)
+    return Graph([x]), Node(Op.REDUCE, (nz,), DName(COUNT_DTYPE),
+                            out_shape(shape, axes, keepdims), Reduce("sum", axes, keepdims))
+
+
+def count_nonzero(cp, x, axes, keepdims, device=None):
+    """The number of nonzero elements of the CuPy array ``x`` (any dtype, any strides) over
+    ``axes`` (distinct non-negative ints; () for none), as a new int64 CuPy array of x's shape
+    without ``axes`` (kept as 1 with ``keepdims``); an empty range counts 0, an empty result
+    returns at once. ``device``: the current device's index when the caller knows it."""
+    launch, empty = count_launch(cp, x, axes, keepdims, device)
+    return empty if launch is None else launch((x,), ())[0]
+
+
+def count_launch(cp, x, axes, keepdims, device=None):
+    """(the cached launch of ``count_nonzero``'s call, None), or (None, the result) where no
+    kernel runs (an empty result or an empty range)."""
+    shape = x.shape
+    axes = tuple(sorted(axes))
+    key = ("count_nonzero", x.dtype, shape, x.strides, axes, keepdims,
+           cp.cuda.runtime.getDevice() if device is None else device)
+    launch = lookup(key)
+    if launch is None:  # a cached layout is never empty
+        oshape = out_shape(shape, axes, keepdims)
+        if math.prod(s for i, s in enumerate(shape) if i not in axes) == 0:
+            return None, cp.empty(oshape, dtype=COUNT_DTYPE)
+        if math.prod(shape[a] for a in axes) == 0:
+            return None, cp.zeros(oshape, dtype=COUNT_DTYPE)
+        launch = keep(key, _launch(cp, *count_graph(dtype_name(x.dtype), tuple(shape), axes,
+                                                    keepdims), x))
     return launch, None

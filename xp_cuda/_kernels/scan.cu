@@ -1,12 +1,15 @@
-// Prefix sums and stream compaction: cumulative_sum, nonzero, x[mask], x[mask] = v, repeat.
-// CPU reference: NumPy (np.cumsum after astype, np.nonzero, x[mask], np.repeat).
+// Prefix sums and products, stream compaction: cumulative_sum, cumulative_prod, nonzero,
+// x[mask], x[mask] = v, repeat.
+// CPU reference: NumPy (np.cumsum / np.cumprod after astype, np.nonzero, x[mask], np.repeat).
 // Launchers and the dtype table: scan.py. Every kernel is an extern "C" instance of a
 // template (pre-instantiated names), so one NVRTC compile proves every name a launcher asks for.
 //
-// Types: A is the stored accumulator (out dtype), I the input, W the working type. Integer
-// sums wrap modulo 2**bits, so signed and unsigned of one width share the unsigned kernels
-// (the launcher views int data as uint), and u8/u16 accumulate in u32 and truncate on store
-// (truncation commutes with addition mod 2**bits). Complex is a plain pair: a scan only adds.
+// Types: A is the stored accumulator (out dtype), I the input, W the working type; Op the
+// combine (Add or Mul, below). Integer sums and products wrap modulo 2**bits, so signed and
+// unsigned of one width share the unsigned kernels (the launcher views int data as uint; the
+// low bits of a product do not depend on the sign), and u8/u16 work in u32 and truncate on
+// store (truncation commutes with + and * mod 2**bits). Complex is a plain pair. Products of
+// float32 work in float64 (fusion_plan.WIDER_PRODUCT, as prod does).
 
 typedef signed char i8;
 typedef short i16;
@@ -27,6 +30,14 @@ struct __align__(16) c128 { double re, im; };
 
 __device__ __forceinline__ c64 operator+(c64 a, c64 b) { return {a.re + b.re, a.im + b.im}; }
 __device__ __forceinline__ c128 operator+(c128 a, c128 b) { return {a.re + b.re, a.im + b.im}; }
+// NumPy's complex product (ac - bd, ad + bc), each operation rounded on its own: the _rn
+// intrinsics are never contracted into FMAs, so the rounding is NumPy's whatever -fmad says.
+__device__ __forceinline__ c64 operator*(c64 a, c64 b) {
+    return {__fsub_rn(__fmul_rn(a.re, b.re), __fmul_rn(a.im, b.im)),
+            __fadd_rn(__fmul_rn(a.re, b.im), __fmul_rn(a.im, b.re))}; }
+__device__ __forceinline__ c128 operator*(c128 a, c128 b) {
+    return {__dsub_rn(__dmul_rn(a.re, b.re), __dmul_rn(a.im, b.im)),
+            __dadd_rn(__dmul_rn(a.re, b.im), __dmul_rn(a.im, b.re))}; }
 
 // zero(): the identity of the sum. For floats that is -0.0, not +0.0 (x + -0.0 == x for
 // every x, -0.0 included), so padding and empty prefixes keep NumPy's sign of zero exactly.
@@ -39,6 +50,27 @@ template <> __device__ __forceinline__ c128 zero<c128>() { return {-0.0, -0.0}; 
 template <typename T> __device__ __forceinline__ T initial() { return T(0); }
 template <> __device__ __forceinline__ c64 initial<c64>() { return {0.f, 0.f}; }
 template <> __device__ __forceinline__ c128 initial<c128>() { return {0.0, 0.0}; }
+
+// the multiplicative identity (padding of a product's partial tiles, include_initial's 1)
+template <typename T> __device__ __forceinline__ T one() { return T(1); }
+template <> __device__ __forceinline__ c64 one<c64>() { return {1.f, 0.f}; }
+template <> __device__ __forceinline__ c128 one<c128>() { return {1.0, 0.0}; }
+
+// The combine of a scan. id() pads the elements past a row's end (they only ever reach
+// positions past the end); first() is include_initial's leading value. The kernels combine
+// two values only where both hold elements of the row, never an identity with an element:
+// (1 + 0j) * z is not z when z has an infinite part, so a padded product would not be exact.
+// For sums that changes nothing (-0.0 + v == v for every v).
+struct Add {
+    template <typename W> static __device__ __forceinline__ W f(W a, W b) { return a + b; }
+    template <typename W> static __device__ __forceinline__ W id() { return zero<W>(); }
+    template <typename A> static __device__ __forceinline__ A first() { return initial<A>(); }
+};
+struct Mul {
+    template <typename W> static __device__ __forceinline__ W f(W a, W b) { return a * b; }
+    template <typename W> static __device__ __forceinline__ W id() { return one<W>(); }
+    template <typename A> static __device__ __forceinline__ A first() { return one<A>(); }
+};
 
 // Working type: u8/u16 sums run in u32 (shuffles and atomics are 32-bit anyway).
 template <typename A> struct Work { typedef A type; };
@@ -68,13 +100,13 @@ __device__ __forceinline__ c128 shix(c128 v, int s, int w) {
     return {__shfl_sync(FULL, v.re, s, w), __shfl_sync(FULL, v.im, s, w)}; }
 
 // Inclusive scan across groups of `width` lanes (a power of two <= 32).
-template <typename W>
+template <typename Op, typename W>
 __device__ __forceinline__ W group_incl(W v, int lane_in_group, int width) {
 #pragma unroll
     for (int d = 1; d < 32; d <<= 1) {
         if (d >= width) break;
         W o = shup(v, d, width);
-        if (lane_in_group >= d) v = v + o;
+        if (lane_in_group >= d) v = Op::f(v, o);
     }
     return v;
 }
@@ -139,12 +171,11 @@ template <typename W> __device__ __forceinline__ W ld_cg(const W* p) {
 #define FLAG_A 1u
 #define FLAG_P 2u
 
-template <typename I, typename A>
+template <typename Op, typename I, typename A, typename W>
 __device__ __forceinline__ void lookback_scan(
         const I* __restrict__ x, A* __restrict__ out, long long n, long long tiles_per_row,
         long long out_row, int shift, unsigned* counter, unsigned* flags,
-        typename Work<A>::type* aggs, typename Work<A>::type* incls, int vec_in, int vec_out) {
-    typedef typename Work<A>::type W;
+        W* aggs, W* incls, int vec_in, int vec_out) {
     constexpr int V = sizeof(A) >= 16 ? 1 : 16 / (int)sizeof(A);
     constexpr int TILE = THREADS * CH * V;
     __shared__ long long s_tile;
@@ -175,35 +206,37 @@ __device__ __forceinline__ void lookback_scan(
 #pragma unroll
             for (int j = 0; j < V; ++j) {
                 const long long e = tile0 + ((long long)(warp * CH + c) * 32 + lane) * V + j;
-                v[c][j] = e < n ? cvt<W, I>(xr[e]) : zero<W>();
+                v[c][j] = e < n ? cvt<W, I>(xr[e]) : Op::template id<W>();
             }
     }
 
-    // chunk by chunk: thread-local scan, warp scan, running warp carry
-    W carry = zero<W>();
+    // chunk by chunk: thread-local scan, warp scan, running warp carry. A prefix joins a value
+    // only where it holds elements: lane 0 of chunk 0 has none (see Add/Mul).
+    W carry = Op::template id<W>();
 #pragma unroll
     for (int c = 0; c < CH; ++c) {
 #pragma unroll
-        for (int j = 1; j < V; ++j) v[c][j] = v[c][j - 1] + v[c][j];
-        const W incl = group_incl<W>(v[c][V - 1], lane, 32);
-        W excl = shup(incl, 1, 32);
-        if (lane == 0) excl = zero<W>();
-        excl = carry + excl;
+        for (int j = 1; j < V; ++j) v[c][j] = Op::f(v[c][j - 1], v[c][j]);
+        const W incl = group_incl<Op, W>(v[c][V - 1], lane, 32);
+        W excl = shup(incl, 1, 32);  // lane 0: its own value, unused
+        if (c > 0) excl = lane > 0 ? Op::f(carry, excl) : carry;
+        if (c > 0 || lane > 0) {
 #pragma unroll
-        for (int j = 0; j < V; ++j) v[c][j] = excl + v[c][j];
-        carry = carry + shix(incl, 31, 32);
+            for (int j = 0; j < V; ++j) v[c][j] = Op::f(excl, v[c][j]);
+        }
+        const W total = shix(incl, 31, 32);
+        carry = c > 0 ? Op::f(carry, total) : total;
     }
     if (lane == 0) s_warp[warp] = carry;
     __syncthreads();
 
     if (warp == 0) {
-        W wv = lane < WARPS ? s_warp[lane] : zero<W>();
-        const W wincl = group_incl<W>(wv, lane, 32);
+        W wv = lane < WARPS ? s_warp[lane] : Op::template id<W>();  // past WARPS: never read
+        const W wincl = group_incl<Op, W>(wv, lane, 32);
         const W agg = shix(wincl, WARPS - 1, 32);
-        W wexcl = shup(wincl, 1, 32);
-        if (lane == 0) wexcl = zero<W>();
+        const W wexcl = shup(wincl, 1, 32);  // lane 0: unused
         // publish, then look back
-        W prefix = zero<W>();
+        W prefix = Op::template id<W>();  // the tiles before this one (k > 0 only)
         if (k == 0) {
             if (lane == 0) {
                 st_cg(incls + t, agg);
@@ -218,10 +251,11 @@ __device__ __forceinline__ void lookback_scan(
             }
             const long long row_first = t - k;
             long long j0 = t - 1;
+            bool have = false;
             while (true) {
                 const long long j = j0 - lane;
                 unsigned f = FLAG_P;
-                W val = zero<W>();
+                W val = Op::template id<W>();
                 if (j >= row_first) {
                     const volatile unsigned* fp = flags + j;
                     do { f = *fp; } while (f == 0u);
@@ -230,31 +264,43 @@ __device__ __forceinline__ void lookback_scan(
                 }
                 const unsigned pm = __ballot_sync(FULL, f == FLAG_P);
                 const int lim = pm ? __ffs(pm) - 1 : 31;
-                W contrib = lane <= lim ? val : zero<W>();
+                // combine lanes 0..lim (lane 0 always among them); every lane gets the result.
+                // `live`: the lane's partial holds at least one of them.
+                W contrib = val;
+                int live = lane <= lim;
 #pragma unroll
-                for (int d = 16; d >= 1; d >>= 1) contrib = contrib + shix(contrib, lane ^ d, 32);
-                prefix = prefix + contrib;
+                for (int d = 16; d >= 1; d >>= 1) {
+                    const W o = shix(contrib, lane ^ d, 32);
+                    const int olive = __shfl_sync(FULL, live, lane ^ d, 32);
+                    if (olive) contrib = live ? Op::f(contrib, o) : o;
+                    live |= olive;
+                }
+                prefix = have ? Op::f(prefix, contrib) : contrib;
+                have = true;
                 if (pm) break;
                 j0 -= 32;
             }
             if (lane == 0) {
-                st_cg(incls + t, prefix + agg);
+                st_cg(incls + t, Op::f(prefix, agg));
                 __threadfence();
                 atomicExch(flags + t, FLAG_P);
             }
         }
-        if (lane < WARPS) s_warp[lane] = prefix + wexcl;
+        // warp `lane`'s exclusive prefix in the row: none for warp 0 of tile 0
+        if (lane < WARPS) s_warp[lane] = k > 0 ? (lane > 0 ? Op::f(prefix, wexcl) : prefix)
+                                               : wexcl;
     }
     __syncthreads();
     const W add = s_warp[warp];
-    if (shift && k == 0 && threadIdx.x == 0) orow[-1] = initial<A>();
+    const bool has_add = k > 0 || warp > 0;
+    if (shift && k == 0 && threadIdx.x == 0) orow[-1] = Op::template first<A>();
 
     if (full && vec_out) {
 #pragma unroll
         for (int c = 0; c < CH; ++c) {
             A tmp[V];
 #pragma unroll
-            for (int j = 0; j < V; ++j) tmp[j] = (A)(add + v[c][j]);
+            for (int j = 0; j < V; ++j) tmp[j] = (A)(has_add ? Op::f(add, v[c][j]) : v[c][j]);
             vstore<A, V>(orow + tile0 + ((long long)(warp * CH + c) * 32 + lane) * V, tmp);
         }
     } else {
@@ -263,7 +309,7 @@ __device__ __forceinline__ void lookback_scan(
 #pragma unroll
             for (int j = 0; j < V; ++j) {
                 const long long e = tile0 + ((long long)(warp * CH + c) * 32 + lane) * V + j;
-                if (e < n) orow[e] = (A)(add + v[c][j]);
+                if (e < n) orow[e] = (A)(has_add ? Op::f(add, v[c][j]) : v[c][j]);
             }
     }
 }
@@ -275,11 +321,10 @@ __device__ __forceinline__ void lookback_scan(
 // ================================================================================================
 #define RV 4
 
-template <typename I, typename A>
+template <typename Op, typename I, typename A, typename W>
 __device__ __forceinline__ void group_scan(const I* __restrict__ x, A* __restrict__ out,
                                            long long rows, long long n, long long out_row,
                                            int shift, int G) {
-    typedef typename Work<A>::type W;
     const int gl = threadIdx.x & (G - 1);
     const long long gid = ((long long)blockIdx.x * blockDim.x + threadIdx.x) / G;
     const long long ngroups = (long long)gridDim.x * blockDim.x / G;
@@ -290,27 +335,29 @@ __device__ __forceinline__ void group_scan(const I* __restrict__ x, A* __restric
         const bool live = r < rows;
         const I* xr = x + (live ? r : 0) * n;
         A* orow = out + (live ? r : 0) * out_row + shift;
-        if (live && shift && gl == 0) orow[-1] = initial<A>();
-        W carry = zero<W>();
+        if (live && shift && gl == 0) orow[-1] = Op::template first<A>();
+        W carry = Op::template id<W>();  // the steps before this one (b > 0 only)
         for (long long b = 0; b < n; b += step) {
             W v[RV];
 #pragma unroll
             for (int j = 0; j < RV; ++j) {
                 const long long e = b + (long long)gl * RV + j;
-                v[j] = live && e < n ? cvt<W, I>(xr[e]) : zero<W>();
+                v[j] = live && e < n ? cvt<W, I>(xr[e]) : Op::template id<W>();
             }
 #pragma unroll
-            for (int j = 1; j < RV; ++j) v[j] = v[j - 1] + v[j];
-            const W incl = group_incl<W>(v[RV - 1], gl, G);
-            W excl = shup(incl, 1, G);
-            if (gl == 0) excl = zero<W>();
-            excl = carry + excl;
+            for (int j = 1; j < RV; ++j) v[j] = Op::f(v[j - 1], v[j]);
+            const W incl = group_incl<Op, W>(v[RV - 1], gl, G);
+            W excl = shup(incl, 1, G);  // lane 0 of the group: unused
+            const bool more = b > 0;
+            if (more) excl = gl > 0 ? Op::f(carry, excl) : carry;
+            const bool has = more || gl > 0;
 #pragma unroll
             for (int j = 0; j < RV; ++j) {
                 const long long e = b + (long long)gl * RV + j;
-                if (live && e < n) orow[e] = (A)(excl + v[j]);
+                if (live && e < n) orow[e] = (A)(has ? Op::f(excl, v[j]) : v[j]);
             }
-            carry = carry + shix(incl, G - 1, G);
+            const W total = shix(incl, G - 1, G);
+            carry = more ? Op::f(carry, total) : total;
         }
     }
 }
@@ -322,12 +369,11 @@ __device__ __forceinline__ void group_scan(const I* __restrict__ x, A* __restric
 //    chunk's total, the chunk totals are scanned in place (mode 0 on them), then mode 0 with
 //    `carry` (the scanned totals) adds chunk s-1's inclusive total to chunk s.
 // ================================================================================================
-template <typename I, typename A>
+template <typename Op, typename I, typename A, typename W>
 __device__ __forceinline__ void column_scan(
         const I* __restrict__ x, A* __restrict__ out, long long outer, long long n,
-        long long inner, long long out_len, int shift, long long chunk,
-        typename Work<A>::type* sums, const typename Work<A>::type* carry, int mode) {
-    typedef typename Work<A>::type W;
+        long long inner, long long out_len, int shift, long long chunk, W* sums,
+        const W* carry, int mode) {
     const long long cols = outer * inner;
     const long long s = blockIdx.y;
     const long long start = s * chunk;
@@ -336,37 +382,46 @@ __device__ __forceinline__ void column_scan(
          col += (long long)gridDim.x * blockDim.x) {
         const long long o = col / inner, i = col - o * inner;
         const I* xc = x + o * n * inner + i;
-        W acc = (carry != nullptr && s > 0) ? carry[(s - 1) * cols + col] : zero<W>();
+        // the carry of the chunks before (a chunk holds at least one element), else the
+        // chunk's first element starts the run
+        const bool carried = carry != nullptr && s > 0;
+        long long a = start;
+        W acc = carried ? carry[(s - 1) * cols + col] : cvt<W, I>(xc[a++ * inner]);
         if (mode == 1) {
-            for (long long a = start; a < end; ++a) acc = acc + cvt<W, I>(xc[a * inner]);
+            for (; a < end; ++a) acc = Op::f(acc, cvt<W, I>(xc[a * inner]));
             sums[s * cols + col] = acc;
         } else {
             A* oc = out + o * out_len * inner + i;
-            if (shift && s == 0) oc[0] = initial<A>();
+            if (shift && s == 0) oc[0] = Op::template first<A>();
             oc += (long long)shift * inner;
+            if (!carried) oc[start * inner] = (A)acc;
 #pragma unroll 4
-            for (long long a = start; a < end; ++a) {
-                acc = acc + cvt<W, I>(xc[a * inner]);
+            for (; a < end; ++a) {
+                acc = Op::f(acc, cvt<W, I>(xc[a * inner]));
                 oc[a * inner] = (A)acc;
             }
         }
     }
 }
 
-#define SCAN_INSTANCES(NAME, I, A)                                                               \
-extern "C" __global__ void __launch_bounds__(THREADS) xp_scan_lb_##NAME(                         \
+// One line per (combine, input, out, working type): KIND names the family (scan: sums,
+// scanprod: products).
+#define OP_INSTANCES(KIND, OP, NAME, I, A, W)                                                    \
+extern "C" __global__ void __launch_bounds__(THREADS) xp_##KIND##_lb_##NAME(                     \
         const I* x, A* out, long long n, long long tpr, long long out_row, int shift,           \
-        unsigned* counter, unsigned* flags, Work<A>::type* aggs, Work<A>::type* incls,          \
-        int vec_in, int vec_out) {                                                               \
-    lookback_scan<I, A>(x, out, n, tpr, out_row, shift, counter, flags, aggs, incls, vec_in,    \
-                        vec_out); }                                                              \
-extern "C" __global__ void xp_scan_rows_##NAME(const I* x, A* out, long long rows, long long n, \
-        long long out_row, int shift, int G) {                                                   \
-    group_scan<I, A>(x, out, rows, n, out_row, shift, G); }                                     \
-extern "C" __global__ void xp_scan_cols_##NAME(const I* x, A* out, long long outer, long long n,\
-        long long inner, long long out_len, int shift, long long chunk, Work<A>::type* sums,    \
-        const Work<A>::type* carry, int mode) {                                                  \
-    column_scan<I, A>(x, out, outer, n, inner, out_len, shift, chunk, sums, carry, mode); }
+        unsigned* counter, unsigned* flags, W* aggs, W* incls, int vec_in, int vec_out) {       \
+    lookback_scan<OP, I, A, W>(x, out, n, tpr, out_row, shift, counter, flags, aggs, incls,     \
+                               vec_in, vec_out); }                                               \
+extern "C" __global__ void xp_##KIND##_rows_##NAME(const I* x, A* out, long long rows,          \
+        long long n, long long out_row, int shift, int G) {                                      \
+    group_scan<OP, I, A, W>(x, out, rows, n, out_row, shift, G); }                               \
+extern "C" __global__ void xp_##KIND##_cols_##NAME(const I* x, A* out, long long outer,         \
+        long long n, long long inner, long long out_len, int shift, long long chunk, W* sums,   \
+        const W* carry, int mode) {                                                              \
+    column_scan<OP, I, A, W>(x, out, outer, n, inner, out_len, shift, chunk, sums, carry,       \
+                             mode); }
+#define SCAN_INSTANCES(NAME, I, A) OP_INSTANCES(scan, Add, NAME, I, A, Work<A>::type)
+#define PROD_INSTANCES(NAME, I, A, W) OP_INSTANCES(scanprod, Mul, NAME, I, A, W)
 
 // same dtype in and out (ints as their unsigned twin)
 SCAN_INSTANCES(u8_u8, u8, u8)
@@ -387,6 +442,23 @@ SCAN_INSTANCES(u8_u64, u8, u64)
 SCAN_INSTANCES(u16_u64, u16, u64)
 SCAN_INSTANCES(u32_u64, u32, u64)
 SCAN_INSTANCES(f32_f64, f32, f64)
+// products (cumulative_prod): the same pairs but bool (not numeric); W as Work<A>, except float32
+// out, which works in float64 (WIDER_PRODUCT)
+PROD_INSTANCES(u8_u8, u8, u8, u32)
+PROD_INSTANCES(u16_u16, u16, u16, u32)
+PROD_INSTANCES(u32_u32, u32, u32, u32)
+PROD_INSTANCES(u64_u64, u64, u64, u64)
+PROD_INSTANCES(f32_f32, f32, f32, f64)
+PROD_INSTANCES(f64_f64, f64, f64, f64)
+PROD_INSTANCES(c64_c64, c64, c64, c64)
+PROD_INSTANCES(c128_c128, c128, c128, c128)
+PROD_INSTANCES(i8_u64, i8, u64, u64)
+PROD_INSTANCES(i16_u64, i16, u64, u64)
+PROD_INSTANCES(i32_u64, i32, u64, u64)
+PROD_INSTANCES(u8_u64, u8, u64, u64)
+PROD_INSTANCES(u16_u64, u16, u64, u64)
+PROD_INSTANCES(u32_u64, u32, u64, u64)
+PROD_INSTANCES(f32_f64, f32, f64, f64)
 
 // ================================================================================================
 // 4. Stream compaction. Tiles of THREADS * IT elements, thread t owning IT consecutive ones.

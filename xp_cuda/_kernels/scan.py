@@ -1,5 +1,5 @@
-"""Launchers of scan.cu: prefix sums (cumulative_sum) and stream compaction (nonzero, x[mask],
-x[mask] = v, the gather indices of repeat with counts).
+"""Launchers of scan.cu: prefix sums and products (cumulative_sum, cumulative_prod) and stream
+compaction (nonzero, x[mask], x[mask] = v, the gather indices of repeat with counts).
 
 Every launcher takes CuPy arrays the caller validated, runs on the current device and stream,
 and returns CuPy arrays. The planning half (``CUMSUM_PAIRS``, ``cumsum_route``, ``plan_scan``,
@@ -15,6 +15,11 @@ block trees + one add per preceding tile; the column scan: the chunk's run + one
 preceding chunk), so |ours - exact| <= scan_depth * u * sum(|x_i|) to first order, u the unit
 roundoff of the out dtype; NumPy's bound is the same with n for scan_depth, which is never
 smaller. Integer sums are exact modulo 2**bits, as NumPy's.
+
+Products (cumprod) run the same kernels with the combine Mul, the same routes (float32 works in
+float64, fusion_plan.WIDER_PRODUCT, as prod does), and the same bound with relative errors:
+each output is a product of its prefix's factors rounded at most scan_depth times in sequence.
+Integer products are exact modulo 2**bits, as NumPy's.
 """
 from __future__ import annotations
 
@@ -24,14 +29,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .fusion_plan import WIDER_PRODUCT
 from ._runtime import (c_contiguous, device_info, dtype_name, empty_allocator, grid,
                        instance_units, late, launch, load_kernel, memset, note_program, program,
                        read, replay, scratch, source)
 
-__all__ = ["THREADS", "CHUNKS", "ROW_V", "COUNT_ITEMS", "CUMSUM_PAIRS", "Route", "cumsum_route",
-           "kernel_names", "ScanPlan", "plan_scan", "scan_depth", "row_unit", "mask_tile",
-           "cumsum", "nonzero", "mask_select", "mask_assign", "repeat_indices", "allocator",
-           "dense"]
+__all__ = ["THREADS", "CHUNKS", "ROW_V", "COUNT_ITEMS", "CUMSUM_PAIRS", "CUMPROD_PAIRS", "Route",
+           "cumsum_route", "kernel_names", "ScanPlan", "plan_scan", "scan_depth", "row_unit",
+           "mask_tile", "cumsum", "cumprod", "nonzero", "mask_select", "mask_assign",
+           "repeat_indices", "allocator", "dense"]
 
 THREADS = 256      # THREADS in scan.cu
 CHUNKS = 4         # CH: 16-byte vectors per thread in a look-back tile
@@ -68,6 +74,12 @@ SAME_TYPE = ("u8_u8", "u16_u16", "u32_u32", "u64_u64", "f32_f32", "f64_f64", "c6
              "c128_c128")
 FUSED = ("b_u64", "i8_u64", "i16_u64", "i32_u64", "u8_u64", "u16_u64", "u32_u64", "f32_f64")
 SCAN_TYPES = SAME_TYPE + FUSED
+# cumulative_prod: the numeric pairs (bool is not numeric), on the same routes as the sums
+CUMPROD_PAIRS = tuple((i, o) for i, o in CUMSUM_PAIRS if i != "bool")
+PROD_TYPES = SAME_TYPE + tuple(t for t in FUSED if not t.startswith("b_"))
+# scan.cu's kernel families: the combine's name prefix, and the value include_initial leads
+# with (an empty axis with include_initial is all of it)
+FAMILIES = {"sum": ("xp_scan", 0), "prod": ("xp_scanprod", 1)}
 
 
 @dataclass(frozen=True)
@@ -111,6 +123,7 @@ ITEM_SIZES = (1, 2, 4, 8, 16)
 def kernel_names() -> list[str]:
     """Every kernel name a launcher here can request."""
     return ([f"xp_scan_{k}_{t}" for t in SCAN_TYPES for k in ("lb", "rows", "cols")]
+            + [f"xp_scanprod_{k}_{t}" for t in PROD_TYPES for k in ("lb", "rows", "cols")]
             + [f"xp_count_{p}" for p in _PREDS] + [f"xp_nzidx_{p}" for p in _PREDS]
             + ["xp_count_u8_half", "xp_tile_offsets", "xp_repeat_idx"]
             + [f"xp_compact_{s}" for s in ITEM_SIZES] + [f"xp_rows_{s}" for s in ITEM_SIZES]
@@ -121,6 +134,8 @@ def kernel_names() -> list[str]:
 # argument (None: the kernels written out, in every unit).
 _MACRO_NAMES = {None: ("xp_tile_offsets", "xp_count_u8_half", "xp_repeat_idx"),
                 "SCAN_INSTANCES": ("xp_scan_lb_{}", "xp_scan_rows_{}", "xp_scan_cols_{}"),
+                "PROD_INSTANCES": ("xp_scanprod_lb_{}", "xp_scanprod_rows_{}",
+                                   "xp_scanprod_cols_{}"),
                 "NZ_INSTANCES": ("xp_count_{}", "xp_nzidx_{}"),
                 "COMPACT_INSTANCE": ("xp_compact_{}",),
                 "MOVE_INSTANCES": ("xp_rows_{}", "xp_maskfill_{}")}
@@ -277,7 +292,7 @@ def dense(cp, shape, strides, itemsize: int, ptr: int) -> int:
 _NULL = np.uint64(0)  # a null pointer parameter (a constant: never patched)
 
 # ---- cumsum --------------------------------------------------------------------------------
-def _lookback(cp, plan, xp, op, kernel, in_item, out_item, w_itemsize):
+def _lookback(cp, plan, xp, op, kernel, in_item, out_item, w_itemsize, fam):
     tiles = plan.outer * plan.tiles_per_row
     # scratch: counter, flags, then aggregates and inclusive prefixes (16-byte aligned)
     flags_bytes = 4 * (tiles + 1)
@@ -288,27 +303,27 @@ def _lookback(cp, plan, xp, op, kernel, in_item, out_item, w_itemsize):
     vec_in = xp % 16 == 0 and (plan.outer == 1 or (plan.n * in_item) % 16 == 0)
     out_first = op + plan.shift * out_item
     vec_out = out_first % 16 == 0 and (plan.outer == 1 or (plan.out_len * out_item) % 16 == 0)
-    launch(cp, _kernel(f"xp_scan_lb_{kernel}"), tiles, THREADS,
+    launch(cp, _kernel(f"{fam}_lb_{kernel}"), tiles, THREADS,
            (xp, op, np.int64(plan.n), np.int64(plan.tiles_per_row), np.int64(plan.out_len),
             np.int32(plan.shift), ptr, ptr + 4, ptr + vals_off, ptr + vals_off + vals_bytes,
             np.int32(vec_in), np.int32(vec_out)))
 
 
-def _rows(cp, plan, xp, op, kernel):
+def _rows(cp, plan, xp, op, kernel, fam):
     blocks = grid(cp, plan.outer * plan.group, THREADS, 8)
-    launch(cp, _kernel(f"xp_scan_rows_{kernel}"), blocks, THREADS,
+    launch(cp, _kernel(f"{fam}_rows_{kernel}"), blocks, THREADS,
            (xp, op, np.int64(plan.outer), np.int64(plan.n), np.int64(plan.out_len),
             np.int32(plan.shift), np.int32(plan.group)))
 
 
-def _columns(cp, plan, xp, op, kernel, w_name):
+def _columns(cp, plan, xp, op, kernel, w_name, fam):
     cols = plan.outer * plan.inner
     sm = device_info(cp).sm_count
     # no more threads per block than columns (rounded to warps): with few columns the axis
     # chunks (grid.y) supply the parallelism, and idle threads would only hold slots
     threads = min(THREADS, -(-cols // 32) * 32)
     bx = max(1, min(-(-cols // threads), sm * 16))
-    kern = _kernel(f"xp_scan_cols_{kernel}")
+    kern = _kernel(f"{fam}_cols_{kernel}")
     geom = (np.int64(plan.outer), np.int64(plan.n), np.int64(plan.inner),
             np.int64(plan.out_len), np.int32(plan.shift), np.int64(plan.chunk))
     if plan.chunks == 1:
@@ -318,7 +333,7 @@ def _columns(cp, plan, xp, op, kernel, w_name):
     launch(cp, kern, (bx, plan.chunks), threads, (xp, op) + geom + (sums, _NULL, np.int32(1)))
     # the chunk totals, scanned in place along the chunks (a plain column scan of them)
     wk = _SHORT[w_name] + "_" + _SHORT[w_name]
-    launch(cp, _kernel(f"xp_scan_cols_{wk}"), (bx, 1), threads,
+    launch(cp, _kernel(f"{fam}_cols_{wk}"), (bx, 1), threads,
            (sums, sums, np.int64(1), np.int64(plan.chunks), np.int64(cols),
             np.int64(plan.chunks), np.int32(0), np.int64(plan.chunks), _NULL, _NULL,
             np.int32(0)))
@@ -328,28 +343,32 @@ def _columns(cp, plan, xp, op, kernel, w_name):
 _I64 = np.dtype(np.int64)
 
 
-def _work_name(out_name: str) -> str:
-    """The dtype scan.cu accumulates in for an out dtype (Work<A>)."""
+def _work_name(out_name: str, fam: str = "xp_scan") -> str:
+    """The dtype scan.cu accumulates in for an out dtype (Work<A>; a product's float32 works
+    in float64: the W of scan.cu's PROD_INSTANCES lines)."""
     if out_name in ("int8", "uint8", "int16", "uint16", "int32"):
         return "uint32"
     if out_name == "int64":
         return "uint64"
+    if fam == "xp_scanprod":
+        return WIDER_PRODUCT.get(out_name, out_name)
     return out_name
 
 
-def _scan(cp, plan, route_kernel, xp, op, in_item, out_dtype):
+def _scan(cp, plan, route_kernel, xp, op, in_item, out_dtype, fam):
     """The launches of a lookback / rows / columns plan of dense (outer, n, inner) data."""
-    w_name = _work_name(dtype_name(out_dtype))
+    w_name = _work_name(dtype_name(out_dtype), fam)
     if plan.kind == "lookback":
         _lookback(cp, plan, xp, op, route_kernel, in_item, out_dtype.itemsize,
-                  np.dtype(w_name).itemsize)
+                  np.dtype(w_name).itemsize, fam)
     elif plan.kind == "rows":
-        _rows(cp, plan, xp, op, route_kernel)
+        _rows(cp, plan, xp, op, route_kernel, fam)
     else:
-        _columns(cp, plan, xp, op, route_kernel, w_name)
+        _columns(cp, plan, xp, op, route_kernel, w_name, fam)
 
 
-def _plan_cumsum(cp, shape, strides, dtype, axis, out_dtype, include_initial, xp, op):
+def _plan_cumsum(cp, shape, strides, dtype, axis, out_dtype, include_initial, xp, op,
+                 fam="xp_scan"):
     """Records a cumsum; returns (what the call does, the out shape, the out dtype, the precast
     dtype): the call does "empty" (cp.empty), "zeros" (cp.zeros), "precast" (astype, then the
     Program of the cast array) or "launch" (allocates out and replays)."""
@@ -366,7 +385,7 @@ def _plan_cumsum(cp, shape, strides, dtype, axis, out_dtype, include_initial, xp
     in_item, out_item = dtype.itemsize, out_dtype.itemsize
     src = dense(cp, shape, strides, in_item, xp)
     if plan.kind != "transpose":
-        _scan(cp, plan, route.kernel, src, op, in_item, out_dtype)
+        _scan(cp, plan, route.kernel, src, op, in_item, out_dtype, fam)
         return "launch", oshape, out_dtype, None
     # the axis made last by a copy, scanned as rows, and moved back by a second copy
     from .copy import plan_copy, run_copy
@@ -376,7 +395,7 @@ def _plan_cumsum(cp, shape, strides, dtype, axis, out_dtype, include_initial, xp
                            (n * i * in_item, in_item, i * in_item), in_item, xt % 16, src % 16),
              xt, src)
     rt = scratch(cp, o * i * m * out_item)
-    _scan(cp, plan.inner_plan, route.kernel, xt, rt, in_item, out_dtype)
+    _scan(cp, plan.inner_plan, route.kernel, xt, rt, in_item, out_dtype, fam)
     run_copy(cp, plan_copy((o, m, i), (m * i * out_item, i * out_item, out_item),
                            (i * m * out_item, out_item, m * out_item), out_item, op % 16,
                            rt % 16), op, rt)
@@ -395,12 +414,29 @@ def cumsum(cp, x, axis: int, out_dtype, include_initial: bool):
     axis is made last by a copy and moved back by another (see ScanPlan). With
     include_initial the rows start one element late, so 1-D results store element by element
     rather than in 16-byte vectors."""
+    return _cumulative(cp, "sum", x, axis, out_dtype, include_initial)
+
+
+def cumprod(cp, x, axis: int, out_dtype, include_initial: bool):
+    """Inclusive prefix product of x along axis (0 <= axis < x.ndim), as cumsum does it (x's
+    dtype and out_dtype a pair of CUMPROD_PAIRS, each element converted to out_dtype first;
+    the same layouts), with a leading 1 when include_initial. float32 products work in
+    float64 and round once per output. Complex products are NumPy's (ac - bd, ad + bc), each
+    operation rounded on its own; no element is ever multiplied by an identity, so special
+    values come out as successive multiplies give them."""
+    return _cumulative(cp, "prod", x, axis, out_dtype, include_initial)
+
+
+def _cumulative(cp, combine, x, axis, out_dtype, include_initial):
+    """cumsum (combine "sum") or cumprod ("prod"): the recorded program of x's geometry."""
     ptr = x.data.ptr
     shape, strides, dtype = x.shape, x.strides, x.dtype
-    prog = program(cp, ("cumsum", shape, strides, dtype, out_dtype, axis, include_initial),
+    fam, lead = FAMILIES[combine]
+    prog = program(cp, ("cum" + combine, shape, strides, dtype, out_dtype, axis,
+                        include_initial),
                    (0, ptr & 15), lambda op, xp: _plan_cumsum(
                        cp, shape, strides, dtype, axis, np.dtype(out_dtype), include_initial,
-                       xp, op))
+                       xp, op, fam))
     what, oshape, odt, precast = prog.info
     if what == "launch":
         out = allocator(cp)(oshape, odt)
@@ -410,9 +446,10 @@ def cumsum(cp, x, axis: int, out_dtype, include_initial: bool):
         return out
     if what == "empty":
         return cp.empty(oshape, dtype=odt)
-    if what == "zeros":
-        return cp.zeros(oshape, dtype=odt)
-    return cumsum(cp, x.astype(precast, order="C"), axis, out_dtype, include_initial)
+    if what == "zeros":  # the axis is empty: include_initial's leading value alone
+        return cp.zeros(oshape, dtype=odt) if lead == 0 else cp.ones(oshape, dtype=odt)
+    return _cumulative(cp, combine, x.astype(precast, order="C"), axis, out_dtype,
+                       include_initial)
 
 
 # ---- compaction ----------------------------------------------------------------------------
