@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from . import _revisions
 from ._array import Array, _backend_of, _wrap, check_array, kept_one, kept_result
+from ._backends._base import FpQuiet
 from ._dtypes import DEFAULT_DTYPES, check_scalar, promote, scalar_type_name
 from ._dtypes import bool as _bool
 from ._validation import PLANS as _PLANS
@@ -126,8 +127,9 @@ def _scalar_x2(x1, x2):
     """searchsorted's Python scalar x2 as a 0-d array of x1's dtype (2025.12), or the error."""
     fname = "searchsorted"
     kind = scalar_type_name(x2)
-    if kind not in ("int", "float"):
+    if kind is None:
         check_array(x2, fname, "x2")  # a foreign array: the error says how to bring it in
+    if kind not in ("int", "float"):
         raise TypeError(f"{fname}: x2 must be an array, a Python int or a Python float, got "
                         f"{type(x2).__name__}")
     if not _revisions.allows("python scalar x2 in searchsorted"):
@@ -137,7 +139,8 @@ def _scalar_x2(x1, x2):
                         f"xp.asarray(x2, dtype=x1.dtype), or call xp_cuda.set_api_version("
                         f"{first!r})")
     check_dtype_category(x1, "real-valued", fname, "x1")
-    value = check_scalar(x2, x1.dtype, f"{fname}: x2")
+    with FpQuiet():  # a float beyond float32's range is +-inf there (IEEE), not a warning
+        value = check_scalar(x2, x1.dtype, f"{fname}: x2")
     return _wrap(x1._b.full((), x1.dtype, value), x1._device)
 
 
