@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from . import _revisions
 from ._array import Array, _backend_of, _wrap, check_array, kept_one, kept_result
+from ._backends import backend
 from ._backends._base import FpQuiet
 from ._dtypes import DEFAULT_DTYPES, check_scalar, promote, scalar_type_name
 from ._dtypes import bool as _bool
@@ -141,7 +142,8 @@ def _scalar_x2(x1, x2):
     check_dtype_category(x1, "real-valued", fname, "x1")
     with FpQuiet():  # a float beyond float32's range is +-inf there (IEEE), not a warning
         value = check_scalar(x2, x1.dtype, f"{fname}: x2")
-    return _wrap(x1._b.full((), x1.dtype, value), x1._device)
+    # the device's own backend (x1 may be traced: the search then refuses it by name)
+    return _wrap(backend(x1._device).full((), x1.dtype, value), x1._device)
 
 
 def _check_where(condition, x1, x2):

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections import namedtuple
 
 from ._array import Array, _backend_of, _wrap, check_array
+from ._backends import backend
 from ._dtypes import check_scalar, promote, scalar_type_name
 from ._revisions import since
 from ._validation import check_bool, check_dtype_category, common_device
@@ -70,8 +71,8 @@ def _isin_scalar(value, other, argname):
                         f"2025.12), got {type(value).__name__}")
     check_dtype_category(other, _ISIN_CATEGORY, fname, "x2" if argname == "x1" else "x1")
     v = check_scalar(value, other.dtype, f"{fname}: {argname}")
-    b = other._b
-    return _wrap(b.full((), other.dtype, v), other._device)
+    # the device's own backend (other may be traced: isin then refuses it by name)
+    return _wrap(backend(other._device).full((), other.dtype, v), other._device)
 
 
 @since("2025.12")
