@@ -538,6 +538,8 @@ def test_searchsorted_python_scalar_needs_2025_12(device, revision):
             xp.searchsorted(x1, 1)
         with pytest.raises(TypeError, match="x2 is a Python float"):
             xp.searchsorted(x1, 1.5)
+        with pytest.raises(TypeError, match="x2: expected an xp_cuda array, got bool"):
+            xp.searchsorted(x1, True)
         # arrays keep working
         assert int(xp.searchsorted(x1, xp.asarray(1.5, device=device))) == 1
 

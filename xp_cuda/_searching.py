@@ -128,12 +128,13 @@ def _scalar_x2(x1, x2):
     """searchsorted's Python scalar x2 as a 0-d array of x1's dtype (2025.12), or the error."""
     fname = "searchsorted"
     kind = scalar_type_name(x2)
-    if kind is None:
-        check_array(x2, fname, "x2")  # a foreign array: the error says how to bring it in
+    allowed = _revisions.allows("python scalar x2 in searchsorted")
+    if kind is None or not allowed and kind not in ("int", "float"):
+        check_array(x2, fname, "x2")  # not an array: the error says how to bring one in
     if kind not in ("int", "float"):
         raise TypeError(f"{fname}: x2 must be an array, a Python int or a Python float, got "
                         f"{type(x2).__name__}")
-    if not _revisions.allows("python scalar x2 in searchsorted"):
+    if not allowed:
         first = _revisions.RULES["python scalar x2 in searchsorted"]
         raise TypeError(f"{fname}: x2 is a Python {kind}, which the Array API allows from "
                         f"{first} on, and {_revisions.api_version()} is in force; pass "
