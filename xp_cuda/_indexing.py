@@ -1,7 +1,8 @@
-"""``take``, the one indexing function of 2023.12."""
+"""``take``, the one indexing function of 2023.12, and ``take_along_axis`` (2024.12)."""
 from __future__ import annotations
 
 from ._array import Array, _backend_of, _wrap, check_array
+from ._revisions import since
 from ._validation import check_dtype_category, common_device, normalize_axis, planned
 
 
@@ -44,4 +45,57 @@ def take(x, indices, /, *, axis=None) -> Array:
     return _wrap(out, dev)
 
 
-__all__ = ["take"]
+def _check_take_along_axis(x, indices, axis):
+    fname = "take_along_axis"
+    check_dtype_category(indices, "integer", fname, "indices")
+    if x.ndim == 0:
+        raise ValueError(f"{fname}: x is 0-d; it needs at least one dimension to take along")
+    ax = normalize_axis(axis, x.ndim, fname)
+    if indices.ndim != x.ndim:
+        raise ValueError(f"{fname}: indices has {indices.ndim} dimension(s) (shape "
+                         f"{indices.shape}) but x has {x.ndim} (shape {x.shape}); they must "
+                         f"have as many")
+    shape = []
+    for d, (n, m) in enumerate(zip(x.shape, indices.shape)):
+        if d == ax:
+            shape.append(m)
+        elif n == m or m == 1:
+            shape.append(n)
+        elif n == 1:
+            shape.append(m)
+        else:
+            raise ValueError(f"{fname}: x (shape {x.shape}) and indices (shape "
+                             f"{indices.shape}) cannot be broadcast together in dimension "
+                             f"{d} (sizes {n} and {m}); every dimension but axis {ax} must "
+                             f"match or be 1 in one of them")
+    return ax, tuple(shape)
+
+
+@since("2024.12")
+def take_along_axis(x, indices, /, *, axis=-1) -> Array:
+    """Array API 2024.12 ``take_along_axis``: ``out[..., j, ...] = x[..., indices[..., j, ...],
+    ...]`` along ``axis``: indices (integer) have x's number of dimensions, and x and indices
+    broadcast against each other in every other dimension.
+
+    As in ``take``, an index outside [-n, n) (n: x's length along axis) is an IndexError on
+    every device (the spec leaves it unspecified); negative indices count from the end.
+    """
+    fname = "take_along_axis"
+    d = check_array(x, fname)._data
+    idx = check_array(indices, fname, "indices")._data
+    # dtypes, shapes and axis decide the checks and the result's shape: once per combination
+    key = (fname, d.shape, idx.dtype, idx.shape, axis, type(axis))
+    ax, shape = planned(key, (axis,), _check_take_along_axis, x, indices, axis)
+    dev = x._device
+    if indices._device is not dev:
+        dev = common_device([x, indices], fname)
+    b = x._b if type(x) is type(indices) else _backend_of([x, indices])
+    out, bad = b.take_along_axis(d, idx, ax, shape)
+    if bad is not None:
+        n = d.shape[ax]
+        raise IndexError(f"{fname}: index {bad} is out of bounds for axis {ax} of size {n}; "
+                         f"indices must lie in [-{n}, {n})")
+    return _wrap(out, dev)
+
+
+__all__ = ["take", "take_along_axis"]

@@ -10,8 +10,10 @@ import math
 from ._array import Array, _backend_of, _wrap, check_array, kept_one, kept_result
 from ._dtypes import int64 as _int64
 from ._dtypes import promote
-from ._validation import (broadcast_shapes, check_int, common_device, normalize_axes,
-                          normalize_axis, option_type, planned)
+from ._revisions import since
+from ._validation import broadcast_shapes as _broadcast_rule  # the public name is 2025.12's
+from ._validation import (check_int, common_device, normalize_axes, normalize_axis, option_type,
+                          planned)
 
 
 def _check_sequence(arrays, fname: str) -> list:
@@ -58,7 +60,7 @@ def broadcast_arrays(*arrays) -> list:
         return []
     dev = common_device(list(arrays), "broadcast_arrays")
     b = _backend_of(arrays)
-    shape = broadcast_shapes([a.shape for a in arrays], "broadcast_arrays")
+    shape = _broadcast_rule([a.shape for a in arrays], "broadcast_arrays")
     with b.ctx():
         return [_wrap(b.xp.broadcast_to(a._data, shape), dev) for a in arrays]
 
@@ -69,7 +71,7 @@ def broadcast_to(x, /, shape) -> Array:
     shape = _int_tuple(shape, "broadcast_to", "shape")
     if any(n < 0 for n in shape):
         raise ValueError(f"broadcast_to: shape {shape} has a negative dimension")
-    if len(shape) < x.ndim or broadcast_shapes([x.shape, shape], "broadcast_to") != shape:
+    if len(shape) < x.ndim or _broadcast_rule([x.shape, shape], "broadcast_to") != shape:
         raise ValueError(f"broadcast_to: an array of shape {x.shape} cannot be broadcast to "
                          f"shape {shape}")
     b = x._b
@@ -393,3 +395,26 @@ def unstack(x, /, *, axis=0) -> tuple:
 
 __all__ = ["broadcast_arrays", "broadcast_to", "concat", "expand_dims", "flip", "moveaxis",
            "permute_dims", "repeat", "reshape", "roll", "squeeze", "stack", "tile", "unstack"]
+
+
+@since("2025.12")
+def broadcast_shapes(*shapes) -> tuple:
+    """Array API 2025.12 ``broadcast_shapes``: the shape the shapes broadcast to (``()`` for
+    none); ValueError where they do not broadcast. Each shape is a tuple of non-negative Python
+    ints (the spec's None for an unknown size is for libraries that build graphs: here every
+    size is known)."""
+    fname = "broadcast_shapes"
+    for i, s in enumerate(shapes):
+        if not isinstance(s, tuple):
+            raise TypeError(f"{fname}: shapes[{i}] is {s!r}; each shape must be a tuple of "
+                            f"ints")
+        for n in s:
+            if isinstance(n, bool) or not isinstance(n, int):
+                raise TypeError(f"{fname}: shapes[{i}] = {s} holds {n!r}; each size must be a "
+                                f"Python int")
+            if n < 0:
+                raise ValueError(f"{fname}: shapes[{i}] = {s} has a negative size")
+    return _broadcast_rule(shapes, fname)
+
+
+__all__ += ["broadcast_shapes"]

@@ -1,8 +1,11 @@
 """The 5 searching functions of 2023.12: argmax, argmin, nonzero, searchsorted, where."""
 from __future__ import annotations
 
+from . import _revisions
 from ._array import Array, _backend_of, _wrap, check_array, kept_one, kept_result
-from ._dtypes import DEFAULT_DTYPES, promote
+from ._backends import backend
+from ._backends._base import FpQuiet
+from ._dtypes import DEFAULT_DTYPES, check_scalar, promote, scalar_type_name
 from ._dtypes import bool as _bool
 from ._validation import PLANS as _PLANS
 from ._validation import (broadcast_shapes, check_bool, check_dtype_category, common_device,
@@ -87,9 +90,13 @@ def _check_searchsorted(x1, x2, side, sorter):
 def searchsorted(x1, x2, /, *, side="left", sorter=None) -> Array:
     """Array API 2023.12 ``searchsorted``: insertion indices (int64) of x2 into sorted 1-D x1.
 
-    Both are compared in their promoted dtype; NaNs order last, as in ``sort``."""
+    Both are compared in their promoted dtype; NaNs order last, as in ``sort``. From 2025.12
+    x2 may be a Python int or float: a 0-d array of x1's dtype (the scalar rules), so the
+    result is 0-d."""
     a = check_array(x1, "searchsorted", "x1")._data
-    v = check_array(x2, "searchsorted", "x2")._data
+    if not isinstance(x2, Array):  # the test check_array makes: the hot path pays nothing more
+        return searchsorted(x1, _scalar_x2(x1, x2), side=side, sorter=sorter)
+    v = x2._data
     if sorter is None:
         s = None
         key = ("searchsorted", a.dtype, a.shape, v.dtype, v.shape, side, type(side))
@@ -115,6 +122,29 @@ def searchsorted(x1, x2, /, *, side="left", sorter=None) -> Array:
             raise IndexError(f"searchsorted: sorter holds the index {bad}, outside "
                              f"[-{n}, {n})")
     return _wrap(b.searchsorted(a, v, side, dt), dev)
+
+
+def _scalar_x2(x1, x2):
+    """searchsorted's Python scalar x2 as a 0-d array of x1's dtype (2025.12), or the error."""
+    fname = "searchsorted"
+    kind = scalar_type_name(x2)
+    allowed = _revisions.allows("python scalar x2 in searchsorted")
+    if kind is None or not allowed and kind not in ("int", "float"):
+        check_array(x2, fname, "x2")  # not an array: the error says how to bring one in
+    if kind not in ("int", "float"):
+        raise TypeError(f"{fname}: x2 must be an array, a Python int or a Python float, got "
+                        f"{type(x2).__name__}")
+    if not allowed:
+        first = _revisions.RULES["python scalar x2 in searchsorted"]
+        raise TypeError(f"{fname}: x2 is a Python {kind}, which the Array API allows from "
+                        f"{first} on, and {_revisions.api_version()} is in force; pass "
+                        f"xp.asarray(x2, dtype=x1.dtype), or call xp_cuda.set_api_version("
+                        f"{first!r})")
+    check_dtype_category(x1, "real-valued", fname, "x1")
+    with FpQuiet():  # a float beyond float32's range is +-inf there (IEEE), not a warning
+        value = check_scalar(x2, x1.dtype, f"{fname}: x2")
+    # the device's own backend (x1 may be traced: the search then refuses it by name)
+    return _wrap(backend(x1._device).full((), x1.dtype, value), x1._device)
 
 
 def _check_where(condition, x1, x2):

@@ -17,7 +17,7 @@ import numpy as np
 from . import _revisions
 from ._array import Array, _backend_of, _wrap, check_array, kept_one
 from ._backends._base import _FP_IGNORE, FpQuiet, fp_quiet_off, fp_quiet_on
-from ._dtypes import DEFAULT_DTYPES, in_category, promote, real_dtype
+from ._dtypes import DEFAULT_DTYPES, complex_dtype, in_category, promote, real_dtype
 from ._linear_algebra import (_numeric_pair, matmul, matrix_transpose, negative_axis_check,
                               tensordot, vecdot)
 from ._statistical import accumulation_dtype
@@ -560,6 +560,42 @@ __all__ = ["cholesky", "cross", "det", "diagonal", "eigh", "eigvalsh", "inv", "m
            "qr", "slogdet", "solve", "svd", "svdvals", "tensordot", "trace", "vecdot",
            "vector_norm"]
 
+
+# ---- 2025.12: the general eigenproblem ---------------------------------------------------------
+
+EigResult = namedtuple("EigResult", ["eigenvalues", "eigenvectors"])
+
+
+def _eig(fname, x, vectors):
+    _square(_floating(x, fname), fname)
+    cdt = complex_dtype(x.dtype)
+    if x.size == 0:
+        w = _zeros(x, x.shape[:-1], cdt)
+        return w, (_zeros(x, x.shape, cdt) if vectors else None)
+    b = x._b
+    # numpy.linalg on the host, on every device: Backend.eig says why
+    w, v = _run(b, fname, "the eigenvalue computation failed",
+                lambda xp: b.eig(x._data, vectors, cdt), check=False)
+    return _wrap(w, x.device), (_wrap(v, x.device) if vectors else None)
+
+
+@_revisions.since("2025.12", "xp_cuda.linalg")
+def eig(x, /):
+    """Array API 2025.12 ``linalg.eig``: (eigenvalues, eigenvectors) of the square matrices of
+    x (floating-point), both complex of x's precision (float32 -> complex64); the columns of
+    each eigenvectors matrix are the eigenvectors (unit 2-norm, LAPACK's geev). NaN or inf in x
+    is a ValueError."""
+    return EigResult(*_eig("eig", x, True))
+
+
+@_revisions.since("2025.12", "xp_cuda.linalg")
+def eigvals(x, /):
+    """Array API 2025.12 ``linalg.eigvals``: the eigenvalues of the square matrices of x
+    (floating-point), complex of x's precision, shape (..., M)."""
+    return _eig("eigvals", x, False)[0]
+
+
+__all__ += ["eig", "eigvals"]
 
 _revisions.install(__name__)  # names of later revisions show only while one is in force
 

@@ -561,3 +561,56 @@ class Backend:
         with self.ctx():
             out = xp.count_nonzero(data, axis=axes, keepdims=keepdims)
             return xp.asarray(out).astype(np.int64, copy=False)
+
+    # ---- later revisions (2024.12, 2025.12) -----------------------------------------------
+    def take_along_axis(self, data, idx, axis, shape):
+        """(data taken along ``axis`` at ``idx``, None), or (None, an index outside [-n, n))
+        for the n of that axis, as ``take``. data and idx have one ndim and broadcast against
+        each other in every dim but ``axis``; ``shape`` is the result's (idx's length along
+        axis). Every index of idx is checked, whether or not the result is empty. Negative
+        indices count from the end."""
+        n = data.shape[axis]
+        if idx.size:
+            lo, hi = self.bounds(idx)
+            if lo < -n or hi >= n:
+                return None, (lo if lo < -n else hi)
+        xp = self.xp
+        with self.ctx():
+            if math.prod(shape) == 0:
+                return xp.empty(shape, dtype=data.dtype), None
+            if idx.dtype.kind == "u":  # NumPy refuses to index with uint64; bounds make it exact
+                idx = idx.astype("int64")
+            # fancy indexing under the hood: x and idx broadcast against each other
+            return xp.take_along_axis(data, idx, axis=axis), None
+
+    def isin(self, x1, x2, dtype, invert: bool):
+        """A bool array of x1's shape: whether each element of x1 equals some element of x2
+        (negated when ``invert``), both compared in ``dtype`` (their promoted dtype, real).
+        Equality as ``equal``: NaN equals nothing, -0.0 equals +0.0."""
+        xp = self.xp
+        t = dtype._np
+        with self.ctx(), FpQuiet():
+            out = xp.isin(x1.astype(t, copy=False), x2.astype(t, copy=False).reshape(-1),
+                          invert=invert)
+            return xp.asarray(out)
+
+    def from_host(self, array):
+        """A NumPy array's data on this backend's device (here: the array itself)."""
+        return array
+
+    def eig(self, data, vectors: bool, dtype):
+        """(eigenvalues, eigenvectors or None) of the stack of square matrices ``data`` (none
+        empty), both in the complex ``dtype``: LAPACK's geev through numpy.linalg on the host,
+        on every backend. Why the host on cuda too: cuSOLVER's only general eigensolver is
+        cusolverDnXgeev (CUDA 12.6 and later), which CuPy 14 calls one matrix at a time from a
+        Python loop and refuses on older runtimes; the host path is the one that serves every
+        runtime, and a stack is one LAPACK loop in C. A failure raises numpy's LinAlgError."""
+        host = np.ascontiguousarray(self.to_host(data))
+        t = dtype._np
+        with FpQuiet():
+            if vectors:
+                w, v = np.linalg.eig(host)
+                return (self.from_host(w.astype(t, copy=False)),
+                        self.from_host(v.astype(t, copy=False)))
+            w = np.linalg.eigvals(host)
+            return self.from_host(w.astype(t, copy=False)), None

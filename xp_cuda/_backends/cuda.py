@@ -666,4 +666,39 @@ class CudaBackend(Backend):
             return self._run_kept(launch, empty, data, plan_key)
 
 
+    # ---- later revisions (2024.12, 2025.12) -----------------------------------------------
+    def take_along_axis(self, data, idx, axis, shape):
+        """Our gather with an index per output element (copy.gather_along), which wraps the
+        negative indices and checks them in the same pass (one wait). The base class serves an
+        empty result or an empty axis (no gather to run: the bounds reduction checks them)."""
+        n = data.shape[axis]
+        if n == 0 or math.prod(shape) == 0:
+            return super().take_along_axis(data, idx, axis, shape)
+        cp = self.xp
+        with self.ctx():
+            if idx.dtype == np.uint64:  # 2**63 and above would wrap in int64: bounds first
+                lo, hi = self.bounds(idx)
+                if hi >= n:
+                    return None, hi
+            idx = self.astype(idx, _INT64, False)  # any strides: the kernel reads through them
+            a = min(data.itemsize, 8)  # the kernel's element alignment (complex128: 8)
+            if data.data.ptr % a or any(st % a for st in data.strides):
+                data = self.copy(data)  # a misaligned view (a foreign import): one copy
+            out = self._alloc(shape, data.dtype)
+            bad = _copy.gather_along_checked(cp, data, idx, axis, out)
+            return (None, bad) if bad is not None else (out, None)
+
+    def isin(self, x1, x2, dtype, invert: bool):
+        """x2 sorted (our sorts; CuPy's for one long row), then one pass of our search kernel
+        writes the bool result (sort.isin). Complex has no order: the base class's path."""
+        if dtype.kind == "complex":
+            return super().isin(x1, x2, dtype, invert)
+        with self.ctx():
+            s = self.stable_sort(self._flat(self.astype(x2, dtype, False)), 0)
+            return _sort.isin(self.xp, s, self.astype(x1, dtype, False), invert)
+
+    def from_host(self, array):
+        return self.move_in(array, None)
+
+
 __all__ = ["CudaBackend"]

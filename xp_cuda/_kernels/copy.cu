@@ -65,17 +65,22 @@ struct MoveArgs {
     i64 shape[XC_MAXND], dstr[XC_MAXND], sstr[XC_MAXND];  // outer dims, outermost first
 };
 
-// An index of the gathered axis as an element offset in [0, glen). One out of range is
-// reported through a.err and read as 0 (a valid element: glen > 0 whenever a gather runs).
-__device__ __forceinline__ i64 gathered(const MoveArgs& a, i64 i) {
-    const i64 k = i < 0 ? i + a.glen : i;
-    if ((unsigned long long)k < (unsigned long long)a.glen) return k;
-    if (a.err) {
-        volatile i64* e = (volatile i64*)a.err;
+// An index of a gathered axis of length glen as an element offset in [0, glen). One out of
+// range is reported through err (when not 0) and read as 0 (a valid element: glen > 0 whenever
+// a gather runs). Shared by take's gather (MoveArgs) and take_along_axis's (AlongArgs).
+__device__ __forceinline__ i64 take_index(i64 glen, i64 err, i64 i) {
+    const i64 k = i < 0 ? i + glen : i;
+    if ((unsigned long long)k < (unsigned long long)glen) return k;
+    if (err) {
+        volatile i64* e = (volatile i64*)err;
         e[1] = i;
         e[0] = 1;
     }
     return 0;
+}
+
+__device__ __forceinline__ i64 gathered(const MoveArgs& a, i64 i) {
+    return take_index(a.glen, a.err, i);
 }
 
 // Byte offsets of outer row r in dst and src (the gathered dim through the indices).
@@ -300,6 +305,84 @@ __device__ __forceinline__ void flat(const MoveArgs& a) {
         flat_loop<T, u32>(a);
     else
         flat_loop<T, u64>(a);
+}
+
+// ---- gather along an axis (take_along_axis): an index per output element --------------------
+// out[c] = x[c with c[axis] replaced by indices[c]]: x and the indices are broadcast against
+// each other in every other dim (stride 0), so each output element reads its own index. The
+// host merges dims contiguous in out, x and the indices alike and drops size-1 dims; x's stride
+// along the gathered axis is `gstride` (its coordinate stride there is 0: the index supplies
+// that offset, so a gathered dim merges with a broadcast neighbour like any other).
+// The destination (C-contiguous) is walked flat in 16-byte chunks as in the flat copy (vector
+// stores); a chunk finds its row's offsets by division once and steps the inner coordinate,
+// dividing again only when it crosses a row end. Indices wrap and are checked by take_index.
+
+struct AlongArgs {
+    i64 dst, src, idx;   // out (C-contiguous), x, int64 indices: byte addresses
+    i64 n;               // output elements
+    i64 nd;              // dims (>= 1), innermost last
+    i64 gstride;         // x's byte stride along the gathered axis
+    i64 glen, err;       // as in MoveArgs
+    i64 shape[XC_MAXND], xstr[XC_MAXND], istr[XC_MAXND];  // byte strides; xstr 0 on the axis
+};
+
+// Byte offsets in x and in the indices of outer row r (the dims before the innermost).
+template <typename IT>
+__device__ __forceinline__ void along_row(const AlongArgs& a, IT r, i64& xoff, i64& ioff) {
+    xoff = 0;
+    ioff = 0;
+    for (int d = (int)a.nd - 2; d >= 0; --d) {
+        const IT n = (IT)a.shape[d];
+        const IT q = r / n;
+        const IT k = r - q * n;
+        r = q;
+        xoff += (i64)k * a.xstr[d];
+        ioff += (i64)k * a.istr[d];
+    }
+}
+
+template <typename T, typename IT>
+__device__ __forceinline__ void along_loop(const AlongArgs& a) {
+    constexpr int V = Pack<T>::V;
+    constexpr int S = (int)sizeof(T);
+    const i64 n = a.n;
+    const int last = (int)a.nd - 1;
+    const IT inner = (IT)a.shape[last];
+    const i64 xs = a.xstr[last], is = a.istr[last];
+    const i64 o = (i64)(((u64)a.dst & 15) / S);  // elements before the first 16-byte boundary
+    const IT total = (IT)((n + o + V - 1) / V);
+    const IT step = (IT)gridDim.x * blockDim.x;
+    for (IT g = (IT)blockIdx.x * blockDim.x + threadIdx.x; g < total; g += step) {
+        const i64 j = (i64)g * V - o;
+        const IT e = (IT)(j < 0 ? 0 : j);
+        IT r = e / inner;
+        IT c = e - r * inner;
+        i64 xoff, ioff;
+        along_row<IT>(a, r, xoff, ioff);
+        Pack<T> p;
+#pragma unroll
+        for (int k = 0; k < V; ++k) {
+            if (j + k < 0 || j + k >= n) continue;
+            const i64 id = *(const i64*)((const char*)a.idx + ioff + (i64)c * is);
+            p.t[k] = *(const T*)((const char*)a.src + xoff + (i64)c * xs
+                                 + take_index(a.glen, a.err, id) * a.gstride);
+            if (++c == inner) {  // the next row: its offsets by division (rare for long rows)
+                c = 0;
+                ++r;
+                along_row<IT>(a, r, xoff, ioff);
+            }
+        }
+        store_chunk<T>((char*)a.dst, j, n, S, p);
+    }
+}
+
+template <typename T>
+__device__ __forceinline__ void gather_along(const AlongArgs& a) {
+    // 32-bit index arithmetic where the element count allows (uniform branch), as in flat()
+    if ((u64)a.n + 16 + (u64)gridDim.x * blockDim.x * 17 < 0xffffffffull)
+        along_loop<T, u32>(a);
+    else
+        along_loop<T, u64>(a);
 }
 
 // ---- tiled transpose: a = the destination's contiguous dim, b = the source's ----------------
@@ -586,6 +669,9 @@ __device__ __forceinline__ void concat(const ConcatArgs& a) {
 #define XC_TRANSPOSE(S, T) \
     extern "C" __global__ void __launch_bounds__(256) \
     xp_transpose_##S(const __grid_constant__ TransArgs a) { transpose<T>(a); }
+#define XC_GATHER_ALONG(S, T) \
+    extern "C" __global__ void __launch_bounds__(256) \
+    xp_gather_along_##S(const __grid_constant__ AlongArgs a) { gather_along<T>(a); }
 #define XC_CONCAT(S, T) \
     extern "C" __global__ void __launch_bounds__(256) \
     xp_concat_##S(const __grid_constant__ ConcatArgs a) { concat<T>(a); }
@@ -620,3 +706,8 @@ XC_CONCAT(2, u16)
 XC_CONCAT(4, u32)
 XC_CONCAT(8, u64)
 XC_CONCAT(16, b16)
+XC_GATHER_ALONG(1, u8)
+XC_GATHER_ALONG(2, u16)
+XC_GATHER_ALONG(4, u32)
+XC_GATHER_ALONG(8, u64)
+XC_GATHER_ALONG(16, b16)

@@ -15,6 +15,10 @@ The public launchers:
 - ``gather(cp, x, indices, axis, out)``: ``out[..., i, ...] = x[..., indices[i], ...]`` along
   ``axis`` (take). ``indices``: a 1-D C-contiguous **int64** CuPy array, every value already in
   ``[0, x.shape[axis])`` (no check, no wrap here); x any strides; out C-contiguous.
+- ``gather_along(cp, x, indices, axis, out)`` (take_along_axis): ``out[c] = x[c with
+  c[axis] = indices[c]]``, x and indices of one ndim, broadcast against each other in every
+  other dim; indices **int64**, any strides; negative indices wrap; out C-contiguous.
+  ``gather_along_checked`` checks the indices in the same pass (as ``gather_checked``).
 
 Planning is pure Python and tested without a GPU (``plan_copy``, ``plan_gather``,
 ``plan_concat`` return small frozen dataclasses). A copy plan drops size-1 dims, turns dims of
@@ -94,7 +98,9 @@ from ._runtime import run_recorded as _run
 __all__ = ["MAXND", "MAXPARTS", "FLATND", "THREADS", "TRANSPOSE_MIN", "MEMCPY_MIN", "ITEM_SIZES",
            "CopyPlan", "GatherPlan", "ConcatStep", "kernel_names", "tile_of",
            "transpose_packed", "plan_copy", "plan_gather", "plan_concat", "run_copy",
-           "run_gather", "copy_into", "concat", "gather", "gather_checked", "roll"]
+           "run_gather", "copy_into", "concat", "gather", "gather_checked", "roll",
+           "AlongPlan", "plan_along", "along_kernel_names", "gather_along",
+           "gather_along_checked"]
 
 MAXND = 32        # XC_MAXND: outer dims one launch walks (more are walked here, in Python)
 MAXPARTS = 32     # XC_MAXPARTS: parts one concat launch reads
@@ -110,6 +116,7 @@ TRANSPOSE_MIN = 16  # both tiled dims at least this long, else a tile is mostly 
 BLOCKS_PER_SM = 16  # grid-stride cap of every kernel
 ITEM_SIZES = (1, 2, 4, 8, 16)
 _KINDS = ("copy_rows", "copy_strided", "copy_flat", "gather", "transpose", "concat")
+_ALONG = "gather_along"  # take_along_axis's gather (its own argument struct, AlongArgs)
 _MEMCPY_D2D = 3   # cudaMemcpyDeviceToDevice
 
 
@@ -141,12 +148,18 @@ def units() -> dict:
     """kernel name -> the source the runtime compiles for it: one instantiation line of copy.cu
     (the whole file took 18 s to compile on a two-core machine)."""
     return instance_units(source("copy.cu"),
-                          {f"XC_{k.upper()}": [f"xp_{k}_{{0}}"] for k in _KINDS})
+                          {f"XC_{k.upper()}": [f"xp_{k}_{{0}}"] for k in _KINDS + (_ALONG,)})
 
 
 def kernel_names() -> list[str]:
     """Every kernel name a launcher here can request (tests find each in the PTX)."""
     return [f"xp_{k}_{s}" for k in _KINDS for s in ITEM_SIZES]
+
+
+def along_kernel_names() -> list[str]:
+    """The kernel names ``gather_along`` can request (beside ``kernel_names()``: together,
+    every name a launcher here can request)."""
+    return [f"xp_{_ALONG}_{s}" for s in ITEM_SIZES]
 
 
 # ---- planning (pure Python) ---------------------------------------------------------------
@@ -643,3 +656,112 @@ def run_gather(cp, plan: GatherPlan, out_ptr: int, x_ptr: int, idx_ptr: int, gle
         kind = "copy_rows" if plan.path == "rows" else "copy_strided"
         _move(cp, kind, plan.itemsize, out_ptr, x_ptr, idx_ptr, plan.shape, plan.dst_strides,
               plan.src_strides, plan.gdim, plan.shift, glen, err)
+
+
+# ---- take_along_axis: a gather with an index per output element --------------------------
+
+_ALONG_FIELDS = 8  # AlongArgs: scalars before the three per-dim arrays
+
+
+@dataclass(frozen=True)
+class AlongPlan:
+    """How ``gather_along`` runs: the output's dims (C order, size-1 dims dropped, neighbours
+    merged where x and the indices both step contiguously across them; at least one dim) with
+    byte strides in x (0 where x is broadcast and on the gathered dim, whose offset the index
+    gives: ``gstride`` bytes per index) and in the indices (0 where broadcast). ``path``:
+    "empty" when out has no element, else "along"."""
+    path: str
+    itemsize: int
+    shape: tuple = ()
+    x_strides: tuple = ()
+    idx_strides: tuple = ()
+    gstride: int = 0
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.shape)
+
+
+def along_shape(x_shape, idx_shape, axis: int) -> tuple:
+    """The output shape of take_along_axis: the indices' length along ``axis``, elsewhere the
+    broadcast of x and the indices (the caller checked they broadcast)."""
+    return tuple(m if i == axis else (m if n == 1 else n)
+                 for i, (n, m) in enumerate(zip(x_shape, idx_shape)))
+
+
+@lru_cache(maxsize=1024)
+def plan_along(x_shape, x_strides, idx_shape, idx_strides, axis: int,
+               itemsize: int) -> AlongPlan:
+    """The plan of ``gather_along`` for x and indices of these shapes and byte strides (one
+    ndim, broadcast-compatible except along ``axis`` >= 0)."""
+    out = along_shape(x_shape, idx_shape, axis)
+    if 0 in out:
+        return AlongPlan("empty", itemsize)
+    dims = []  # [n, x stride, index stride] in output order, size-1 dims dropped
+    for i, n in enumerate(out):
+        if n == 1:
+            continue
+        xs = 0 if i == axis or x_shape[i] == 1 else x_strides[i]
+        ist = 0 if idx_shape[i] == 1 else idx_strides[i]
+        p = dims[-1] if dims else None
+        if p is not None and p[1] == xs * n and p[2] == ist * n:
+            p[0] *= n
+            p[1], p[2] = xs, ist
+        else:
+            dims.append([n, xs, ist])
+    if not dims:  # a single element
+        dims = [[1, 0, 0]]
+    return AlongPlan("along", itemsize, tuple(d[0] for d in dims), tuple(d[1] for d in dims),
+                     tuple(d[2] for d in dims), x_strides[axis])
+
+
+def _along(cp, plan: AlongPlan, out_ptr: int, x_ptr: int, idx_ptr: int, glen: int, err: int):
+    S, nd = plan.itemsize, len(plan.shape)
+    assert nd <= MAXND, "more than MAXND dims that no merge could fold"
+    n = plan.size
+    a = np.zeros(_ALONG_FIELDS + 3 * MAXND, dtype=np.int64)
+    F = _ALONG_FIELDS
+    a[:F] = (out_ptr, x_ptr, idx_ptr, n, nd, plan.gstride, glen, err)
+    a[F:F + nd] = plan.shape
+    a[F + MAXND:F + MAXND + nd] = plan.x_strides
+    a[F + 2 * MAXND:F + 2 * MAXND + nd] = plan.idx_strides
+    V = max(1, 16 // S)
+    # the output walked flat in 16-byte chunks (one vector store each): a thread per chunk
+    work = -(-(n + V - 1) // V)
+    blocks = max(1, min(-(-work // THREADS), device_info(cp).sm_count * BLOCKS_PER_SM))
+    _launch(cp, f"xp_{_ALONG}_{S}", blocks, (THREADS, 1), a)
+
+
+def gather_along(cp, x, indices, axis: int, out, err: int = 0):
+    """out = take_along_axis(x, indices, axis): x and indices of one ndim, every dim but
+    ``axis`` equal or 1 in one of them (broadcast); indices int64 of any strides (0 included),
+    each in [-n, n) for the n = x.shape[axis] (negative ones count from the end); x of any
+    strides, its address and strides multiples of its element's alignment (complex128: 8);
+    out C-contiguous of ``along_shape``. ``err`` as in ``gather``. A recorded program per
+    geometry."""
+    assert indices.dtype == np.int64 and indices.ndim == x.ndim
+    axis = axis + x.ndim if axis < 0 else axis
+    shape, xstr, ishape, istr, S = x.shape, x.strides, indices.shape, indices.strides, x.itemsize
+    assert out.flags.c_contiguous and out.dtype == x.dtype
+    assert out.shape == along_shape(shape, ishape, axis), (out.shape, shape, ishape)
+    glen = shape[axis]
+
+    def run(o, xp_, ip, e=0):
+        plan = plan_along(shape, xstr, ishape, istr, axis, S)
+        if plan.path != "empty":
+            _along(cp, plan, o, xp_, ip, glen, e)
+    ptrs = (out.data.ptr, x.data.ptr, indices.data.ptr) + ((err,) if err else ())
+    _run(cp, ("gather_along", shape, xstr, ishape, istr, axis, S), ptrs, run)
+    return out
+
+
+def gather_along_checked(cp, x, indices, axis: int, out):
+    """``gather_along`` of indices not yet checked: None when all it read lie in [-n, n) (out
+    is then the result), else an index outside it. One stream synchronisation, as
+    ``gather_checked``. Only indices some output element reads are checked (with an empty
+    output, none: the caller checks those itself)."""
+    words, addr, _ = _err_word(cp)
+    words[0] = 0
+    gather_along(cp, x, indices, axis, out, addr)
+    cp.cuda.get_current_stream().synchronize()
+    return int(words[1]) if words[0] else None

@@ -866,38 +866,72 @@ xp_unique_inverse16(const u16* __restrict__ x, long long n, unsigned flip,
 // On keys NaN is the largest value and -0.0 equals +0.0, exactly NumPy's order.
 // When `staged` (sort.py: the sorted array fits _SEARCH_STAGE_BYTES) the array is first
 // turned into keys in shared memory, so the searches' dependent loads are shared-memory reads.
+
+// Stage a's keys in shared memory (when staged); every thread of the block calls it.
 template <typename K>
-__device__ void searchsorted(const K* __restrict__ a, long long n, const K* __restrict__ v,
-                             long long m, long long* __restrict__ out, int mode, int right,
-                             int staged) {
+__device__ __forceinline__ K* stage_keys(const K* __restrict__ a, long long n, int mode,
+                                         int staged) {
     extern __shared__ __align__(16) unsigned char ss_smem[];
     K* sa = reinterpret_cast<K*>(ss_smem);
     if (staged) {
         for (int k = threadIdx.x; k < (int)n; k += blockDim.x) sa[k] = to_key<K>(a[k], mode);
         __syncthreads();
     }
+    return sa;
+}
+
+// The insertion point of `key` into the n sorted elements of a (sa: their staged keys).
+template <typename K>
+__device__ __forceinline__ long long search_key(const K* __restrict__ a, const K* sa,
+                                                long long n, K key, int mode, int right,
+                                                int staged) {
+    if (staged) {
+        int l = 0, h = (int)n;
+        while (l < h) {
+            const int mid = (l + h) >> 1;
+            const K km = sa[mid];
+            if (right ? km <= key : km < key) l = mid + 1;
+            else h = mid;
+        }
+        return l;
+    }
+    long long lo = 0, hi = n;
+    while (lo < hi) {
+        const long long mid = (lo + hi) >> 1;
+        const K km = to_key<K>(__ldg(&a[mid]), mode);
+        if (right ? km <= key : km < key) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
+template <typename K>
+__device__ void searchsorted(const K* __restrict__ a, long long n, const K* __restrict__ v,
+                             long long m, long long* __restrict__ out, int mode, int right,
+                             int staged) {
+    const K* sa = stage_keys<K>(a, n, mode, staged);
+    const long long stride = (long long)gridDim.x * blockDim.x;
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < m; i += stride)
+        out[i] = search_key<K>(a, sa, n, to_key<K>(v[i], mode), mode, right, staged);
+}
+
+// isin: out[i] = (v[i] equals an element of the sorted a) != invert, in one pass: the left
+// insertion point of v[i]'s key, then one comparison of keys there (the search's own answer;
+// no index array written and read back). On keys -0.0 equals +0.0; a NaN (MODE_FLOAT's
+// all-ones key, which no number has) never matches, though its key equals a NaN's in a: the
+// spec's equality, where NaN equals nothing.
+template <typename K>
+__device__ void isin(const K* __restrict__ a, long long n, const K* __restrict__ v, long long m,
+                     unsigned char* __restrict__ out, int mode, int invert, int staged) {
+    const K* sa = stage_keys<K>(a, n, mode, staged);
     const long long stride = (long long)gridDim.x * blockDim.x;
     for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < m; i += stride) {
         const K key = to_key<K>(v[i], mode);
-        long long lo = 0, hi = n;
-        if (staged) {
-            int l = 0, h = (int)n;
-            while (l < h) {
-                const int mid = (l + h) >> 1;
-                const K km = sa[mid];
-                if (right ? km <= key : km < key) l = mid + 1;
-                else h = mid;
-            }
-            lo = l;
-        } else {
-            while (lo < hi) {
-                const long long mid = (lo + hi) >> 1;
-                const K km = to_key<K>(__ldg(&a[mid]), mode);
-                if (right ? km <= key : km < key) lo = mid + 1;
-                else hi = mid;
-            }
-        }
-        out[i] = lo;
+        const long long at = search_key<K>(a, sa, n, key, mode, 0, staged);
+        bool found = false;
+        if (at < n && !(mode == MODE_FLOAT && key == (K)~(K)0))
+            found = (staged ? sa[at] : to_key<K>(__ldg(&a[at]), mode)) == key;
+        out[i] = (unsigned char)(found != (invert != 0));
     }
 }
 
@@ -908,11 +942,21 @@ __device__ void searchsorted(const K* __restrict__ a, long long n, const K* __re
                         int staged) {                                                             \
         searchsorted<K>(a, n, v, m, out, mode, right, staged);                                    \
     }
+#define ISIN(W, K)                                                                                \
+    extern "C" __global__ void __launch_bounds__(256)                                             \
+    xp_isin_##W(const K* __restrict__ a, long long n, const K* __restrict__ v, long long m,       \
+                unsigned char* __restrict__ out, int mode, int invert, int staged) {              \
+        isin<K>(a, n, v, m, out, mode, invert, staged);                                           \
+    }
 
 SEARCHSORTED(1, u8)
 SEARCHSORTED(2, u16)
 SEARCHSORTED(4, u32)
 SEARCHSORTED(8, u64)
+ISIN(1, u8)
+ISIN(2, u16)
+ISIN(4, u32)
+ISIN(8, u64)
 
 // ---- set functions of 32/64-bit dtypes: the runs of one sorted array (launcher: sorted_unique)
 //

@@ -1,7 +1,7 @@
 """Launchers of sort.cu on the current CuPy device and stream: the segmented (last-axis) stable
 sort/argsort (a warp per short row, a block per row up to L_MAX, several blocks per longer row),
 histogram set functions of small integers, the sort-based set functions of 32/64-bit dtypes
-(sorted_unique), and searchsorted.
+(sorted_unique), searchsorted, and isin (membership in a sorted array, searched in one pass).
 
 The caller validates everything; nothing here checks user input. The pure-Python part (key
 modes, ``plan_segsort``, ``smem_bytes``, ``lsort_smem``, ``lsort_passes``, ``hist16_chunks``,
@@ -27,7 +27,7 @@ __all__ = ["WARP_ITEMS", "WARP_ROWS", "SEGSORT_CONFIGS", "L_MAX", "LSORT_TILE",
            "LSORT_SCAN_ROWS_MAX", "SMALL_UNIQUE_DTYPES", "key_mode", "to_key", "plan_segsort",
            "smem_bytes", "lsort_smem", "lsort_passes", "hist16_chunks", "kernel_names",
            "segmented_sort", "small_unique", "searchsorted", "SORTED_UNIQUE_DTYPES", "UNIQUE_TILE",
-           "UniquePlan", "plan_unique", "keep_whole", "sorted_unique"]
+           "UniquePlan", "plan_unique", "keep_whole", "sorted_unique", "isin"]
 
 # (warps, items per thread) of the block sort tiers in sort.cu (SEGSORT_ALL), smallest first;
 # a row goes to the smallest tier holding it. Capacity 32 * warps * items.
@@ -126,7 +126,8 @@ def kernel_names() -> list[str]:
             + [f"xp_unique_{k}{b}" for k in ("hist", "scan", "inverse") for b in (8, 16)]
             + ["xp_unique_hist_bool"]
             + [f"xp_sortuniq_{k}_{w}" for k in ("keys", "runs") for w in UNIQUE_WIDTHS]
-            + [f"xp_searchsorted_{w}" for w in KEY_WIDTHS])
+            + [f"xp_searchsorted_{w}" for w in KEY_WIDTHS]
+            + [f"xp_isin_{w}" for w in KEY_WIDTHS])
 
 
 @functools.lru_cache(maxsize=None)
@@ -138,6 +139,7 @@ def units() -> dict:
               "WARPSORT": ["xp_warpsort_{0}_{2}"],
               "LSORT": [f"xp_lsort_{k}_{{0}}" for k in ("prep", "hist", "scatter", "final")],
               "SEARCHSORTED": ["xp_searchsorted_{0}"],
+              "ISIN": ["xp_isin_{0}"],
               "SORTUNIQ": ["xp_sortuniq_keys_{0}", "xp_sortuniq_runs_{0}"]}
     return instance_units(source("sort.cu"), macros)
 
@@ -651,6 +653,41 @@ def searchsorted(cp, sorted_1d, x2, side: str):
     prog = program(cp, ("searchsorted", ashape, astrides, vshape, vstrides, dt, side),
                    (ap & 15, vp & 15, op & 15), lambda a, v, o: _plan_searchsorted(
                        cp, ashape, astrides, vshape, vstrides, dt, side, a, v, o))
+    if prog.info:
+        replay(cp, prog, (ap, vp, op))
+    return out
+
+
+def _plan_isin(cp, ashape, astrides, vshape, vstrides, dt, invert, ap, vp, op) -> bool:
+    m = math.prod(vshape)
+    if m == 0:
+        return False
+    width = dt.itemsize
+    a = dense(cp, ashape, astrides, width, ap)
+    v = dense(cp, vshape, vstrides, width, vp)
+    asize = math.prod(ashape)
+    smem = asize * width
+    staged = smem <= _SEARCH_STAGE_BYTES  # as searchsorted: a small set searched in shared memory
+    launch(cp, _kernel(f"xp_isin_{width}"), grid(cp, m, 256, 16), 256,
+           (a, np.int64(asize), v, np.int64(m), op, np.int32(key_mode(dt)),
+            np.int32(bool(invert)), np.int32(staged)), smem if staged else 0)
+    return True
+
+
+def isin(cp, sorted_1d, x1, invert: bool):
+    """bool membership of every element of x1 (any shape and strides) in the sorted 1-D
+    sorted_1d of the same dtype (bool, integer or float; sorted in sort's order, NaNs last),
+    negated when ``invert``. Equality as the standard's ``equal``: -0.0 is +0.0, and a NaN is
+    in no array. One search pass writes the result (searchsorted's binary search, then one key
+    comparison). A recorded program per geometry."""
+    ap, vp = sorted_1d.data.ptr, x1.data.ptr
+    out = allocator(cp)(x1.shape, np.dtype(np.bool_))
+    op = out.data.ptr
+    ashape, astrides, vshape, vstrides, dt = (sorted_1d.shape, sorted_1d.strides, x1.shape,
+                                              x1.strides, sorted_1d.dtype)
+    prog = program(cp, ("isin", ashape, astrides, vshape, vstrides, dt, bool(invert)),
+                   (ap & 15, vp & 15, op & 15), lambda a, v, o: _plan_isin(
+                       cp, ashape, astrides, vshape, vstrides, dt, invert, a, v, o))
     if prog.info:
         replay(cp, prog, (ap, vp, op))
     return out
