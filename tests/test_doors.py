@@ -28,6 +28,14 @@ def revision():
     xp.set_api_version(before)
 
 
+def _close(got, want):
+    """got (an xp_cuda array) matches the NumPy array want in dtype, shape and values to
+    rounding (a contraction's order of additions is the library's)."""
+    g = to_numpy(got)
+    assert g.dtype == want.dtype and g.shape == want.shape, (g.dtype, g.shape, want.dtype)
+    np.testing.assert_allclose(g, want, rtol=1e-12)
+
+
 def _same(got, want, what=""):
     """got (an xp_cuda array) equals the NumPy array want: dtype, shape, values (NaN at the
     same places), and the sign of zeros."""
@@ -202,7 +210,18 @@ def test_operator_index_integers_as_arguments(device, rng):
     _same(xp.argmax(x, axis=np.int64(-1)), np.argmax(a, axis=-1))
     _same(xp.concat([x, x], axis=np.int8(1)), np.concatenate([a, a], axis=1))
     _same(xp.reshape(x, (np.int64(2), -1)), a.reshape(2, -1))
+    y, b = random_array(rng, (4, 2), xp.float64, device)
+    _close(xp.tensordot(x, y, axes=np.int64(1)), np.tensordot(a, b, axes=1))
+    _close(xp.vecdot(x, x, axis=np.int64(-1)), np.sum(a * a, axis=-1))
+    s, c = random_array(rng, (3, 3), xp.float64, device)
+    _close(xp.linalg.trace(s, offset=np.int64(1)), np.trace(c, offset=1))
+    _same(xp.linalg.diagonal(s, offset=np.int8(-1)), np.diagonal(c, offset=-1))
+    _close(xp.linalg.matrix_power(s, np.int64(2)), c @ c)
     for bad in (True, 2.0, np.float32(2)):
+        with pytest.raises(TypeError):
+            xp.tensordot(x, y, axes=bad)
+        with pytest.raises(TypeError):
+            xp.linalg.trace(s, offset=bad)
         with pytest.raises(TypeError):
             xp.zeros(bad, device=device)
         with pytest.raises(TypeError):

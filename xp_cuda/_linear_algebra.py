@@ -1,11 +1,13 @@
 """Linear algebra functions of the main namespace (2023.12)."""
 from __future__ import annotations
 
+import operator
+
 from ._array import Array, _backend_of, _wrap, check_array
 from ._dtypes import promote, scalar_type_name
 from ._validation import PLANS as _PLANS
-from ._validation import (broadcast_shapes, check_dtype_category, common_device, normalize_axis,
-                          planned)
+from ._validation import (broadcast_shapes, check_dtype_category, check_int, common_device,
+                          normalize_axis, planned)
 
 
 def _check_matmul(x1, x2):
@@ -65,15 +67,25 @@ def _numeric_pair(fname, x1, x2):
     return dtype, common_device([x1, x2], fname)
 
 
-def _int_arg(v):
-    return isinstance(v, int) and not isinstance(v, bool)
+def _as_int(v):
+    """v as a Python int where operator.index accepts it (bools refused: True is no count),
+    else None."""
+    if type(v) is int:
+        return v
+    if isinstance(v, bool):
+        return None
+    try:
+        return int(operator.index(v))
+    except TypeError:
+        return None
 
 
 def tensordot(x1, x2, /, *, axes=2):
     fname = "tensordot"
     dtype, device = _numeric_pair(fname, x1, x2)
     n1, n2 = x1.ndim, x2.ndim
-    if _int_arg(axes):
+    if _as_int(axes) is not None:
+        axes = _as_int(axes)
         if not 0 <= axes <= min(n1, n2):
             raise ValueError(f"{fname}: axes={axes} must be between 0 and the smaller rank "
                              f"{min(n1, n2)} (x1 {x1.shape}, x2 {x2.shape})")
@@ -90,7 +102,7 @@ def tensordot(x1, x2, /, *, axes=2):
                 raise ValueError(f"{fname}: {nm}={axes[0] if nm == 'axes[0]' else axes[1]} "
                                  f"repeats an axis")
     else:
-        raise TypeError(f"{fname}: axes must be a non-negative Python int or a pair of "
+        raise TypeError(f"{fname}: axes must be a non-negative integer or a pair of "
                         f"sequences of ints, got {axes!r}")
     for i, j in zip(ax1, ax2):
         if x1.shape[i] != x2.shape[j]:
@@ -113,8 +125,7 @@ def negative_axis_check(fname, x1, x2, axis):
     """The 2023.12 rule for vecdot/cross: axis counts from the end, in [-N, -1] with
     N = min(x1.ndim, x2.ndim). A non-negative axis is ambiguous across ranks, so it is refused
     with the equivalent call spelled out. Returns the (negative) axis."""
-    if not _int_arg(axis):
-        raise TypeError(f"{fname}: axis must be a Python int, got {axis!r}")
+    axis = check_int(axis, fname, "axis")
     n1, n2 = x1.ndim, x2.ndim
     n = min(n1, n2)
     if n == 0:

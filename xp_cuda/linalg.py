@@ -378,7 +378,7 @@ def pinv(x, /, *, rtol=None):
 def matrix_power(x, n, /):
     fname = "matrix_power"
     _square(_floating(x, fname), fname)
-    check_int(n, fname, "n")
+    n = check_int(n, fname, "n")
     b = x._b
     if n == 0:
         with b.ctx():
@@ -439,14 +439,13 @@ def cross(x1, x2, /, *, axis=-1):
 
 def _check_diagonal(x, offset):
     _matrix(x, "diagonal")
-    check_int(offset, "diagonal", "offset")
-    return True
+    return check_int(offset, "diagonal", "offset")
 
 
 def diagonal(x, /, *, offset=0):
     d = check_array(x, "diagonal", "x")._data
     key = ("diagonal", d.shape, offset, type(offset))  # the checks read only these
-    planned(key, (offset,), _check_diagonal, x, offset)
+    offset = planned(key, (offset,), _check_diagonal, x, offset)
     return _wrap(x._b.diagonal(d, offset, True), x._device)
 
 
@@ -454,15 +453,14 @@ def _check_trace(x, offset, dtype):
     fname = "trace"
     check_dtype_category(x, "numeric", fname, "x")
     _matrix(x, fname)
-    check_int(offset, fname, "offset")
-    return accumulation_dtype(x, dtype, fname)
+    return check_int(offset, fname, "offset"), accumulation_dtype(x, dtype, fname)
 
 
 def trace(x, /, *, offset=0, dtype=None):
     d = check_array(x, "trace", "x")._data
     # dtype, shape and the options decide the checks: once per combination
     key = ("trace", d.dtype, d.shape, offset, type(offset), dtype, type(dtype))
-    rdt = planned(key, (offset, dtype), _check_trace, x, offset, dtype)
+    offset, rdt = planned(key, (offset, dtype), _check_trace, x, offset, dtype)
     b = x._b
     diag = b.diagonal(d, offset, False)  # reduced where it lies: no copy
     return _wrap(b.reduce("sum", diag, (diag.ndim - 1,), False, rdt), x._device)

@@ -472,7 +472,8 @@ REFUSED = {
     "bounds": "reading a traced array's values (xp.take, xp.repeat and searchsorted's sorter "
               "check them)",
     "take": "xp.take", "nonzero": "xp.nonzero", "searchsorted": "xp.searchsorted",
-    "unique": "xp.unique_*",
+    "unique": "xp.unique_*", "take_along_axis": "xp.take_along_axis", "isin": "xp.isin",
+    "eig": "xp.linalg.eig / eigvals", "take_arrays": "integer array indexing",
 }
 
 
