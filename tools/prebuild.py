@@ -45,11 +45,11 @@ def _standin(dtype, shape):
 
 def elementwise_units():
     from xp_cuda._dtypes import ALL_DTYPES, in_category
-    from xp_cuda._elementwise import ELEMENTWISE, result_dtype
+    from xp_cuda._elementwise import ROWS, result_dtype
     from xp_cuda._kernels import elementwise as E
 
     common = [d for d in ALL_DTYPES if d.name in COMMON]
-    for name, (arity, cat, _, _) in ELEMENTWISE.items():
+    for name, (arity, cat, _, _) in ROWS.items():  # every revision's functions
         for d in common:
             if not in_category(d, cat):
                 continue
@@ -86,6 +86,10 @@ def reduction_units():
                 x = _standin(in_name, shape)
                 g, out = R.graph(kind, in_name, acc, shape, axes, False)
                 yield from _programs(g, [out], [x])
+    for in_name in ("float32", "float64", "int64", "bool"):  # count_nonzero (2024.12)
+        for shape, axes in LAYOUTS:
+            g, out = R.count_graph(in_name, shape, axes, False)
+            yield from _programs(g, [out], [_standin(in_name, shape)])
 
 
 def eager_units():
@@ -147,7 +151,8 @@ def sort_units():
     from xp_cuda._kernels import sort as S
     for name, unit in S.units().items():
         if name.startswith(("xp_segsort_4", "xp_segsort_8", "xp_warpsort_4", "xp_warpsort_8",
-                            "xp_searchsorted_4", "xp_searchsorted_8", "xp_unique")):
+                            "xp_searchsorted_4", "xp_searchsorted_8", "xp_unique",
+                            "xp_isin_4", "xp_isin_8")):
             yield unit, (), name
 
 
