@@ -10,7 +10,7 @@ from ._backends import EmptyMask, backend
 from ._backends._base import KEPT as _KEPT
 from ._devices import Device, check_device
 from ._dtypes import (DType, check_scalar, in_category, scalar_type_name,
-                      typed_scalar)
+                      typed_scalar, wider_scalar_dtype)
 from ._validation import _foreign_hint
 
 _KDL_CPU = 1
@@ -371,13 +371,42 @@ class Array:
         if isinstance(other, Array):
             return other
         if scalar_type_name(other) is not None:
-            return typed_scalar(other, _dtypes._BY_NUMPY[self._data.dtype], op)
+            dtype = _dtypes._BY_NUMPY[self._data.dtype]
+            try:
+                return typed_scalar(other, dtype, op)
+            except TypeError:  # (no cost on the typed path: only a refusal comes here)
+                # A later revision's wider rule makes the scalar a 0-d array of another dtype:
+                # TypedScalars must share the array's dtype (the scalar kernels assume it).
+                wide = wider_scalar_dtype(other, dtype)
+                if wide is None:
+                    raise
+                return _filled_0d(wide._np.type(other), wide, self._device)
         if type(other).__module__.split(".")[0] in ("numpy", "cupy", "torch", "jax", "jaxlib") \
                 or hasattr(other, "__dlpack__") or isinstance(other, (list, tuple)):
             raise TypeError(f"{op}: {_foreign_hint(other)}")
         return NotImplemented
 
     __hash__ = None
+
+
+def _filled_0d(value, dtype: DType, device: Device) -> Array:
+    b = backend(device)
+    with b.ctx():
+        return _wrap(b.full((), dtype, value), device)
+
+
+def scalar_array(value, like: Array, where: str) -> Array:
+    """The Python scalar ``value`` beside the array ``like`` as the 0-d array the spec's
+    scalar rules make of it (like's dtype, or the revision's wider one), on like's device."""
+    dtype = like.dtype
+    try:
+        value = typed_scalar(value, dtype, where).value
+    except TypeError:
+        wide = wider_scalar_dtype(value, dtype)
+        if wide is None:
+            raise
+        dtype, value = wide, wide._np.type(value)
+    return _filled_0d(value, dtype, like._device)
 
 
 def _move(x: Array, dst: Device, stream=None):

@@ -33,7 +33,6 @@ RULES = {
     "max dimensions capability": "2024.12",
     "python scalar x2 in searchsorted": "2025.12",
     "expand_dims tuple of axes": "2025.12",
-    "permute_dims negative axes": "2025.12",
     "tuples from devices, broadcast_arrays and meshgrid": "2025.12",
 }
 

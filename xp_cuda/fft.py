@@ -14,7 +14,8 @@ from ._array import _wrap, check_array
 from ._backends import backend
 from ._devices import check_device, default_device
 from ._dtypes import DEFAULT_DTYPES, complex_dtype, real_dtype
-from ._validation import check_dtype_category, check_int, normalize_axes, normalize_axis
+from ._validation import (check_dtype_arg, check_dtype_category, check_int, normalize_axes,
+                          normalize_axis)
 
 __all__ = ["fft", "ifft", "fftn", "ifftn", "rfft", "irfft", "rfftn", "irfftn", "hfft", "ihfft",
            "fftfreq", "rfftfreq", "fftshift", "ifftshift"]
@@ -223,8 +224,14 @@ def irfftn(x, /, *, s=None, axes=None, norm="backward"):
 
 # ---- sample frequencies -----------------------------------------------------------------------
 
-def _freq(fname, n, d, device):
+def _freq(fname, n, d, dtype, device):
     f = f"fft.{fname}"
+    if dtype is not None:
+        if not _revisions.allows("fftfreq dtype"):
+            raise TypeError(f"{f}() got an unexpected keyword argument 'dtype': dtype= is in "
+                            f"the 2024.12 revision of the Array API standard, and "
+                            f"{_revisions.api_version()} is in force")
+        check_dtype_arg(dtype, f, "real floating")
     n = check_int(n, f, "n")
     if n < 1:
         raise ValueError(f"{f}: n={n} must be >= 1 (the window length)")
@@ -234,21 +241,25 @@ def _freq(fname, n, d, device):
     if d == 0.0:
         raise ValueError(f"{f}: d must be non-zero (the frequencies are k / (d*n))")
     device = default_device() if device is None else check_device(device, f)
-    dtype = DEFAULT_DTYPES["real floating"]
+    if dtype is None:
+        dtype = DEFAULT_DTYPES["real floating"]
     b = backend(device)
     with b.ctx():
+        # computed in float64, then rounded once to dtype
         res = getattr(b.xp.fft, fname)(n, d)
         return _wrap(res.astype(dtype._np, copy=False), device)
 
 
-def fftfreq(n, /, *, d=1.0, device=None):
-    """Sample frequencies of an n-point DFT: [0, 1, ..., -1] / (d*n), default float dtype."""
-    return _freq("fftfreq", n, d, device)
+def fftfreq(n, /, *, d=1.0, dtype=None, device=None):
+    """Sample frequencies of an n-point DFT: [0, 1, ..., -1] / (d*n), in the default float
+    dtype; from 2024.12 ``dtype`` (a real floating dtype) chooses it."""
+    return _freq("fftfreq", n, d, dtype, device)
 
 
-def rfftfreq(n, /, *, d=1.0, device=None):
-    """Non-negative sample frequencies of an n-point rfft: n//2 + 1 values."""
-    return _freq("rfftfreq", n, d, device)
+def rfftfreq(n, /, *, d=1.0, dtype=None, device=None):
+    """Non-negative sample frequencies of an n-point rfft: n//2 + 1 values (``dtype`` as in
+    fftfreq)."""
+    return _freq("rfftfreq", n, d, dtype, device)
 
 
 # ---- shifts -----------------------------------------------------------------------------------
