@@ -7,7 +7,9 @@ the input precision (complex64 <-> float32).
 """
 from __future__ import annotations
 
+import inspect
 import math
+import types
 
 from . import _revisions
 from ._array import _wrap, check_array
@@ -250,6 +252,27 @@ def _freq(fname, n, d, dtype, device):
         return _wrap(res.astype(dtype._np, copy=False), device)
 
 
+class _SignatureOfRevision(inspect.Signature):
+    """A function's signature that shows the keywords a later revision added (``later``) only
+    while that revision's rule is in force: inspect.signature(xp.fft.fftfreq) reads as the
+    revision in force defines fftfreq."""
+
+    __slots__ = ("_rule", "_later")
+
+    def __init__(self, func, rule: str, later: tuple):
+        full = inspect.signature(func)
+        super().__init__(list(full.parameters.values()),
+                         return_annotation=full.return_annotation)
+        self._rule, self._later = rule, later
+
+    @property
+    def parameters(self):
+        params = inspect.Signature.parameters.fget(self)
+        if _revisions.allows(self._rule):
+            return params
+        return types.MappingProxyType({k: p for k, p in params.items() if k not in self._later})
+
+
 def fftfreq(n, /, *, d=1.0, dtype=None, device=None):
     """Sample frequencies of an n-point DFT: [0, 1, ..., -1] / (d*n), in the default float
     dtype; from 2024.12 ``dtype`` (a real floating dtype) chooses it."""
@@ -260,6 +283,11 @@ def rfftfreq(n, /, *, d=1.0, dtype=None, device=None):
     """Non-negative sample frequencies of an n-point rfft: n//2 + 1 values (``dtype`` as in
     fftfreq)."""
     return _freq("rfftfreq", n, d, dtype, device)
+
+
+for _f in (fftfreq, rfftfreq):
+    _f.__signature__ = _SignatureOfRevision(_f, "fftfreq dtype", ("dtype",))
+del _f
 
 
 # ---- shifts -----------------------------------------------------------------------------------
