@@ -375,12 +375,12 @@ class Array:
             try:
                 return typed_scalar(other, dtype, op)
             except TypeError:  # (no cost on the typed path: only a refusal comes here)
-                # A later revision's wider rule makes the scalar a 0-d array of another dtype:
-                # TypedScalars must share the array's dtype (the scalar kernels assume it).
-                wide = wider_scalar_dtype(other, dtype)
-                if wide is None:
+                # A later revision's wider rule makes the scalar a 0-d array of another dtype
+                # (TypedScalars must share the array's dtype: the scalar kernels assume it);
+                # without one, the refusal stands.
+                if wider_scalar_dtype(other, dtype) is None:
                     raise
-                return _filled_0d(wide._np.type(other), wide, self._device)
+                return scalar_array(other, self, op)
         if type(other).__module__.split(".")[0] in ("numpy", "cupy", "torch", "jax", "jaxlib") \
                 or hasattr(other, "__dlpack__") or isinstance(other, (list, tuple)):
             raise TypeError(f"{op}: {_foreign_hint(other)}")
