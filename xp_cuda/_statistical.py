@@ -143,7 +143,13 @@ def mean(x, /, *, axis=None, keepdims=False):
     d = check_array(x, "mean", "x")._data
     if d.dtype.kind == "c":
         return _complex_mean(x, d, axis, keepdims)
-    return _same_dtype_reduction("mean", _check_mean, x, axis, keepdims)
+    # _same_dtype_reduction's steps, inline: x is checked already (host time, issue #15)
+    key = ("mean", d.dtype, d.shape, axis, option_type(axis), keepdims, type(keepdims))
+    r = kept_one(key, x, d)
+    if r is not None:
+        return r
+    plan = planned(key, (axis, keepdims), _check_mean, "mean", x, axis, keepdims)
+    return _wrap(x._b.reduce("mean", d, plan[0], keepdims, plan[1], key), x._device)
 
 
 def _complex_mean(x, d, axis, keepdims):
