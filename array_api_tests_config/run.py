@@ -1,7 +1,11 @@
 """Run the official array-api-tests suite against xp_cuda from this checkout.
 
     python array_api_tests_config/run.py SUITE_PATH [--device cpu|cuda:N] [--max-examples N]
-        [--json FILE] [--] [test files, node ids or pytest args...]
+        [--api-version 2023.12|2024.12|2025.12] [--json FILE] [--] [test files, node ids or
+        pytest args...]
+
+``--api-version`` (default 2023.12) is the revision both sides take: the suite's
+ARRAY_API_TESTS_VERSION and xp_cuda's XP_CUDA_API_VERSION.
 
 Bare test file names (``test_creation_functions.py``, optionally with ``::node``) are taken
 relative to the suite's ``array_api_tests/`` folder; with none, the whole suite runs. Prints
@@ -23,13 +27,28 @@ ROOT = HERE.parent
 XFAILS = HERE / "xfails.txt"
 SKIPS = HERE / "skips.txt"
 _COMMENT = re.compile(r"\s+#.*$")
+_TAGS = re.compile(r"^\s+#\s*\[([^\]]*)\]")
+REVISIONS = ("2023.12", "2024.12", "2025.12")  # xp_cuda._revisions.REVISIONS (not imported:
+# the runner must not import the package it sets the revision of)
 
 
-def clean_ids(path: Path, require_reason: bool, device: str = "cpu") -> tuple[list[str], list[str]]:
+def entry_applies(tags: list[str], device: str, api_version: str) -> bool:
+    """Whether an entry with these leading tags holds in this run: "cuda" limits it to cuda
+    devices; revisions ("2023.12", ...) limit it to runs at one of them."""
+    if "cuda" in tags and not device.startswith("cuda"):
+        return False
+    revisions = [t for t in tags if t in REVISIONS]
+    return not revisions or api_version in revisions
+
+
+def clean_ids(path: Path, require_reason: bool, device: str = "cpu",
+              api_version: str = "2023.12") -> tuple[list[str], list[str]]:
     """Ids of an xfails/skips file without comments; also the lines missing a reason.
 
     The suite's parser keeps a trailing ``# reason`` as part of the id (and its skips parser
     wants lines starting with ``array_api_tests``), so the suite only ever sees bare ids.
+    A reason may start with tags in brackets, "# [cuda 2023.12] reason": the entry then holds
+    only on cuda devices and/or at the revisions named, so other runs stay strict.
     """
     ids, missing = [], []
     for line in path.read_text().splitlines():
@@ -38,9 +57,8 @@ def clean_ids(path: Path, require_reason: bool, device: str = "cpu") -> tuple[li
             continue
         if require_reason and not _COMMENT.search(s):
             missing.append(s)
-        reason = _COMMENT.search(s)
-        # "# [cuda] reason": the entry holds on cuda devices only, so cpu runs stay strict.
-        if reason and "[cuda]" in reason.group(0) and not device.startswith("cuda"):
+        tags = _TAGS.search(s[len(_COMMENT.sub("", s)):])
+        if tags and not entry_applies(tags.group(1).split(), device, api_version):
             continue
         ids.append(_COMMENT.sub("", s))
     return ids, missing
@@ -82,6 +100,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("suite", type=Path, help="array-api-tests checkout (holds conftest.py)")
     ap.add_argument("--device", default="cpu", help="cpu or cuda:N (default cpu)")
     ap.add_argument("--max-examples", type=int, default=20)
+    ap.add_argument("--api-version", default="2023.12", choices=REVISIONS,
+                    help="the revision of the standard to test (default 2023.12)")
     ap.add_argument("--json", type=Path, help="write pytest-json-report output here")
     args, unknown = ap.parse_known_args(argv)
     extra = unknown + extra
@@ -92,8 +112,8 @@ def main(argv: list[str] | None = None) -> int:
     if not re.fullmatch(r"cpu|cuda:\d+", args.device):
         ap.error(f"--device must be cpu or cuda:N, got {args.device!r}")
 
-    xfail_ids, missing = clean_ids(XFAILS, require_reason=True, device=args.device)
-    skip_ids, missing_s = clean_ids(SKIPS, require_reason=True, device=args.device)
+    xfail_ids, missing = clean_ids(XFAILS, True, args.device, args.api_version)
+    skip_ids, missing_s = clean_ids(SKIPS, True, args.device, args.api_version)
     if missing or missing_s:
         print("Every xfails.txt/skips.txt entry needs a trailing '# reason'; missing on:",
               *missing, *missing_s, sep="\n  ", file=sys.stderr)
@@ -119,11 +139,13 @@ def main(argv: list[str] | None = None) -> int:
             cmd += ["--json-report", f"--json-report-file={args.json.resolve()}"]
     cmd += targets
 
-    env = dict(os.environ, ARRAY_API_TESTS_MODULE="xp_cuda", ARRAY_API_TESTS_VERSION="2023.12",
+    env = dict(os.environ, ARRAY_API_TESTS_MODULE="xp_cuda",
+               ARRAY_API_TESTS_VERSION=args.api_version, XP_CUDA_API_VERSION=args.api_version,
                XP_CUDA_DEFAULT_DEVICE=args.device)
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + [p for p in
                                         env.get("PYTHONPATH", "").split(os.pathsep) if p])
-    print(f"[run.py] device={args.device} xfails={len(xfail_ids)} skips={len(skip_ids)}")
+    print(f"[run.py] device={args.device} api_version={args.api_version} "
+          f"xfails={len(xfail_ids)} skips={len(skip_ids)}")
     print(f"[run.py] (cd {suite} && {' '.join(cmd)})", flush=True)
 
     # Stream pytest's output while keeping its tail to read the summary line.

@@ -12,7 +12,7 @@ from ._backends._base import KEPT as _KEPT
 from ._devices import CPU as _CPU
 from ._devices import Device, check_device
 from ._dtypes import (DType, check_scalar, in_category, scalar_type_name,
-                      typed_scalar)
+                      typed_scalar, wider_scalar_dtype)
 from ._validation import _foreign_hint, broadcast_shapes, check_copy
 
 _KDL_CPU = 1
@@ -530,7 +530,16 @@ class Array:
         if isinstance(other, Array):
             return other
         if scalar_type_name(other) is not None:
-            return typed_scalar(other, _dtypes._BY_NUMPY[self._data.dtype], op)
+            dtype = _dtypes._BY_NUMPY[self._data.dtype]
+            try:
+                return typed_scalar(other, dtype, op)
+            except TypeError:  # (no cost on the typed path: only a refusal comes here)
+                # A later revision's wider rule makes the scalar a 0-d array of another dtype
+                # (TypedScalars must share the array's dtype: the scalar kernels assume it);
+                # without one, the refusal stands.
+                if wider_scalar_dtype(other, dtype) is None:
+                    raise
+                return scalar_array(other, self, op)
         if type(other).__module__.split(".")[0] in ("numpy", "cupy", "torch", "jax", "jaxlib") \
                 or hasattr(other, "__dlpack__") or isinstance(other, (list, tuple)):
             raise TypeError(f"{op}: {_foreign_hint(other)}")
@@ -542,6 +551,26 @@ class Array:
 def _rebuild(host, device: Device) -> Array:
     """pickle's reconstructor: the NumPy array ``host`` (a fresh one, unpickled) on device."""
     return _wrap(backend(device).move_in(host, backend(_CPU)), device)
+
+
+def _filled_0d(value, dtype: DType, device: Device) -> Array:
+    b = backend(device)
+    with b.ctx():
+        return _wrap(b.full((), dtype, value), device)
+
+
+def scalar_array(value, like: Array, where: str) -> Array:
+    """The Python scalar ``value`` beside the array ``like`` as the 0-d array the spec's
+    scalar rules make of it (like's dtype, or the revision's wider one), on like's device."""
+    dtype = like.dtype
+    try:
+        value = typed_scalar(value, dtype, where).value
+    except TypeError:
+        wide = wider_scalar_dtype(value, dtype)
+        if wide is None:
+            raise
+        dtype, value = wide, wide._np.type(value)
+    return _filled_0d(value, dtype, like._device)
 
 
 def _move(x: Array, dst: Device, stream=None):

@@ -6,7 +6,7 @@ import operator
 
 import numpy as np
 
-from . import _dtypes
+from . import _dtypes, _revisions
 from ._array import Array, _backend_of, _wrap, check_array
 from ._backends import backend
 from ._backends.cpu import lin_at as _lin_at
@@ -489,8 +489,11 @@ def meshgrid(*arrays, indexing="xy"):
         check_array(a, fname, f"arrays[{i}]")
         if a.ndim != 1:
             raise ValueError(f"meshgrid: every array must be 1-D; arrays[{i}] has shape {a.shape}")
+    # a list (a tuple from 2025.12)
+    sequence = tuple if _revisions.allows("tuples from devices, broadcast_arrays and meshgrid") \
+        else list
     if not arrays:
-        return []
+        return sequence()
     if len({a.dtype for a in arrays}) > 1:
         raise TypeError(f"meshgrid: arrays must share one dtype, got "
                         f"{sorted({a.dtype.name for a in arrays})}; convert with xp.astype")
@@ -498,7 +501,7 @@ def meshgrid(*arrays, indexing="xy"):
     b = _backend_of(arrays)
     with b.ctx():
         outs = b.xp.meshgrid(*(a._data for a in arrays), indexing=indexing)
-    return [_wrap(o, device) for o in outs]
+    return sequence([_wrap(o, device) for o in outs])
 
 
 __all__ = ["arange", "asarray", "empty", "empty_like", "eye", "from_dlpack", "full",

@@ -1,14 +1,16 @@
-"""Data type functions of 2023.12: astype, can_cast, finfo, iinfo, isdtype, result_type."""
+"""Data type functions: astype, can_cast, finfo, iinfo, isdtype, result_type (scalars from
+2024.12)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import numpy as np
 
+from . import _revisions
 from ._array import Array, _move, _wrap, check_array, kept_one
 from ._devices import check_device
 from ._dtypes import (ALL_DTYPES, CATEGORIES, ISDTYPE_KINDS, PROMOTION_TABLE, DType, promote,
-                      real_dtype)
+                      real_dtype, scalar_dtype, scalar_type_name)
 from ._validation import check_dtype_arg
 
 
@@ -107,12 +109,26 @@ def isdtype(dtype, kind):
 
 
 def result_type(*arrays_and_dtypes):
+    """The promoted dtype of arrays and dtypes; from 2024.12 Python scalars too, each typed
+    by the scalar rules against the arrays' and dtypes' promoted dtype (at least one array
+    or dtype is required)."""
     if not arrays_and_dtypes:
         raise ValueError("result_type: at least one array or dtype is required")
-    dts = [_dtype_of(v, "result_type", "argument") for v in arrays_and_dtypes]
+    dts, scalars = [], []
+    for v in arrays_and_dtypes:
+        if isinstance(v, (DType, Array)) or scalar_type_name(v) is None or \
+                not _revisions.allows("python scalars in result_type"):
+            dts.append(_dtype_of(v, "result_type", "argument"))
+        else:
+            scalars.append(v)
+    if not dts:
+        raise ValueError(f"result_type: at least one array or dtype is required beside the "
+                         f"Python scalars {scalars!r} (a scalar's dtype follows from them)")
     out = dts[0]
     for d in dts[1:]:
         out = promote(out, d)
+    for v in scalars:  # (a scalar takes the promoted dtype, or the complex one for a complex)
+        out = scalar_dtype(v, out, "result_type")
     return out
 
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import _revisions
+
 _pybool = bool  # the builtin, before the dtype of that name shadows it
 
 
@@ -231,6 +233,32 @@ def typed_scalar(value, dtype: DType, where: str) -> "TypedScalar":
 
 
 _new_object = object.__new__
+
+_COMPLEX_BESIDE_REAL = "complex python scalar promotes real floating array"
+
+
+def wider_scalar_dtype(value, dtype: DType):
+    """The dtype a Python scalar that ``typed_scalar`` refused takes beside an array of
+    ``dtype`` by a later revision's rule, or None (the refusal stands). 2024.12: a Python
+    complex beside a real floating array is a 0-d array of the complex dtype of that
+    precision (spec "Mixing arrays with Python scalars"). Called on the error path only."""
+    if dtype.kind == "float" and scalar_type_name(value) == "complex" and \
+            _revisions.allows(_COMPLEX_BESIDE_REAL):
+        return complex_dtype(dtype)
+    return None
+
+
+def scalar_dtype(value, dtype: DType, where: str) -> DType:
+    """The dtype of the 0-d array a Python scalar stands for beside an array of ``dtype``
+    (the operators' rules, typed_scalar's errors), with the revision's wider rules."""
+    try:
+        typed_scalar(value, dtype, where)
+    except TypeError:
+        wide = wider_scalar_dtype(value, dtype)
+        if wide is None:
+            raise
+        return wide
+    return dtype
 
 
 class TypedScalar:

@@ -7,11 +7,12 @@ The same path serves the array operators (which also admit typed Python scalars)
 """
 from __future__ import annotations
 
+from . import _revisions
 from ._array import Array, _backend_of, _wrap, check_array
 from ._backends import FAST as _FAST
 from ._backends._base import FAST_ANY_LAYOUT as _FAST_ANY
 from ._backends._base import KEPT as _KEPT
-from ._dtypes import TypedScalar, in_category, promote, real_dtype
+from ._dtypes import TypedScalar, in_category, promote, real_dtype, scalar_type_name
 from ._dtypes import bool as _bool
 from ._revisions import since
 from ._validation import PLANS as _PLANS
@@ -100,9 +101,11 @@ def result_dtype(name: str, dtypes):
     for i, d in enumerate(dtypes):
         if not in_category(d, category):
             arg = "x" if arity == 1 else f"x{i + 1}"
+            if name in _WIDER_INPUT and _revisions.allows(_WIDER_INPUT[name][0]):
+                category = _WIDER_INPUT[name][2]
             raise TypeError(
                 f"{name}: {arg} has dtype {d}, but {name} requires {article(category)} {category} dtype "
-                f"(Array API 2023.12); convert it with xp.astype if that is what you mean"
+                f"(Array API {_revisions.api_version()}); convert it with xp.astype if that is what you mean"
             )
     try:
         dt = dtypes[0] if arity == 1 else promote(dtypes[0], dtypes[1])
@@ -215,6 +218,10 @@ def _apply_checked(name: str, operands) -> Array:
         key = (name, d1.dtype, d1.shape)
         plan = _PLANS.get(key)
         if plan is None:
+            if name in _WIDER_INPUT:  # (a later revision's input: never planned, see there)
+                out = _wider_input(name, x1)
+                if out is not None:
+                    return out
             plan = planned(key, (), lambda: _validate(name, operands))
         in_dtype, out_dtype, shape, fn = plan
         out = x1._b.elementwise(name, fn, (d1,), in_dtype, out_dtype, shape)
@@ -256,6 +263,47 @@ def _validate(name, operands):
                      ROWS[name][3])
 
 
+# Unary functions whose inputs a later revision widened: name -> (rule, the category the rule
+# adds, the whole category it then takes). 2024.12: conj and real of a real-valued array are the
+# array itself (a copy: the spec leaves sharing memory open). The kernels keep the table's
+# category: these inputs never reach them, and never get a plan (a plan would outlive a
+# change back to 2023.12).
+_WIDER_INPUT = {
+    "conj": ("conj and real accept real input", "real-valued", "numeric"),
+    "real": ("conj and real accept real input", "real-valued", "numeric"),
+}
+
+
+def _wider_input(name: str, x):
+    """conj/real of an input a later revision admits: a copy of x; None for any other input
+    (the table's checks then run and name the error)."""
+    rule, category, _ = _WIDER_INPUT[name]
+    if in_category(x.dtype, category) and _revisions.allows(rule):
+        return _wrap(x._b.copy(x._data), x._device)
+    return None
+
+
+_SCALARS = "python scalars in elementwise functions"
+
+
+def _with_scalar(name: str, x1, x2) -> Array:
+    """A binary function called with other than two arrays. From 2024.12 a Python scalar
+    beside an array is typed by the operators' rules (the array's dtype; a complex beside a
+    real floating array: the complex dtype); two scalars, or anything else, is a TypeError."""
+    if _revisions.allows(_SCALARS):
+        s1, s2 = scalar_type_name(x1), scalar_type_name(x2)
+        if s1 is not None and s2 is not None:
+            raise TypeError(f"{name}: x1 and x2 are both Python scalars ({s1} and {s2}); at "
+                            f"least one must be an array")
+        if s2 is not None and isinstance(x1, Array):
+            return apply2(name, x1, x1._operand(x2, name))
+        if s1 is not None and isinstance(x2, Array):
+            return apply2(name, x2._operand(x1, name), x2)
+    check_array(x1, name, "x1")
+    check_array(x2, name, "x2")
+    raise AssertionError("unreachable: one operand is not an array")
+
+
 def _make(name: str):
     arity = ROWS[name][0]
     if arity == 1:
@@ -263,7 +311,9 @@ def _make(name: str):
             return apply(name, (check_array(x, name, "x"),))
     else:
         def f(x1, x2, /):
-            return apply(name, (check_array(x1, name, "x1"), check_array(x2, name, "x2")))
+            if isinstance(x1, Array) and isinstance(x2, Array):  # the common case, inline
+                return apply2(name, x1, x2)
+            return _with_scalar(name, x1, x2)
     f.__name__ = f.__qualname__ = name
     f.__doc__ = f"Array API 2023.12 ``{name}``: elementwise, inputs of {ROWS[name][1]} dtype."
     return f

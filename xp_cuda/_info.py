@@ -1,16 +1,30 @@
-"""__array_namespace_info__ (2023.12 inspection API)."""
+"""__array_namespace_info__ (the inspection API of 2023.12, with the later revisions' changes)."""
 from __future__ import annotations
 
+from . import _revisions
 from ._data_type_functions import isdtype
 from ._devices import all_devices, check_device, default_device
 from ._dtypes import ALL_DTYPES, DEFAULT_DTYPES, ISDTYPE_KINDS
+
+
+# capabilities(): key -> (the RULES row of the revision that added it, None for 2023.12's;
+# the value).
+# "max dimensions": 64 is the most NumPy 2 (NPY_MAXDIMS) and CuPy (_carray.MAX_NDIM, "matches
+# NPY_MAXDIMS") let an array have, so the most any xp_cuda array can have on either device.
+CAPABILITIES = {
+    "boolean indexing": (None, True),
+    "data-dependent shapes": (None, True),
+    "max dimensions": ("max dimensions capability", 64),
+}
+_TUPLES = "tuples from devices, broadcast_arrays and meshgrid"
 
 
 class Info:
     """What this namespace offers: capabilities, devices and dtypes."""
 
     def capabilities(self):
-        return {"boolean indexing": True, "data-dependent shapes": True}
+        return {key: value for key, (rule, value) in CAPABILITIES.items()
+                if rule is None or _revisions.allows(rule)}
 
     def default_device(self):
         return default_device()
@@ -21,7 +35,9 @@ class Info:
         return dict(DEFAULT_DTYPES)
 
     def devices(self):
-        return all_devices()
+        """Every device (a list; a tuple from 2025.12)."""
+        devices = all_devices()
+        return tuple(devices) if _revisions.allows(_TUPLES) else devices
 
     def dtypes(self, *, device=None, kind=None):
         if device is not None:

@@ -1,4 +1,4 @@
-"""The 14 manipulation functions of 2023.12.
+"""The 14 manipulation functions (2023.12, with the later revisions' changes).
 
 Shapes and axes are validated here with the shared checks, result dtypes come from the promotion
 table, and each function makes one call (or a view) into the device's backend.
@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 
+from . import _revisions
 from ._array import Array, _backend_of, _wrap, check_array, kept_one, kept_result
 from ._dtypes import int64 as _int64
 from ._dtypes import promote
@@ -52,17 +53,22 @@ def _int_or_tuple(value, fname: str, argname: str) -> tuple:
     return (check_int(value, fname, argname),)
 
 
-def broadcast_arrays(*arrays) -> list:
-    """Array API 2023.12 ``broadcast_arrays``: a list of the arrays broadcast to one shape."""
+_TUPLES = "tuples from devices, broadcast_arrays and meshgrid"
+
+
+def broadcast_arrays(*arrays):
+    """Array API ``broadcast_arrays``: the arrays broadcast to one shape, as a list (a tuple
+    from 2025.12)."""
     for i, a in enumerate(arrays):
         check_array(a, "broadcast_arrays", f"arrays[{i}]")
+    sequence = tuple if _revisions.allows(_TUPLES) else list
     if not arrays:
-        return []
+        return sequence()
     dev = common_device(list(arrays), "broadcast_arrays")
     b = _backend_of(arrays)
     shape = _broadcast_rule([a.shape for a in arrays], "broadcast_arrays")
     with b.ctx():
-        return [_wrap(b.xp.broadcast_to(a._data, shape), dev) for a in arrays]
+        return sequence([_wrap(b.xp.broadcast_to(a._data, shape), dev) for a in arrays])
 
 
 def broadcast_to(x, /, shape) -> Array:
@@ -142,9 +148,33 @@ def concat(arrays, /, *, axis=0) -> Array:
     return _wrap(b.concat(natives, ax, dt, key), dev)
 
 
+def _expanded_shape(x, axes: tuple) -> tuple:
+    """2025.12's expand_dims with a tuple: each axis names a position of the result (M = N +
+    len(axes) dimensions), in [-M, M), all distinct once normalised; x's sizes fill the other
+    positions in order."""
+    axes = _int_tuple(axes, "expand_dims", "axis")
+    m = x.ndim + len(axes)
+    positions = set()
+    for a in axes:
+        if not -m <= a < m:
+            raise IndexError(f"expand_dims: axis={axes} holds {a}, out of range for a result "
+                             f"of {m} dimension(s) (valid: {-m} to {m - 1})")
+        positions.add(a % m)
+    if len(positions) != len(axes):
+        raise ValueError(f"expand_dims: axis={axes} names a position of the result twice")
+    sizes = iter(x.shape)
+    return tuple(1 if i in positions else next(sizes) for i in range(m))
+
+
 def expand_dims(x, /, axis) -> Array:
-    """Array API 2023.12 ``expand_dims``: insert a size-one axis at ``axis`` (in [-N-1, N])."""
+    """Array API ``expand_dims``: insert a size-one axis at ``axis`` (in [-N-1, N]); from
+    2025.12 ``axis`` may be a tuple of positions in the result."""
     check_array(x, "expand_dims")
+    if type(axis) is tuple and _revisions.allows("expand_dims tuple of axes"):
+        shape = _expanded_shape(x, axis)
+        b = x._b
+        with b.ctx():
+            return _wrap(x._data.reshape(shape), x.device)
     axis = check_int(axis, "expand_dims", "axis")
     n = x.ndim
     if not -n - 1 <= axis <= n:

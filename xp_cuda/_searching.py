@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from . import _revisions
-from ._array import Array, _backend_of, _wrap, check_array, kept_one, kept_result
+from ._array import Array, _backend_of, _wrap, check_array, kept_one, kept_result, scalar_array
 from ._backends import backend
 from ._backends._base import FpQuiet
 from ._dtypes import DEFAULT_DTYPES, check_scalar, promote, scalar_type_name
@@ -158,12 +158,31 @@ def _check_where(condition, x1, x2):
     return dt, broadcast_shapes([condition.shape, x1.shape, x2.shape], "where")
 
 
+def _where_scalars(x1, x2):
+    """where's x1 and x2 when one is not an array: from 2024.12 one Python scalar beside an
+    array is the 0-d array the scalar rules make of it; two scalars, or anything else, is a
+    TypeError."""
+    if _revisions.allows("python scalars in elementwise functions"):
+        s1, s2 = scalar_type_name(x1), scalar_type_name(x2)
+        if s1 is not None and s2 is not None:
+            raise TypeError(f"where: x1 and x2 are both Python scalars ({s1} and {s2}); at "
+                            f"least one must be an array")
+        if s2 is not None and isinstance(x1, Array):
+            return x1, scalar_array(x2, x1, "where")
+        if s1 is not None and isinstance(x2, Array):
+            return scalar_array(x1, x2, "where"), x2
+    return check_array(x1, "where", "x1"), check_array(x2, "where", "x2")
+
+
 def where(condition, x1, x2, /) -> Array:
-    """Array API 2023.12 ``where``: x1 where condition, else x2 (arrays, broadcast together;
-    the result has x1 and x2's promoted dtype)."""
+    """Array API ``where``: x1 where condition, else x2 (arrays, broadcast together; the
+    result has x1 and x2's promoted dtype). From 2024.12 one of x1, x2 may be a Python
+    scalar, typed by the scalar rules against the other."""
     c = check_array(condition, "where", "condition")._data
-    a = check_array(x1, "where", "x1")._data
-    v = check_array(x2, "where", "x2")._data
+    if not (isinstance(x1, Array) and isinstance(x2, Array)):
+        x1, x2 = _where_scalars(x1, x2)
+    a = x1._data
+    v = x2._data
     dev = condition._device
     if x1._device is not dev or x2._device is not dev:
         dev = common_device([condition, x1, x2], "where")

@@ -7,14 +7,17 @@ the input precision (complex64 <-> float32).
 """
 from __future__ import annotations
 
+import inspect
 import math
+import types
 
 from . import _revisions
 from ._array import _wrap, check_array
 from ._backends import backend
 from ._devices import check_device, default_device
 from ._dtypes import DEFAULT_DTYPES, complex_dtype, real_dtype
-from ._validation import check_dtype_category, check_int, normalize_axes, normalize_axis
+from ._validation import (check_dtype_arg, check_dtype_category, check_int, normalize_axes,
+                          normalize_axis)
 
 __all__ = ["fft", "ifft", "fftn", "ifftn", "rfft", "irfft", "rfftn", "irfftn", "hfft", "ihfft",
            "fftfreq", "rfftfreq", "fftshift", "ifftshift"]
@@ -223,8 +226,14 @@ def irfftn(x, /, *, s=None, axes=None, norm="backward"):
 
 # ---- sample frequencies -----------------------------------------------------------------------
 
-def _freq(fname, n, d, device):
+def _freq(fname, n, d, dtype, device):
     f = f"fft.{fname}"
+    if dtype is not None:
+        if not _revisions.allows("fftfreq dtype"):
+            raise TypeError(f"{f}() got an unexpected keyword argument 'dtype': dtype= is in "
+                            f"the 2024.12 revision of the Array API standard, and "
+                            f"{_revisions.api_version()} is in force")
+        check_dtype_arg(dtype, f, "real floating")
     n = check_int(n, f, "n")
     if n < 1:
         raise ValueError(f"{f}: n={n} must be >= 1 (the window length)")
@@ -234,21 +243,51 @@ def _freq(fname, n, d, device):
     if d == 0.0:
         raise ValueError(f"{f}: d must be non-zero (the frequencies are k / (d*n))")
     device = default_device() if device is None else check_device(device, f)
-    dtype = DEFAULT_DTYPES["real floating"]
+    if dtype is None:
+        dtype = DEFAULT_DTYPES["real floating"]
     b = backend(device)
     with b.ctx():
+        # computed in float64, then rounded once to dtype
         res = getattr(b.xp.fft, fname)(n, d)
         return _wrap(res.astype(dtype._np, copy=False), device)
 
 
-def fftfreq(n, /, *, d=1.0, device=None):
-    """Sample frequencies of an n-point DFT: [0, 1, ..., -1] / (d*n), default float dtype."""
-    return _freq("fftfreq", n, d, device)
+class _SignatureOfRevision(inspect.Signature):
+    """A function's signature that shows the keywords a later revision added (``later``) only
+    while that revision's rule is in force: inspect.signature(xp.fft.fftfreq) reads as the
+    revision in force defines fftfreq."""
+
+    __slots__ = ("_rule", "_later")
+
+    def __init__(self, func, rule: str, later: tuple):
+        full = inspect.signature(func)
+        super().__init__(list(full.parameters.values()),
+                         return_annotation=full.return_annotation)
+        self._rule, self._later = rule, later
+
+    @property
+    def parameters(self):
+        params = inspect.Signature.parameters.fget(self)
+        if _revisions.allows(self._rule):
+            return params
+        return types.MappingProxyType({k: p for k, p in params.items() if k not in self._later})
 
 
-def rfftfreq(n, /, *, d=1.0, device=None):
-    """Non-negative sample frequencies of an n-point rfft: n//2 + 1 values."""
-    return _freq("rfftfreq", n, d, device)
+def fftfreq(n, /, *, d=1.0, dtype=None, device=None):
+    """Sample frequencies of an n-point DFT: [0, 1, ..., -1] / (d*n), in the default float
+    dtype; from 2024.12 ``dtype`` (a real floating dtype) chooses it."""
+    return _freq("fftfreq", n, d, dtype, device)
+
+
+def rfftfreq(n, /, *, d=1.0, dtype=None, device=None):
+    """Non-negative sample frequencies of an n-point rfft: n//2 + 1 values (``dtype`` as in
+    fftfreq)."""
+    return _freq("rfftfreq", n, d, dtype, device)
+
+
+for _f in (fftfreq, rfftfreq):
+    _f.__signature__ = _SignatureOfRevision(_f, "fftfreq dtype", ("dtype",))
+del _f
 
 
 # ---- shifts -----------------------------------------------------------------------------------
