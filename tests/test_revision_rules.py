@@ -456,7 +456,7 @@ def test_expand_dims_with_a_tuple_of_axes(shape, device, rng, revision):
         xp.expand_dims(x, axis=(0, -(m + 3)))
     with pytest.raises(ValueError, match="names a position of the result twice"):
         xp.expand_dims(x, axis=(0, -(m + 2)))
-    with pytest.raises(TypeError, match="axis must be a Python int, got 1.0"):
+    with pytest.raises(TypeError, match="axis must be an integer .*got 1.0"):
         xp.expand_dims(x, axis=(0, 1.0))
     assert xp.expand_dims(x, axis=0).shape == (1,) + shape  # an int, as before
 
@@ -475,7 +475,7 @@ def test_expand_dims_refuses_a_tuple_before_2025_12(device, revision):
     x = xp.ones((2, 3), device=device)
     for version in ("2023.12", "2024.12"):
         _in_force(version)
-        with pytest.raises(TypeError, match="expand_dims: axis must be a Python int, got "
+        with pytest.raises(TypeError, match="expand_dims: axis must be an integer .*got "
                                             r"\(0, 1\)"):
             xp.expand_dims(x, axis=(0, 1))
 

@@ -242,6 +242,11 @@ def test_mean_var_special(device):
     assert np.isnan(to_numpy(xp.var(x, correction=3)))
     assert np.isnan(to_numpy(xp.std(x, correction=5.5)))
     assert np.isnan(to_numpy(xp.var(xp.asarray([1.0, np.nan], device=device))))
+    for v in (2.5, np.nan):  # 0-d input: the variance of one value (NaN propagates)
+        z = xp.asarray(v, device=device)
+        for f in (xp.var, xp.std):
+            r = to_numpy(f(z))
+            assert r.shape == () and (np.isnan(r) if v != v else r == 0.0), (f, v, r)
     for f in (xp.mean, xp.var, xp.std):
         with pytest.raises(TypeError, match="real-valued floating-point"):
             f(xp.asarray([1, 2], device=device))

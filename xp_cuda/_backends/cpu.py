@@ -294,6 +294,8 @@ class CpuBackend(Backend):
             for a in axes:
                 n *= data.shape[a]
             mean = np.add.reduce(data, axes, None, None, True)
+            if type(mean) is not np.ndarray:  # 0-d data: NumPy's reduce gives a scalar
+                mean = np.asarray(mean)
             mean = np.true_divide(mean, np.intp(n), out=mean, casting="unsafe")
             dev = data - mean
             out = np.add.reduce(np.multiply(dev, dev), axes, None, None, keepdims)
