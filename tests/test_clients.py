@@ -105,6 +105,14 @@ def labels(rng):
     return y_true, y_pred
 
 
+def binary(rng):
+    """Binary labels, scores that rank them imperfectly; three-class labels and probabilities."""
+    y = rng.integers(0, 2, 100)
+    score = y + 0.9 * rng.standard_normal(100) + 0.01
+    p = rng.random((100, 3)) + 0.05
+    return y, score, rng.integers(0, 3, 100), p / p.sum(axis=1, keepdims=True)
+
+
 def samples(rng):
     """Two 1-D samples of different sizes and means (stats' two-sample tests)."""
     return rng.standard_normal(50) + 1.0, 1.3 * rng.standard_normal(40) + 1.4
@@ -271,6 +279,83 @@ def pairwise_kernels(xp, X, Y):
             pairwise.sigmoid_kernel(X, Y, gamma=0.1))
 
 
+@case("sklearn", matrix, rtol=1e-12, atol=1e-12)
+def kernel_centerer_binarizer(xp, X):
+    from sklearn.preprocessing import Binarizer, KernelCenterer
+    K = X @ X.T
+    return KernelCenterer().fit(K).transform(K), Binarizer(threshold=0.3).fit_transform(X)
+
+
+@case("sklearn", regression, rtol=1e-10, atol=1e-12)
+def ridge_cv(xp, X, y):
+    from sklearn.linear_model import RidgeCV
+    r = RidgeCV(alphas=(0.1, 1.0, 10.0)).fit(X, y)
+    return r.predict(X), r.coef_, r.alpha_
+
+
+@case("sklearn", binary, rtol=1e-12)
+def roc_curve_all_thresholds(xp, y, score, y3, proba):
+    from sklearn import metrics
+    return tuple(metrics.roc_curve(y, score, drop_intermediate=False))
+
+
+@case("sklearn", binary, rtol=1e-12, xfail={"*": (
+    "sklearn.metrics.roc_curve(drop_intermediate=True) calls xp.diff(fps, 2), passing n "
+    "positionally (the standard's diff takes n as keyword only), and hands the non-boolean "
+    "differences to xp.logical_or (boolean only) (sklearn/metrics/_ranking.py; fixed by "
+    "https://github.com/scikit-learn/scikit-learn/pull/33200, open)")})
+def roc_curve(xp, y, score, y3, proba):
+    from sklearn import metrics
+    return tuple(metrics.roc_curve(y, score))
+
+
+@case("sklearn", binary, rtol=1e-12)
+def ranking_metrics(xp, y, score, y3, proba):
+    from sklearn import metrics
+    precision, recall, thresholds = metrics.precision_recall_curve(y, score)
+    return (precision, recall, thresholds, metrics.average_precision_score(y, score),
+            metrics.log_loss(y3, proba),
+            metrics.brier_score_loss(y, 1.0 / (1.0 + xp.exp(-score))))
+
+
+@case("sklearn", labels, rtol=1e-12)
+def agreement_metrics(xp, y_true, y_pred):
+    from sklearn import metrics
+    return (metrics.cohen_kappa_score(y_true, y_pred),
+            metrics.jaccard_score(y_true, y_pred, average="weighted"),
+            metrics.hamming_loss(y_true, y_pred), metrics.zero_one_loss(y_true, y_pred),
+            metrics.multilabel_confusion_matrix(y_true, y_pred))
+
+
+@case("sklearn", labels, rtol=1e-12, xfail={"*": (
+    "sklearn.metrics.balanced_accuracy_score divides the int64 confusion matrix with / "
+    "(xp.linalg.diagonal(C) / xp.sum(C, axis=1)); the standard's divide is for floating-point "
+    "dtypes and xp_cuda refuses integers, and sklearn casts C to float only for "
+    "array_api_strict (sklearn/metrics/_classification.py, since "
+    "https://github.com/scikit-learn/scikit-learn/pull/32604)")})
+def balanced_accuracy(xp, y_true, y_pred):
+    from sklearn import metrics
+    return metrics.balanced_accuracy_score(y_true, y_pred)
+
+
+@case("sklearn", regression, rtol=1e-12)
+def robust_regression_metrics(xp, X, y):
+    from sklearn import metrics
+    pred = y + X[:, 1]
+    return (metrics.median_absolute_error(y, pred), metrics.max_error(y, pred),
+            metrics.mean_pinball_loss(y, pred, alpha=0.2),
+            metrics.mean_absolute_percentage_error(y, pred),
+            metrics.root_mean_squared_error(y, pred))
+
+
+@case("sklearn", two_matrices, rtol=1e-10, atol=1e-12)
+def paired_and_argmin(xp, X, Y):
+    from sklearn.metrics import pairwise
+    return (pairwise.laplacian_kernel(X, Y, gamma=0.3),
+            pairwise.paired_euclidean_distances(X[:20, :], Y),
+            pairwise.pairwise_distances_argmin(X, Y))
+
+
 @case("sklearn", float32(two_matrices), rtol=1e-5, atol=1e-5)
 def pairwise_float32(xp, X, Y):
     from sklearn.metrics import pairwise
@@ -337,6 +422,34 @@ def stats_pearsonr(xp, a, b):
 def stats_gmean_hmean_variation(xp, P):
     from scipy import stats
     return stats.gmean(P, axis=1), stats.hmean(P, axis=0), stats.variation(P, axis=1)
+
+
+@case("scipy", probabilities, rtol=1e-12)
+def stats_entropy_sem(xp, p, q):
+    from scipy import stats
+    # entropy(p) alone goes through special.entr (see special_entr); with q, through rel_entr
+    return stats.entropy(p, q, axis=1), stats.sem(q, axis=0), stats.sem(p, axis=1, ddof=2)
+
+
+@case("scipy", matrix, rtol=1e-12)
+def integrate_trapezoid(xp, X):
+    from scipy import integrate
+    return integrate.trapezoid(X, axis=0), integrate.cumulative_trapezoid(X, dx=0.5)
+
+
+@case("scipy", matrix, rtol=1e-12, xfail={"*": (
+    "scipy.integrate.cumulative_simpson(axis=0) swaps axes with scipy._lib._array_api."
+    "xp_swapaxes, which passes a list to xp.permute_dims (the standard's axes is a tuple of "
+    "ints; xp_cuda refuses a list); no SciPy issue found")})
+def integrate_cumulative_simpson(xp, X):
+    from scipy import integrate
+    return integrate.cumulative_simpson(X, axis=0, initial=0.0)
+
+
+@case("scipy", matrix, rtol=1e-12)
+def cluster_whiten(xp, X):
+    from scipy.cluster import vq
+    return vq.whiten(X)
 
 
 @case("scipy", matrix, rtol=1e-12)
@@ -542,6 +655,53 @@ def nunique_union1d(xp, a, b):
     return xpx.nunique(a), xpx.union1d(a, b)
 
 
+@case("xpx", integer_sets)
+def searchsorted_unravel_index(xp, a, b):
+    import array_api_extra as xpx
+    s = xp.sort(a)
+    return (xpx.searchsorted(s, b), xpx.searchsorted(s, b, side="right"),
+            xpx.unravel_index(a, (4, 5, 3)))
+
+
+@case("xpx", matrix)
+def triangle_and_diagonal_indices(xp, X):
+    import array_api_extra as xpx
+    rows, cols = xpx.tril_indices(6, offset=-1, xp=xp, device=X.device)
+    urows, ucols = xpx.triu_indices(4, m=6, xp=xp, device=X.device)
+    d = xpx.diag_indices(5, xp=xp, device=X.device)
+    return rows, cols, urows, ucols, d[0], X[rows, cols]
+
+
+@case("xpx", matrix, rtol=1e-12)
+def apply_where(xp, X):
+    import array_api_extra as xpx
+    return (xpx.apply_where(X > 0, X, xp.log, fill_value=-7.0),
+            xpx.apply_where(X > 0.5, (X, X + 1.0), lambda a, b: a * b, lambda a, b: a - b))
+
+
+@case("xpx", matrix)
+def at_updates(xp, X):
+    import array_api_extra as xpx
+    # standard indices only: the standard leaves updates through integer arrays unspecified
+    return (xpx.at(X)[1:3, :].add(1.5, copy=True), xpx.at(X)[X > 0.5].set(-1.0, copy=True),
+            xpx.at(X)[5, ::2].multiply(2.0, copy=True), xpx.at(X)[0, 2].min(-3.0, copy=True),
+            xpx.at(X, (slice(None), -1)).power(2.0, copy=True))
+
+
+@case("xpx", matrix)
+def partition_kth(xp, X):
+    import array_api_extra as xpx
+    # only the kth element has a defined place
+    return (xpx.partition(X, 3, axis=0)[3, :], xpx.partition(X, 2, axis=-1)[:, 2],
+            xp.take(X[:, 0], xpx.argpartition(X[:, 0], 5)[5:6]))
+
+
+@case("xpx", matrix, rtol=1e-12)
+def deg2rad_rad2deg(xp, X):
+    import array_api_extra as xpx
+    return xpx.deg2rad(X * 90.0), xpx.rad2deg(X)
+
+
 @case("xpx", with_nans, rtol=1e-12)
 def nan_reductions(xp, x):
     import array_api_extra as xpx
@@ -609,6 +769,15 @@ def masked_sort(xp, x, mask):
     return unmask(mxp.sort(m, axis=1))
 
 
+@case("marray", masked, masked=True)
+def masked_logic(xp, x, mask):
+    mxp = mxp_of(xp)
+    m = mxp.asarray(x, mask=mask)
+    big = m > 0.5
+    return (unmask(mxp.where(big, m, -m)) + unmask(mxp.any(big, axis=0))
+            + unmask(mxp.all(big, axis=1)))
+
+
 # ---- the worker ---------------------------------------------------------------------------------
 
 def _to_host(r):
@@ -622,8 +791,8 @@ def _to_host(r):
 
 
 def _leaves(result):
-    if isinstance(result, (tuple, list)):
-        return [_to_host(r) for r in result]
+    if isinstance(result, (tuple, list)):  # nested tuples (unravel_index's) flattened
+        return [leaf for r in result for leaf in _leaves(r)]
     return [_to_host(result)]
 
 
