@@ -230,7 +230,8 @@ def ridge(xp, X, y):
 def linear_discriminant_analysis(xp, X, y):
     from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
     lda = LinearDiscriminantAnalysis().fit(X, y)
-    return lda.predict_proba(X), lda.predict(X), lda.transform(X)
+    t = lda.transform(X)  # its directions come from an SVD: each one's sign is the solver's
+    return lda.predict_proba(X), lda.predict(X), t * xp.sign(t[:1, :])
 
 
 # lbfgs stops at tol; a tight tol makes both paths stop at the same optimum to ~1e-7.
