@@ -25,3 +25,26 @@ def device(request):
 def rng():
     import numpy as np
     return np.random.default_rng(20261120)
+
+
+@pytest.fixture
+def revision():
+    """Restores the revision of the standard in force after a test that changes it."""
+    from xp_cuda import _revisions, set_api_version
+    before = _revisions.api_version()
+    yield
+    set_api_version(before)
+
+
+@pytest.fixture
+def v2024(revision):
+    """The 2024.12 revision in force for the test."""
+    from xp_cuda import set_api_version
+    set_api_version("2024.12")
+
+
+@pytest.fixture
+def v2025(revision):
+    """The 2025.12 revision in force for the test."""
+    from xp_cuda import set_api_version
+    set_api_version("2025.12")

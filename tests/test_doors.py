@@ -11,21 +11,12 @@ import numpy as np
 import pytest
 
 import xp_cuda as xp
-from xp_cuda import _revisions
 from xp_cuda._array import Array
 from xp_cuda._backends import CpuBackend, CudaBackend, backend
 from xp_cuda._backends._base import Backend
 from xp_cuda._devices import CPU
 
 from helpers import ALL_DTYPES, INTEGER, random_array, to_numpy
-
-
-@pytest.fixture
-def revision():
-    """Restores the revision in force after a test that changes it."""
-    before = _revisions.api_version()
-    yield
-    xp.set_api_version(before)
 
 
 def _close(got, want):

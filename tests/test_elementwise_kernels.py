@@ -1,7 +1,6 @@
 """The generated elementwise kernels: every one compiles (NVRTC, no GPU needed), and on cuda
 every function and dtype pair, every operand layout and the spec's special values agree with
 the cpu reference (NumPy)."""
-import itertools
 
 import numpy as np
 import pytest

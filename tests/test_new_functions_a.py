@@ -11,7 +11,6 @@ import pytest
 
 import xp_cuda as xp
 from helpers import ALL_DTYPES, nvrtc_missing, random_numpy, to_numpy
-from xp_cuda import _revisions
 from xp_cuda._dtypes import in_category
 
 NEW = ("nextafter", "reciprocal", "count_nonzero", "cumulative_prod", "diff")
@@ -20,19 +19,6 @@ FLOATING = [d for d in ALL_DTYPES if d.kind in ("float", "complex")]
 NUMERIC = [d for d in ALL_DTYPES if d.kind != "bool"]
 INTS = [d for d in ALL_DTYPES if d.kind in ("int", "uint")]
 ids = str
-
-
-@pytest.fixture
-def revision():
-    """Restores the revision in force after a test that changes it."""
-    before = _revisions.api_version()
-    yield
-    xp.set_api_version(before)
-
-
-@pytest.fixture
-def v2024(revision):
-    xp.set_api_version("2024.12")
 
 
 def _nonzero(rng, shape, dtype):

@@ -22,24 +22,6 @@ NAN = math.nan
 ISIN_DTYPES = REAL  # integers and real floating (see _set._ISIN_CATEGORY)
 
 
-@pytest.fixture
-def revision():
-    """Restores the revision in force after a test that changes it."""
-    before = _revisions.api_version()
-    yield
-    xp.set_api_version(before)
-
-
-@pytest.fixture
-def v2024(revision):
-    xp.set_api_version("2024.12")
-
-
-@pytest.fixture
-def v2025(revision):
-    xp.set_api_version("2025.12")
-
-
 def _same(out, expected, dtype, device, what=""):
     assert out.dtype is dtype, (what, out.dtype, dtype)
     assert out.device == device, what

@@ -9,14 +9,6 @@ import xp_cuda as xp
 from xp_cuda import _revisions
 
 
-@pytest.fixture
-def revision():
-    """Restores the revision in force after a test that changes it."""
-    before = _revisions.api_version()
-    yield
-    xp.set_api_version(before)
-
-
 def test_default_is_2023_12():
     assert xp.__array_api_version__ == "2023.12" == _revisions.api_version()
 
