@@ -241,6 +241,10 @@ def test_copy_flag_refuses_values_equal_to_a_bool(device, bad):
         x.__dlpack__(copy=bad)
     with pytest.raises(TypeError, match=msg):
         xp.reshape(x, (2, 1), copy=bad)
+    with pytest.raises(TypeError, match="astype: copy must be True or False"):
+        xp.astype(x, xp.float32, copy=bad)
+    for ok in (True, False):  # astype's copy takes no None
+        assert xp.astype(x, xp.float32, copy=ok).dtype == xp.float32
     # the three allowed values still work
     for ok in (None, True, False):
         assert xp.asarray(x, copy=ok).shape == (2,)

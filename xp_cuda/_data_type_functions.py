@@ -9,9 +9,9 @@ import numpy as np
 from . import _revisions
 from ._array import Array, _move, _wrap, check_array, kept_one
 from ._devices import check_device
-from ._dtypes import (ALL_DTYPES, CATEGORIES, ISDTYPE_KINDS, PROMOTION_TABLE, DType, promote,
+from ._dtypes import (CATEGORIES, ISDTYPE_KINDS, PROMOTION_TABLE, DType, promote,
                       real_dtype, scalar_dtype, scalar_type_name)
-from ._validation import check_dtype_arg
+from ._validation import check_copy, check_dtype_arg
 
 
 def astype(x, dtype, /, *, copy=True, device=None):
@@ -25,8 +25,7 @@ def astype(x, dtype, /, *, copy=True, device=None):
     else:
         key = None
     check_dtype_arg(dtype, fname)
-    if copy not in (True, False):
-        raise TypeError(f"astype: copy must be True or False, got {copy!r}")
+    check_copy(copy, fname, allow_none=False)
     x_dtype = x.dtype
     if x_dtype.kind == "complex" and dtype.kind != "complex":
         raise TypeError(f"astype: casting complex {x.dtype} to real {dtype} is not allowed "
