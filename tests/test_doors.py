@@ -251,6 +251,19 @@ def test_copy_flag_refuses_values_equal_to_a_bool(device, bad):
         assert xp.reshape(x, (1, 2), copy=ok).shape == (1, 2)
 
 
+def test_copy_true_always_copies(device, rng):
+    """2024.12's clarified copy=True (gh-906): a new buffer every time, even where a view or
+    the input itself would serve. Writing into x afterwards leaves every copy as it was."""
+    x, a = random_array(rng, (3, 4), xp.float64, device)
+    copies = [xp.asarray(x, copy=True), xp.astype(x, xp.float64, copy=True),
+              xp.reshape(x, (3, 4), copy=True), xp.from_dlpack(x, copy=True)]
+    host = np.from_dlpack(x, copy=True, device="cpu")
+    x[...] = -1.5
+    for c in copies:
+        _same(c, a)
+    np.testing.assert_array_equal(host, a)
+
+
 # ---- 5. integer array indexing (2024.12) ------------------------------------------------------
 
 def _keys(rng, shape, idt):
