@@ -70,7 +70,8 @@ def test_against_numpy(rng, device, name, dtype):
 def test_rejects_wrong_category(name, dtype):
     arity = ELEMENTWISE[name][0]
     x = xp.ones(3, dtype=dtype)
-    with pytest.raises(TypeError, match=f"{name}.*requires"):
+    # (conj and real of real input: a later revision's rule, refused naming it)
+    with pytest.raises(TypeError, match=f"{name}.*(requires|2024\\.12 revision)"):
         getattr(xp, name)(*([x] * arity))
 
 

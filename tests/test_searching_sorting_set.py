@@ -222,7 +222,7 @@ def test_errors(device):
         xp.where(x > 3, x, xp.ones((3, 4), device=device))
     with pytest.raises(ValueError, match="cannot be broadcast"):
         xp.where(x > 3, x, xp.ones(3, dtype=xp.int64, device=device))
-    with pytest.raises(TypeError, match="expected an xp_cuda array"):
+    with pytest.raises(TypeError, match="in the 2024.12 revision"):
         xp.where(x > 3, x, 1)  # 2023.12: arrays only
     with pytest.raises(ValueError, match="1-D"):
         xp.searchsorted(x, x)

@@ -115,9 +115,12 @@ def result_type(*arrays_and_dtypes):
         raise ValueError("result_type: at least one array or dtype is required")
     dts, scalars = [], []
     for v in arrays_and_dtypes:
-        if isinstance(v, (DType, Array)) or scalar_type_name(v) is None or \
-                not _revisions.allows("python scalars in result_type"):
+        if isinstance(v, (DType, Array)) or scalar_type_name(v) is None:
             dts.append(_dtype_of(v, "result_type", "argument"))
+        elif not _revisions.allows("python scalars in result_type"):
+            raise TypeError(_revisions.later("python scalars in result_type",
+                                             f"result_type: a Python {scalar_type_name(v)} "
+                                             f"argument ({v!r})"))
         else:
             scalars.append(v)
     if not dts:

@@ -178,11 +178,14 @@ def check_scalar(value, dtype: DType, where: str):
     if dtype.kind not in _SCALAR_KINDS[kind]:
         allowed = {"bool": "bool arrays", "int": "integer and floating-point arrays",
                    "float": "floating-point arrays", "complex": "complex floating-point arrays"}
-        raise TypeError(
-            f"{where}: a Python {kind} cannot be combined with a {dtype} array under the Array "
-            f"API standard (a Python {kind} only mixes with {allowed[kind]}); use an array of "
-            f"an explicit dtype, e.g. xp.asarray(value, dtype=...)"
-        )
+        what = (f"{where}: a Python {kind} cannot be combined with a {dtype} array under the "
+                f"Array API standard (a Python {kind} only mixes with {allowed[kind]}); use an "
+                f"array of an explicit dtype, e.g. xp.asarray(value, dtype=...)")
+        if kind == "complex" and dtype.kind == "float" and \
+                not _revisions.allows(_COMPLEX_BESIDE_REAL):
+            what += (f" (the {_revisions.RULES[_COMPLEX_BESIDE_REAL]} revision makes it the "
+                     f"complex dtype; xp_cuda.set_api_version puts a revision in force)")
+        raise TypeError(what)
     if kind == "int" and dtype.kind in ("int", "uint"):
         lo, hi = _INT_RANGES[dtype]
         if not lo <= value <= hi:

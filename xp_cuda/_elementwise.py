@@ -278,8 +278,10 @@ def _wider_input(name: str, x):
     """conj/real of an input a later revision admits: a copy of x; None for any other input
     (the table's checks then run and name the error)."""
     rule, category, _ = _WIDER_INPUT[name]
-    if in_category(x.dtype, category) and _revisions.allows(rule):
-        return _wrap(x._b.copy(x._data), x._device)
+    if in_category(x.dtype, category):
+        if _revisions.allows(rule):
+            return _wrap(x._b.copy(x._data), x._device)
+        raise TypeError(_revisions.later(rule, f"{name} of a {x.dtype} array"))
     return None
 
 
@@ -299,6 +301,11 @@ def _with_scalar(name: str, x1, x2) -> Array:
             return apply2(name, x1, x1._operand(x2, name))
         if s1 is not None and isinstance(x2, Array):
             return apply2(name, x2._operand(x1, name), x2)
+    else:
+        for k, (s, other) in enumerate(((x1, x2), (x2, x1)), 1):
+            if scalar_type_name(s) is not None and isinstance(other, Array):
+                raise TypeError(_revisions.later(_SCALARS, f"{name}: x{k} is a Python "
+                                                           f"{scalar_type_name(s)}"))
     check_array(x1, name, "x1")
     check_array(x2, name, "x2")
     raise AssertionError("unreachable: one operand is not an array")

@@ -170,7 +170,10 @@ def expand_dims(x, /, axis) -> Array:
     """Array API ``expand_dims``: insert a size-one axis at ``axis`` (in [-N-1, N]); from
     2025.12 ``axis`` may be a tuple of positions in the result."""
     check_array(x, "expand_dims")
-    if type(axis) is tuple and _revisions.allows("expand_dims tuple of axes"):
+    if type(axis) is tuple:
+        if not _revisions.allows("expand_dims tuple of axes"):
+            raise TypeError(_revisions.later("expand_dims tuple of axes",
+                                             f"expand_dims: axis is a tuple {axis}"))
         shape = _expanded_shape(x, axis)
         b = x._b
         with b.ctx():

@@ -115,6 +115,15 @@ def set_api_version(api_version: str, /) -> None:
         install(namespace)
 
 
+def later(rule: str, what: str) -> str:
+    """The refusal of ``what`` under a revision without ``rule``: it names the revision that
+    has the rule and how to put it in force."""
+    first = RULES[rule]
+    return (f"{what}: that is in the {first} revision of the Array API standard, and "
+            f"{state.revision} is in force; call xp_cuda.set_api_version({first!r}) (or "
+            f"set {ENV_API_VERSION}={first})")
+
+
 def missing(namespace: str, name: str) -> AttributeError:
     """The error for a name the revision in force lacks (a namespace module's __getattr__)."""
     first = _INTRODUCED.get(namespace, {}).get(name)

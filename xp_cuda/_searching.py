@@ -171,6 +171,12 @@ def _where_scalars(x1, x2):
             return x1, scalar_array(x2, x1, "where")
         if s1 is not None and isinstance(x2, Array):
             return scalar_array(x1, x2, "where"), x2
+    else:
+        for k, (s, other) in enumerate(((x1, x2), (x2, x1)), 1):
+            if scalar_type_name(s) is not None and isinstance(other, Array):
+                raise TypeError(_revisions.later("python scalars in elementwise functions",
+                                                 f"where: x{k} is a Python "
+                                                 f"{scalar_type_name(s)}"))
     return check_array(x1, "where", "x1"), check_array(x2, "where", "x2")
 
 

@@ -161,7 +161,7 @@ def _complex_mean(x, d, axis, keepdims):
     if not _revisions.allows(_COMPLEX_MEAN):
         # checked before the memos: a plan or kept launch made for complex input under
         # 2024.12 must not answer once 2023.12 is back in force
-        check_dtype_category(x, "real-valued floating-point", "mean", "x")
+        raise TypeError(_revisions.later(_COMPLEX_MEAN, f"mean of a {x.dtype} array"))
     if d.size == 0:  # the mean of nothing is NaN + NaN j (spec), where the backends give NaN
         axes, n = _reduced(x, axis, keepdims, "mean")
         if n == 0:
