@@ -624,7 +624,10 @@ def _sorted_unique_direct(cp, flat, want_values_only: bool, want_index: bool,
     return out
 
 
-def _plan_searchsorted(cp, ashape, astrides, vshape, vstrides, dt, side, ap, vp, op) -> bool:
+def _plan_search(cp, kernel, flag, ashape, astrides, vshape, vstrides, dt, ap, vp, op) -> bool:
+    """One launch of a search kernel (``xp_searchsorted_<w>``, ``xp_isin_<w>``) of every query
+    of v into the sorted a, with the kernel's one flag (searchsorted: side == "right"; isin:
+    invert); a set small enough is staged in shared memory first."""
     m = math.prod(vshape)
     if m == 0:
         return False
@@ -634,44 +637,33 @@ def _plan_searchsorted(cp, ashape, astrides, vshape, vstrides, dt, side, ap, vp,
     asize = math.prod(ashape)
     smem = asize * width
     staged = smem <= _SEARCH_STAGE_BYTES
-    launch(cp, _kernel(f"xp_searchsorted_{width}"), grid(cp, m, 256, 16), 256,
+    launch(cp, _kernel(f"{kernel}_{width}"), grid(cp, m, 256, 16), 256,
            (a, np.int64(asize), v, np.int64(m), op, np.int32(key_mode(dt)),
-            np.int32(side == "right"), np.int32(staged)), smem if staged else 0)
+            np.int32(flag), np.int32(staged)), smem if staged else 0)
     return True
 
 
-def searchsorted(cp, sorted_1d, x2, side: str):
-    """int64 insertion indices of every element of x2 (any shape and strides) into the sorted
-    1-D sorted_1d of the same dtype (bool, integer or float); side "left" or "right". NaN sorts
-    last and -0.0 equals +0.0 (NumPy's order): a NaN query with "left" gives the first NaN.
-    A recorded program per geometry."""
-    ap, vp = sorted_1d.data.ptr, x2.data.ptr
-    out = allocator(cp)(x2.shape, _I64)
+def _search(cp, kernel, flag, sorted_1d, x, out_dtype):
+    """The result (x's shape, ``out_dtype``) of search ``kernel`` with ``flag``: a recorded
+    program per geometry."""
+    ap, vp = sorted_1d.data.ptr, x.data.ptr
+    out = allocator(cp)(x.shape, out_dtype)
     op = out.data.ptr
-    ashape, astrides, vshape, vstrides, dt = (sorted_1d.shape, sorted_1d.strides, x2.shape,
-                                              x2.strides, sorted_1d.dtype)
-    prog = program(cp, ("searchsorted", ashape, astrides, vshape, vstrides, dt, side),
-                   (ap & 15, vp & 15, op & 15), lambda a, v, o: _plan_searchsorted(
-                       cp, ashape, astrides, vshape, vstrides, dt, side, a, v, o))
+    ashape, astrides, vshape, vstrides, dt = (sorted_1d.shape, sorted_1d.strides, x.shape,
+                                              x.strides, sorted_1d.dtype)
+    prog = program(cp, (kernel, ashape, astrides, vshape, vstrides, dt, flag),
+                   (ap & 15, vp & 15, op & 15), lambda a, v, o: _plan_search(
+                       cp, kernel, flag, ashape, astrides, vshape, vstrides, dt, a, v, o))
     if prog.info:
         replay(cp, prog, (ap, vp, op))
     return out
 
 
-def _plan_isin(cp, ashape, astrides, vshape, vstrides, dt, invert, ap, vp, op) -> bool:
-    m = math.prod(vshape)
-    if m == 0:
-        return False
-    width = dt.itemsize
-    a = dense(cp, ashape, astrides, width, ap)
-    v = dense(cp, vshape, vstrides, width, vp)
-    asize = math.prod(ashape)
-    smem = asize * width
-    staged = smem <= _SEARCH_STAGE_BYTES  # as searchsorted: a small set searched in shared memory
-    launch(cp, _kernel(f"xp_isin_{width}"), grid(cp, m, 256, 16), 256,
-           (a, np.int64(asize), v, np.int64(m), op, np.int32(key_mode(dt)),
-            np.int32(bool(invert)), np.int32(staged)), smem if staged else 0)
-    return True
+def searchsorted(cp, sorted_1d, x2, side: str):
+    """int64 insertion indices of every element of x2 (any shape and strides) into the sorted
+    1-D sorted_1d of the same dtype (bool, integer or float); side "left" or "right". NaN sorts
+    last and -0.0 equals +0.0 (NumPy's order): a NaN query with "left" gives the first NaN."""
+    return _search(cp, "xp_searchsorted", int(side == "right"), sorted_1d, x2, _I64)
 
 
 def isin(cp, sorted_1d, x1, invert: bool):
@@ -679,15 +671,5 @@ def isin(cp, sorted_1d, x1, invert: bool):
     sorted_1d of the same dtype (bool, integer or float; sorted in sort's order, NaNs last),
     negated when ``invert``. Equality as the standard's ``equal``: -0.0 is +0.0, and a NaN is
     in no array. One search pass writes the result (searchsorted's binary search, then one key
-    comparison). A recorded program per geometry."""
-    ap, vp = sorted_1d.data.ptr, x1.data.ptr
-    out = allocator(cp)(x1.shape, np.dtype(np.bool_))
-    op = out.data.ptr
-    ashape, astrides, vshape, vstrides, dt = (sorted_1d.shape, sorted_1d.strides, x1.shape,
-                                              x1.strides, sorted_1d.dtype)
-    prog = program(cp, ("isin", ashape, astrides, vshape, vstrides, dt, bool(invert)),
-                   (ap & 15, vp & 15, op & 15), lambda a, v, o: _plan_isin(
-                       cp, ashape, astrides, vshape, vstrides, dt, invert, a, v, o))
-    if prog.info:
-        replay(cp, prog, (ap, vp, op))
-    return out
+    comparison)."""
+    return _search(cp, "xp_isin", int(bool(invert)), sorted_1d, x1, np.dtype(np.bool_))
