@@ -371,3 +371,17 @@ def test_moves_and_moments_use_kept_calls_under_their_keys(monkeypatch, call, ke
     assert call(a, b)._data is sentinel
     monkeypatch.setitem(KEPT, key(a, b), lambda datas, device: None)
     np.testing.assert_array_equal(np.asarray(call(a, b)._data), want)
+
+
+def test_an_unhashable_option_is_refused_without_a_chained_traceback():
+    """A list where a tuple belongs cannot key the plan memo: the checks refuse it, and the
+    error carries no "during handling of the above exception" (the memo's own TypeError)."""
+    x = xp.ones((2, 3))
+    for f in (lambda: xp.permute_dims(x, [1, 0]), lambda: xp.sum(x, axis=[0]),
+              lambda: xp.reshape(x, [3, 2], copy=None)):
+        try:
+            f()
+        except TypeError as e:
+            assert e.__context__ is None, repr(e.__context__)
+        else:
+            raise AssertionError("a list option was accepted")

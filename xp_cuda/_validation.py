@@ -173,13 +173,18 @@ def _keyable(o) -> bool:
     return t in _KEYABLE
 
 
+_UNHASHABLE = object()
+
+
 def planned(key, options, validate, *args):
     """validate(*args) for key, memoised when every option is keyable (see PLANS): None, an
     int, a bool, a str, a DType, or a tuple of ints (the key must hold option_type() of each). Hot callers look ``PLANS.get(key)`` up themselves and call this on a miss; passing
     the arguments (instead of a closure) spares making a function object on every call."""
     try:
         plan = PLANS.get(key)
-    except TypeError:  # an unhashable option (a list where a tuple belongs): the checks say so
+    except TypeError:  # an unhashable option (a list where a tuple belongs): the checks say so,
+        plan = _UNHASHABLE  # outside this handler (no chained "during handling" traceback)
+    if plan is _UNHASHABLE:
         return validate(*args)
     if plan is not None:
         return plan
