@@ -788,6 +788,7 @@ def test_kept_calls_compute_each_later_call_afresh():
     view at another address residue and a transposed input of the same shape take the full
     path and agree too."""
     import xp_cuda as xp
+    from xp_cuda import _statistical
     from xp_cuda._backends._base import KEPT
     dev = Device("cuda", 0)
     rng = np.random.default_rng(11)
@@ -817,6 +818,8 @@ def test_kept_calls_compute_each_later_call_afresh():
         (lambda A: xp.linalg.vector_norm(A, axis=1, ord=3),
          lambda a: np.linalg.norm(a, 3, axis=1)),
         (lambda A: xp.linalg.matrix_norm(A), lambda a: np.linalg.norm(a)),
+        (lambda A: _statistical.cumulative_prod(A, axis=0),  # 2024.12
+         lambda a: np.cumprod(a.astype(np.float64), 0)),
     ]
     for r in range(4):
         # multiples of 1/64: the cumulative sums are exact in float32, in any order

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import xp_cuda as xp
+from xp_cuda import _statistical
 from xp_cuda._devices import CPU, Device
 from xp_cuda._backends._base import FAST_ANY_LAYOUT
 from xp_cuda._validation import PLANS, option_type, planned
@@ -355,6 +356,9 @@ def test_kept_move_checks_strides_residues_and_device():
     (lambda a, b: xp.cumulative_sum(a), lambda a, b: (
         "cumulative_sum", a._data.dtype, a.shape, None, option_type(None), None,
         type(None), False, bool)),
+    (lambda a, b: _statistical.cumulative_prod(a, include_initial=True), lambda a, b: (
+        "cumulative_prod", a._data.dtype, a.shape, None, option_type(None), None,
+        type(None), True, bool)),
     (lambda a, b: xp.reshape(a, (4, 1)) - b, lambda a, b: (
         "subtract", a._data.dtype, (4, 1), b._data.dtype, b.shape)),
 ])

@@ -77,7 +77,7 @@ def prod(x, /, *, axis=None, dtype=None, keepdims=False):
     return _sum_prod("prod", x, axis, dtype, keepdims)
 
 
-def _check_cumulative_sum(x, axis, dtype, include_initial, fname="cumulative_sum"):
+def _check_cumulative(x, axis, dtype, include_initial, fname="cumulative_sum"):
     check_dtype_category(x, "numeric", fname, "x")
     check_bool(include_initial, fname, "include_initial")
     if x.ndim == 0:
@@ -91,16 +91,22 @@ def _check_cumulative_sum(x, axis, dtype, include_initial, fname="cumulative_sum
     return normalize_axis(axis, x.ndim, fname), accumulation_dtype(x, dtype, fname)
 
 
-def cumulative_sum(x, /, *, axis=None, dtype=None, include_initial=False):
-    d = check_array(x, "cumulative_sum", "x")._data
-    key = ("cumulative_sum", d.dtype, d.shape, axis, option_type(axis), dtype, type(dtype),
+def _cumulative(fname, kind, x, axis, dtype, include_initial):
+    """cumulative_sum (kind "sum") and cumulative_prod ("prod"): the same checks and one
+    backend primitive; a validated call's device work kept for the next (KEPT)."""
+    d = check_array(x, fname, "x")._data
+    key = (fname, d.dtype, d.shape, axis, option_type(axis), dtype, type(dtype),
            include_initial, type(include_initial))
     r = kept_one(key, x, d)
     if r is not None:
         return r
-    plan = planned(key, (axis, dtype, include_initial), _check_cumulative_sum, x, axis,
-                   dtype, include_initial)
-    return _wrap(x._b.cumsum(d, plan[0], plan[1], include_initial, key), x._device)
+    plan = planned(key, (axis, dtype, include_initial), _check_cumulative, x, axis,
+                   dtype, include_initial, fname)
+    return _wrap(x._b.cumulative(kind, d, plan[0], plan[1], include_initial, key), x._device)
+
+
+def cumulative_sum(x, /, *, axis=None, dtype=None, include_initial=False):
+    return _cumulative("cumulative_sum", "sum", x, axis, dtype, include_initial)
 
 
 def _check_max_min(name, x, axis, keepdims):
@@ -208,12 +214,7 @@ def cumulative_prod(x, /, *, axis=None, dtype=None, include_initial=False):
     """Array API 2024.12 ``cumulative_prod``: the products of x's elements along ``axis`` (which
     may be left out for 1-D x), in ``dtype`` (by default as prod: integers widen to the default
     integer), each element cast first; include_initial leads with 1 (the axis one longer)."""
-    d = check_array(x, "cumulative_prod", "x")._data
-    key = ("cumulative_prod", d.dtype, d.shape, axis, option_type(axis), dtype, type(dtype),
-           include_initial, type(include_initial))
-    plan = planned(key, (axis, dtype, include_initial), _check_cumulative_sum, x, axis,
-                   dtype, include_initial, "cumulative_prod")
-    return _wrap(x._b.cumprod(d, plan[0], plan[1], include_initial), x._device)
+    return _cumulative("cumulative_prod", "prod", x, axis, dtype, include_initial)
 
 
 def _check_count_nonzero(x, axis, keepdims):

@@ -246,15 +246,17 @@ class Backend:
                     out = xp.sqrt(out)
             return xp.asarray(out).astype(dtype._np, copy=False)
 
-    def cumsum(self, data, axis: int, dtype, include_initial: bool, plan_key=None):
-        """Inclusive prefix sums along `axis` in `dtype` (each element cast first, the spec's
-        rule), with a leading zero when include_initial."""
+    def cumulative(self, kind, data, axis: int, dtype, include_initial: bool, plan_key=None):
+        """Inclusive prefix sums (kind "sum") or products ("prod") along `axis` in `dtype`
+        (each element cast first, the spec's rule), led by the identity (0 or 1) when
+        include_initial."""
         xp = self.xp
+        scan, lead = (xp.cumsum, xp.zeros) if kind == "sum" else (xp.cumprod, xp.ones)
         with self.ctx(), FpQuiet():
-            out = xp.cumsum(data.astype(dtype._np, copy=False), axis=axis, dtype=dtype._np)
+            out = scan(data.astype(dtype._np, copy=False), axis=axis, dtype=dtype._np)
             if include_initial:
-                zshape = tuple(1 if i == axis else s for i, s in enumerate(data.shape))
-                out = xp.concatenate([xp.zeros(zshape, dtype=dtype._np), out], axis=axis)
+                lshape = tuple(1 if i == axis else s for i, s in enumerate(data.shape))
+                out = xp.concatenate([lead(lshape, dtype=dtype._np), out], axis=axis)
             return out.astype(dtype._np, copy=False)
 
     def argreduce(self, kind, data, axis, keepdims, plan_key=None):
@@ -543,17 +545,6 @@ class Backend:
             return lin.reshape(-1)
 
     # ---- 2024.12 ----------------------------------------------------------------------------
-    def cumprod(self, data, axis: int, dtype, include_initial: bool):
-        """Inclusive prefix products along `axis` in `dtype` (each element cast first, the
-        spec's rule), with a leading one when include_initial."""
-        xp = self.xp
-        with self.ctx(), FpQuiet():
-            out = xp.cumprod(data.astype(dtype._np, copy=False), axis=axis, dtype=dtype._np)
-            if include_initial:
-                oshape = tuple(1 if i == axis else s for i, s in enumerate(data.shape))
-                out = xp.concatenate([xp.ones(oshape, dtype=dtype._np), out], axis=axis)
-            return out.astype(dtype._np, copy=False)
-
     def count_nonzero(self, data, axes, keepdims, plan_key=None):
         """The number of nonzero elements over `axes` (a tuple; () for none) as int64: complex
         counts where either part is nonzero, NaN counts, -0.0 does not."""

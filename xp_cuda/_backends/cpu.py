@@ -308,13 +308,13 @@ class CpuBackend(Backend):
         finally:
             fp_quiet_off(token)
 
-    def cumsum(self, data, axis: int, dtype, include_initial: bool, plan_key=None):
+    def cumulative(self, kind, data, axis: int, dtype, include_initial: bool, plan_key=None):
         t = dtype._np
         if include_initial:
-            return super().cumsum(data, axis, dtype, include_initial)
+            return super().cumulative(kind, data, axis, dtype, include_initial)
         token = fp_quiet_on(_FP_IGNORE)
         try:  # np.cumsum's own Python costs ~1 us in front of this call
-            out = np.add.accumulate(data, axis, t)
+            out = (np.add if kind == "sum" else np.multiply).accumulate(data, axis, t)
         finally:
             fp_quiet_off(token)
         return out if out.dtype == t else out.astype(t)

@@ -260,10 +260,10 @@ class CudaBackend(Backend):
         with self.ctx():
             return _scan.nonzero(self.xp, data)
 
-    def cumsum(self, data, axis, dtype, include_initial, plan_key=None):
+    def cumulative(self, kind, data, axis, dtype, include_initial, plan_key=None):
         with self.ctx():
-            return self._moved(plan_key, (data,), lambda: _scan.cumsum(
-                self.xp, data, axis, dtype._np, include_initial))
+            return self._moved(plan_key, (data,), lambda: _scan.cumulative(
+                self.xp, kind, data, axis, dtype._np, include_initial))
 
     # ---- manipulation: copy.cu moves raw elements (views built here, one copy each) --------
     def _into(self, shape, dtype, view_of_out, src):
@@ -654,10 +654,6 @@ class CudaBackend(Backend):
             return lin.reshape(-1)
 
     # ---- 2024.12: on the scan and reduction generators ------------------------------------
-    def cumprod(self, data, axis, dtype, include_initial):
-        with self.ctx():
-            return _scan.cumprod(self.xp, data, axis, dtype._np, include_initial)
-
     def count_nonzero(self, data, axes, keepdims, plan_key=None):
         # x != 0 fused into the reduction's read, counted in int64 (no boolean array)
         with self.ctx():

@@ -36,7 +36,7 @@ from ._runtime import (c_contiguous, device_info, dtype_name, empty_allocator, g
 
 __all__ = ["THREADS", "CHUNKS", "ROW_V", "COUNT_ITEMS", "CUMSUM_PAIRS", "CUMPROD_PAIRS", "Route",
            "cumsum_route", "kernel_names", "ScanPlan", "plan_scan", "scan_depth", "row_unit",
-           "mask_tile", "cumsum", "cumprod", "nonzero", "mask_select", "mask_assign",
+           "mask_tile", "cumsum", "cumprod", "cumulative", "nonzero", "mask_select", "mask_assign",
            "repeat_indices", "allocator", "dense"]
 
 THREADS = 256      # THREADS in scan.cu
@@ -414,7 +414,7 @@ def cumsum(cp, x, axis: int, out_dtype, include_initial: bool):
     axis is made last by a copy and moved back by another (see ScanPlan). With
     include_initial the rows start one element late, so 1-D results store element by element
     rather than in 16-byte vectors."""
-    return _cumulative(cp, "sum", x, axis, out_dtype, include_initial)
+    return cumulative(cp, "sum", x, axis, out_dtype, include_initial)
 
 
 def cumprod(cp, x, axis: int, out_dtype, include_initial: bool):
@@ -424,10 +424,10 @@ def cumprod(cp, x, axis: int, out_dtype, include_initial: bool):
     float64 and round once per output. Complex products are NumPy's (ac - bd, ad + bc), each
     operation rounded on its own; no element is ever multiplied by an identity, so special
     values come out as successive multiplies give them."""
-    return _cumulative(cp, "prod", x, axis, out_dtype, include_initial)
+    return cumulative(cp, "prod", x, axis, out_dtype, include_initial)
 
 
-def _cumulative(cp, combine, x, axis, out_dtype, include_initial):
+def cumulative(cp, combine, x, axis, out_dtype, include_initial):
     """cumsum (combine "sum") or cumprod ("prod"): the recorded program of x's geometry."""
     ptr = x.data.ptr
     shape, strides, dtype = x.shape, x.strides, x.dtype
@@ -448,7 +448,7 @@ def _cumulative(cp, combine, x, axis, out_dtype, include_initial):
         return cp.empty(oshape, dtype=odt)
     if what == "zeros":  # the axis is empty: include_initial's leading value alone
         return cp.zeros(oshape, dtype=odt) if lead == 0 else cp.ones(oshape, dtype=odt)
-    return _cumulative(cp, combine, x.astype(precast, order="C"), axis, out_dtype,
+    return cumulative(cp, combine, x.astype(precast, order="C"), axis, out_dtype,
                        include_initial)
 
 

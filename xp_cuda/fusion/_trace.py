@@ -464,8 +464,8 @@ class TraceBackend(Backend):
 
 # Backend primitives with no fused form -> the namespace call a user wrote to reach them.
 REFUSED = {
-    "stable_sort": "xp.sort", "stable_argsort": "xp.argsort", "cumsum": "xp.cumulative_sum",
-    "cumprod": "xp.cumulative_prod", "count_nonzero": "xp.count_nonzero",
+    "stable_sort": "xp.sort", "stable_argsort": "xp.argsort", "cumulative": "xp.cumulative_sum and xp.cumulative_prod",
+    "count_nonzero": "xp.count_nonzero",
     "vector_norm": "xp.linalg.vector_norm",
     "concat": "xp.concat", "stack": "xp.stack", "copy": "xp.reshape(copy=True)",
     "roll": "xp.roll", "tile": "xp.tile", "repeat": "xp.repeat",
