@@ -102,19 +102,26 @@ def eager_launch(cp, kind, x, axes, keepdims, in_dtype, acc_dtype, device=None):
     if device is None:
         device = cp.cuda.runtime.getDevice()
     key = (kind, in_name, acc_name, shape, x.strides, axes, keepdims, device)
+    return _layout_launch(cp, key, x, axes, keepdims, acc_name, _EMPTY_VALUE.get(kind, kind),
+                          lambda: _build(cp, kind, in_name, acc_name, x, axes, keepdims))
+
+
+def _layout_launch(cp, key, x, axes, keepdims, out_name, empty_range, build):
+    """The reductions' one way to their launch: (the launch kept under ``key``, None), built by
+    ``build()`` on first sight; or (None, the result) where no kernel runs: an empty result, or
+    an empty range, whose value is ``empty_range`` (a str: the reduction's name, which has
+    none: a ValueError). A cached layout is never empty, so a hit needs no other test."""
     launch = lookup(key)
-    if launch is not None:  # a cached layout is never empty
+    if launch is not None:
         return launch, None
-    P = math.prod(s for i, s in enumerate(shape) if i not in axes)
-    M = math.prod(shape[a] for a in axes)
-    if P == 0:
-        return None, cp.empty(out_shape(shape, axes, keepdims), dtype=acc_name)
-    if M == 0:
-        if kind not in _EMPTY_VALUE:
-            raise ValueError(f"{kind} of an empty range has no value")
-        return None, cp.full(out_shape(shape, axes, keepdims), _EMPTY_VALUE[kind],
-                             dtype=acc_name)
-    return keep(key, _build(cp, kind, in_name, acc_name, x, axes, keepdims)), None
+    shape = x.shape
+    if math.prod(s for i, s in enumerate(shape) if i not in axes) == 0:
+        return None, cp.empty(out_shape(shape, axes, keepdims), dtype=out_name)
+    if math.prod(shape[a] for a in axes) == 0:
+        if type(empty_range) is str:
+            raise ValueError(f"{empty_range} of an empty range has no value")
+        return None, cp.full(out_shape(shape, axes, keepdims), empty_range, dtype=out_name)
+    return keep(key, build()), None
 
 
 # ---- struct accumulators and prologues --------------------------------------------------------
@@ -148,18 +155,10 @@ def arg_launch(cp, kind, x, axis, keepdims, device=None):
     shape = x.shape
     key = (kind, x.dtype, shape, x.strides, axis, keepdims,
            cp.cuda.runtime.getDevice() if device is None else device)
-    launch = lookup(key)
-    if launch is None:  # a cached layout is never empty
-        assert kind in ("argmax", "argmin"), kind
-        assert x.dtype.kind in "biuf", x.dtype
-        axes = tuple(range(len(shape))) if axis is None else (axis,)
-        if math.prod(s for i, s in enumerate(shape) if i not in axes) == 0:
-            return None, cp.empty(out_shape(shape, axes, keepdims), dtype="int64")
-        if math.prod(shape[a] for a in axes) == 0:
-            raise ValueError(f"{kind} of an empty range has no value")
-        launch = keep(key, _launch(cp, *arg_graph(kind, dtype_name(x.dtype), tuple(shape), axis,
-                                                  keepdims), x))
-    return launch, None
+    assert kind in ("argmax", "argmin") and x.dtype.kind in "biuf", (kind, x.dtype)
+    axes = tuple(range(len(shape))) if axis is None else (axis,)
+    return _layout_launch(cp, key, x, axes, keepdims, "int64", kind, lambda: _launch(
+        cp, *arg_graph(kind, dtype_name(x.dtype), tuple(shape), axis, keepdims), x))
 
 
 # var/std accumulate their moments in float64 for float32 input too: the kernel is bound by
@@ -202,18 +201,10 @@ def moments_launch(cp, kind, x, axes, correction, keepdims, out_dtype, device=No
     correction = float(correction)
     key = (kind, x.dtype, out_name, shape, x.strides, axes, keepdims, correction,
            cp.cuda.runtime.getDevice() if device is None else device)
-    launch = lookup(key)
-    if launch is None:  # a cached layout is never empty
-        assert kind in ("var", "std"), kind
-        assert x.dtype.kind == "f", x.dtype
-        oshape = out_shape(shape, axes, keepdims)
-        if math.prod(s for i, s in enumerate(shape) if i not in axes) == 0:
-            return None, cp.empty(oshape, dtype=out_name)
-        if math.prod(shape[a] for a in axes) == 0:
-            return None, cp.full(oshape, float("nan"), dtype=out_name)
-        launch = keep(key, _launch(cp, *moments_graph(
-            kind, dtype_name(x.dtype), tuple(shape), axes, correction, keepdims, out_name), x))
-    return launch, None
+    assert kind in ("var", "std") and x.dtype.kind == "f", (kind, x.dtype)
+    return _layout_launch(cp, key, x, axes, keepdims, out_name, math.nan, lambda: _launch(
+        cp, *moments_graph(kind, dtype_name(x.dtype), tuple(shape), axes, correction, keepdims,
+                           out_name), x))
 
 
 def _floating(name):
@@ -286,16 +277,9 @@ def norm_launch(cp, x, ord, axes, keepdims, out_dtype, device=None):
     ord = float(ord)
     key = ("norm", x.dtype, out_name, shape, x.strides, axes, keepdims, ord,
            cp.cuda.runtime.getDevice() if device is None else device)
-    launch = lookup(key)
-    if launch is None:  # a cached layout is never empty
-        oshape = out_shape(shape, axes, keepdims)
-        if math.prod(s for i, s in enumerate(shape) if i not in axes) == 0:
-            return None, cp.empty(oshape, dtype=out_name)
-        if math.prod(shape[a] for a in axes) == 0:
-            return None, cp.full(oshape, math.inf if ord < 0 else 0.0, dtype=out_name)
-        launch = keep(key, _launch(cp, *norm_graph(dtype_name(x.dtype), tuple(shape), ord, axes,
-                                                   keepdims, out_name), x))
-    return launch, None
+    return _layout_launch(cp, key, x, axes, keepdims, out_name, math.inf if ord < 0 else 0.0,
+                          lambda: _launch(cp, *norm_graph(dtype_name(x.dtype), tuple(shape), ord,
+                                                          axes, keepdims, out_name), x))
 
 
 # ---- count_nonzero: the predicate fused into the read ---------------------------------------
@@ -333,13 +317,5 @@ def count_launch(cp, x, axes, keepdims, device=None):
     axes = tuple(sorted(axes))
     key = ("count_nonzero", x.dtype, shape, x.strides, axes, keepdims,
            cp.cuda.runtime.getDevice() if device is None else device)
-    launch = lookup(key)
-    if launch is None:  # a cached layout is never empty
-        oshape = out_shape(shape, axes, keepdims)
-        if math.prod(s for i, s in enumerate(shape) if i not in axes) == 0:
-            return None, cp.empty(oshape, dtype=COUNT_DTYPE)
-        if math.prod(shape[a] for a in axes) == 0:
-            return None, cp.zeros(oshape, dtype=COUNT_DTYPE)
-        launch = keep(key, _launch(cp, *count_graph(dtype_name(x.dtype), tuple(shape), axes,
-                                                    keepdims), x))
-    return launch, None
+    return _layout_launch(cp, key, x, axes, keepdims, COUNT_DTYPE, 0, lambda: _launch(
+        cp, *count_graph(dtype_name(x.dtype), tuple(shape), axes, keepdims), x))
