@@ -197,6 +197,43 @@ def test_mapping_roll_two_slices():
     assert c.path == "memcpy"
 
 
+def test_plan_roll_paths():
+    """One launch wherever the rows stay whole (the inner dim not rolled) or the array is
+    small; 2**k slices only for a large array whose inner dim is rolled."""
+    x = np.empty((10, 1000), F4)
+    out = np.empty_like(x)
+
+    def plan(v, shifts, o=out, **kw):
+        return K.plan_roll(v.shape, o.strides, v.strides, v.itemsize, tuple(shifts), **kw)
+    p = plan(x, (3, 0))
+    assert (p.path, p.shape, p.roll, p.src_strides) == ("rows", (10, 1000), (3,), (4000, 4))
+    p = plan(x, (3, 7))
+    assert (p.path, p.shape, p.roll) == ("elements", (10, 1000, 1), (3, 7))
+    assert p.dst_strides == (4000, 4, 4) and p.src_strides == (4000, 4, 4)
+    big = np.empty((1000, 1000), F4)
+    assert plan(big, (3, 7), o=big).path == "pieces"
+    assert plan(big, (3, 0), o=big).path == "rows"
+    # unrolled neighbours contiguous in both merge; a rolled dim stays on its own
+    z = np.empty((4, 5, 6, 7), F4)
+    p = plan(z, (1, 0, 2, 0), o=z)
+    assert (p.path, p.shape, p.roll) == ("rows", (4, 5, 6, 7), (1, 0, 2))
+    p = plan(z, (0, 0, 2, 3), o=z)
+    assert (p.path, p.shape, p.roll) == ("elements", (20, 6, 7, 1), (0, 2, 3))
+    p = plan(z, (1, 0, 0, 0), o=z)
+    assert (p.path, p.shape, p.roll) == ("rows", (4, 210), (1,))
+    # a flipped source: rows only when its inner dim reads forwards
+    f = x[::-1]
+    p = plan(f, (3, 0))
+    assert p.path == "rows" and p.src_strides == (-4000, 4)
+    assert plan(x[:, ::-1], (3, 0)).path == "elements"
+    # size-1 dims drop; an empty array is nothing to do
+    assert plan(np.empty((1, 8, 1), F4), (0, 5, 0), o=np.empty((1, 8, 1), F4)).shape == (8, 1)
+    assert plan(np.empty((0, 8), F4), (0, 5), o=np.empty((0, 8), F4)).path == "empty"
+    # a rows destination that is not 16-byte aligned per row moves chunks per row
+    o3 = np.empty((10, 3), F4)
+    assert plan(np.empty((10, 3), F4), (4, 0), o=o3).shift == 1
+
+
 def test_mapping_tile():
     x = np.empty((30, 40), F4)
     reps = (2, 3)
@@ -382,7 +419,7 @@ def launches(monkeypatch):
         name = names[fn]
         n = (K._TRANS_FIELDS + 3 * K.MAXND if "transpose" in name else
              K._CONCAT_FIELDS + 3 * K.MAXPARTS + 1 if "concat" in name else
-             K._MOVE_FIELDS + 3 * K.MAXND)
+             K._MOVE_FIELDS + 4 * K.MAXND)
         log.append((name, gx, (bx, by), list((ctypes.c_int64 * n).from_address(p))))
 
     def kernel(name):
@@ -465,7 +502,7 @@ def test_replayed_programs_match_direct_planning(launches, base):
         K.roll(cp, fx, fo, [3, 5])
         got = log[start:]
         _same(got, _direct(cp, log, lambda: K.roll(cp, fx, fo, [3, 5])))
-        assert len(got) == 4  # two rolled axes: four slices
+        assert len(got) == 1  # two rolled axes of a small array: one launch
     # one recording per geometry (and alignment), replays after
     assert [k[0] for k in recorded] == ["copy"] * 3 + ["concat", "gather", "roll"], recorded
 
@@ -597,6 +634,37 @@ def test_copy_into_matches_numpy(dtype, case):
     base, view = COPY_CASES[case]
     dout, hout = _copy_case(cp, rng, dtype, base, view)
     _check(dout, hout, f"copy_into {case} {np.dtype(dtype).name}")
+
+
+ROLL_CASES = {  # base shape, view, shifts: each plan_roll path, any strides
+    "rows_big": ((1500, 1003), lambda a: a, (7, 0)),             # > ROLL_ONE_MAX, one launch
+    "rows_flipped": ((37, 65), lambda a: a[::-1], (5, 0)),
+    "rows_3d": ((6, 5, 43), lambda a: a, (2, 4, 0)),
+    "elements_2d": ((37, 65), lambda a: a, (5, 9)),
+    "elements_strided": ((70, 258), lambda a: a[1::2, ::-3], (3, 80)),
+    "elements_1d": ((1001,), lambda a: a, (990,)),
+    "elements_transposed": ((40, 64), lambda a: a.T, (13, 1)),
+    "pieces_big": ((1200, 1001), lambda a: a, (5, 7)),            # inner rolled, large
+    "pieces_big_neg": ((1200, 1001), lambda a: a[:, ::-1], (0, 999)),
+    "none": ((9, 11), lambda a: a, (0, 0)),
+}
+
+
+@cuda
+@pytest.mark.cuda
+@pytest.mark.parametrize("dtype", SIZE_DTYPES + [np.bool_], ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("case", sorted(ROLL_CASES))
+def test_roll_every_path_matches_numpy(dtype, case):
+    import cupy as cp
+    rng = np.random.default_rng(hash(case) % 2**32)
+    base, view, shifts = ROLL_CASES[case]
+    hsrc, dsrc = _src_view(cp, rng, dtype, base, view)
+    out = cp.empty(hsrc.shape, hsrc.dtype)
+    K.roll(cp, dsrc, out, list(shifts))
+    want = np.roll(hsrc, shifts, axis=tuple(range(hsrc.ndim)))
+    path = K.plan_roll(dsrc.shape, out.strides, dsrc.strides, dsrc.itemsize, shifts,
+                       out.data.ptr % 16, dsrc.data.ptr % 16).path
+    _check(out, want, f"roll {case} ({path}) {np.dtype(dtype).name}")
 
 
 BROADCASTS = {

@@ -1,6 +1,6 @@
 """Build the kernels the package ships: xp_cuda/_kernels/prebuilt/<arch>.zip.
 
-    python tools/prebuild.py [--archs sm_80,sm_90,sm_100] [--processes N] [--check]
+    python tools/prebuild.py [--archs sm_80,sm_90,sm_100] [--processes N] [--check] [--fresh]
 
 A new user's first calls should load kernels, not wait for NVRTC (seconds per script). This
 lists the kernels everyday code launches first (COMMON below: the default dtypes and bool,
@@ -198,7 +198,7 @@ def missing(archs=None) -> dict:
     return out
 
 
-def build(archs, processes=0):
+def build(archs, processes=0, fresh=False):
     from concurrent.futures import ProcessPoolExecutor
     from multiprocessing import get_context
 
@@ -208,16 +208,27 @@ def build(archs, processes=0):
     with ProcessPoolExecutor(max_workers=processes or os.cpu_count() or 1,
                              mp_context=get_context("spawn")) as pool:
         for arch in archs:
-            jobs = [(s, o, n, arch) for s, o, n in us]
+            path = rt.PREBUILT_DIR / f"{arch}.zip"
+            keys = {rt.shipped_key(s, o, arch): (s, o, n) for s, o, n in us}
+            # entries whose key (source, options, arch) is still current are kept as built:
+            # a change to one kernel source recompiles that source's kernels only
+            kept = {}
+            if path.exists() and not fresh:
+                with zipfile.ZipFile(path) as old:
+                    kept = {k: old.read(k) for k in old.namelist() if k in keys}
+            jobs = [(*keys[k], arch) for k in keys if k not in kept]
             tmp = rt.PREBUILT_DIR / f".{arch}.zip.tmp"
             with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as z:
+                for key, cubin in kept.items():
+                    z.writestr(key, cubin)
                 for i, (key, cubin) in enumerate(pool.map(_build_one, jobs, chunksize=4), 1):
                     z.writestr(key, cubin)
                     if i % 100 == 0 or i == len(jobs):
-                        print(f"\r{arch}: {i}/{len(jobs)}", end="", flush=True)
-            os.replace(tmp, rt.PREBUILT_DIR / f"{arch}.zip")
-            size = (rt.PREBUILT_DIR / f"{arch}.zip").stat().st_size
-            print(f"\r{arch}: {len(jobs)} kernels, {size / 2**20:.2f} MiB")
+                        print(f"\r{arch}: {i}/{len(jobs)} compiled", end="", flush=True)
+            os.replace(tmp, path)
+            size = path.stat().st_size
+            print(f"\r{arch}: {len(keys)} kernels ({len(jobs)} compiled, {len(kept)} kept), "
+                  f"{size / 2**20:.2f} MiB")
 
 
 def main(argv=None) -> int:
@@ -225,6 +236,8 @@ def main(argv=None) -> int:
     ap.add_argument("--archs", default=",".join(ARCHS))
     ap.add_argument("--processes", type=int, default=0, help="worker processes (0: one per CPU)")
     ap.add_argument("--check", action="store_true", help="only report what is missing")
+    ap.add_argument("--fresh", action="store_true",
+                    help="compile every kernel (default: keep the current ones already built)")
     args = ap.parse_args(argv)
     archs = [a for a in args.archs.split(",") if a]
     if args.check:
@@ -232,7 +245,7 @@ def main(argv=None) -> int:
         for arch, n in gaps.items():
             print(f"{arch}: {n} of {len(units())} kernels missing")
         return 1 if any(gaps.values()) else 0
-    build(archs, args.processes)
+    build(archs, args.processes, args.fresh)
     return 0
 
 

@@ -63,6 +63,9 @@ struct MoveArgs {
                          // (1, index) by an index out of [-glen, glen): the check rides on the
                          // gather's own read of the indices instead of a pass of its own
     i64 shape[XC_MAXND], dstr[XC_MAXND], sstr[XC_MAXND];  // outer dims, outermost first
+    i64 roll[XC_MAXND];  // roll: destination coordinate k reads source coordinate k - roll
+                         // (wrapped into [0, n)); 0 everywhere else. One launch for any number
+                         // of rolled dims, where the pieces of a roll took 2**k copies
 };
 
 // An index of a gathered axis of length glen as an element offset in [0, glen). One out of
@@ -95,7 +98,9 @@ __device__ __forceinline__ void locate(const MoveArgs& a, IT r, i64& doff, i64& 
         const IT k = r - q * n;
         r = q;
         doff += (i64)k * a.dstr[d];
-        soff += (d == (int)a.gdim ? gathered(a, idx[k]) : (i64)k) * a.sstr[d];
+        i64 ks = (i64)k - a.roll[d];
+        if (ks < 0) ks += (i64)n;
+        soff += (d == (int)a.gdim ? gathered(a, idx[k]) : ks) * a.sstr[d];
     }
 }
 

@@ -65,9 +65,11 @@ line is what the planner tests below check):
   (the ``transpose`` path when the dims moved are long, else ``rows`` or ``strided``).
 - ``flip``: ``copy_into(out, x[::-1, ...])``: a negative-stride view (``rows`` when the flipped
   dims are outer: the planner turns them around; ``strided`` when the inner dim is flipped).
-- ``roll``: two ``copy_into`` of slices: ``out[..., k:, ...] = x[..., :n-k, ...]`` and
-  ``out[..., :k, ...] = x[..., n-k:, ...]`` (per rolled axis; several axes compose, or roll
-  the flattened array for ``axis=None``).
+- ``roll``: ``plan_roll``: one launch whose outer dims read their source coordinates wrapped
+  (the inner dim not rolled, or a small array as one-element rows), else two ``copy_into`` of
+  slices per rolled axis: ``out[..., k:, ...] = x[..., :n-k, ...]`` and
+  ``out[..., :k, ...] = x[..., n-k:, ...]`` (several axes compose; ``axis=None`` rolls the
+  flattened array).
 - ``tile``: NumPy's way: x reshaped with size-1 dims inserted, ``(1, d0, 1, d1, ...)``,
   broadcast to ``(r0, d0, r1, d1, ...)`` (stride 0 on the repeat dims), copied into ``out``
   viewed with that shape, then out reshaped to ``(r0*d0, r1*d1, ...)``.
@@ -99,6 +101,7 @@ __all__ = ["MAXND", "MAXPARTS", "FLATND", "THREADS", "TRANSPOSE_MIN", "MEMCPY_MI
            "CopyPlan", "GatherPlan", "ConcatStep", "kernel_names", "tile_of",
            "transpose_packed", "plan_copy", "plan_gather", "plan_concat", "run_copy",
            "run_gather", "copy_into", "concat", "gather", "gather_checked", "roll",
+           "RollPlan", "ROLL_ONE_MAX", "plan_roll",
            "AlongPlan", "plan_along", "along_kernel_names", "gather_along",
            "gather_along_checked"]
 
@@ -295,6 +298,63 @@ def plan_copy(shape, dst_strides, src_strides, itemsize: int, dst_align: int = 0
     return CopyPlan("strided", S, shift=shift, **geo)
 
 
+@dataclass(frozen=True)
+class RollPlan:
+    """How ``roll`` runs. "rows": the inner dim is not rolled and contiguous in both, so one
+    row launch moves it while the outer dims wrap their source coordinates (``roll``, per
+    outer dim); "elements": a small array, every dim an outer one wrapping, rows of one
+    element, one launch; "pieces": each rolled axis split into two slices that trade places
+    (2**k row copies: a large array whose inner dim is rolled, where element-wise reads
+    would fall below row speed). ``shape`` and the byte strides: the outer dims, then the
+    inner one; size-1 dims dropped and neighbours contiguous in both and not rolled merged."""
+    path: str  # "empty" | "rows" | "elements" | "pieces"
+    itemsize: int
+    shape: tuple = ()
+    dst_strides: tuple = ()
+    src_strides: tuple = ()
+    roll: tuple = ()
+    shift: int = 0
+
+
+# A roll of at most this many bytes goes in one launch even when its inner dim is rolled: an
+# element per thread costs less than a launch per slice (four for two rolled axes) there.
+ROLL_ONE_MAX = 1 << 20
+
+
+@lru_cache(maxsize=1024)
+def plan_roll(shape, dst_strides, src_strides, itemsize: int, shifts, dst_align: int = 0,
+              src_align: int = 0) -> RollPlan:
+    """The plan of out = roll(x, shifts) (``shifts[d]`` in [0, shape[d])) for out's and x's
+    byte strides; pointers modulo 16 as in ``plan_copy``."""
+    S = itemsize
+    if any(n == 0 for n in shape):
+        return RollPlan("empty", S)
+    dims = [[n, ds, ss, k] for n, ds, ss, k in zip(shape, dst_strides, src_strides, shifts)
+            if n != 1]
+    merged = []
+    for d in dims:  # an unrolled dim contiguous in both with its unrolled inner neighbour
+        p = merged[-1] if merged else None
+        if (p is not None and p[3] == 0 and d[3] == 0 and p[1] == d[1] * d[0]
+                and p[2] == d[2] * d[0]):
+            p[0] *= d[0]
+            p[1], p[2] = d[1], d[2]
+        else:
+            merged.append(list(d))
+    if not merged:
+        merged = [[1, S, S, 0]]
+    # the kernels read whole elements (16-byte ones 8-byte aligned: copy.cu's b16)
+    unit = min(S, 8)
+    if any(v % unit for d in merged for v in d[1:3]) or (dst_align | src_align) % unit:
+        return RollPlan("pieces", S)
+    sh, dst, src, rl = (tuple(d[i] for d in merged) for i in range(4))
+    if rl[-1] == 0 and dst[-1] == S and src[-1] == S and len(sh) - 1 <= MAXND:
+        return RollPlan("rows", S, sh, dst, src, rl[:-1],
+                        _needs_shift(S, dst_align, dst[:-1]))
+    if S * math.prod(sh) <= ROLL_ONE_MAX and len(sh) <= MAXND:
+        return RollPlan("elements", S, sh + (1,), dst + (S,), src + (S,), rl)
+    return RollPlan("pieces", S)
+
+
 @lru_cache(maxsize=1024)
 def plan_gather(x_shape, x_strides, axis: int, m: int, itemsize: int, x_align: int = 0,
                 out_align: int = 0) -> GatherPlan:
@@ -389,7 +449,7 @@ def plan_concat(out_shape, axis: int, parts, itemsize: int = 1) -> tuple:
 # Recorded programs (each geometry planned once, replayed per call): _runtime's
 # run_recorded, launch and memcpy.
 
-_MOVE_FIELDS = 14      # MoveArgs: scalars before the three per-dim arrays
+_MOVE_FIELDS = 14      # MoveArgs: scalars before the four per-dim arrays
 _TRANS_FIELDS = 14     # TransArgs
 _CONCAT_FIELDS = 8     # ConcatArgs: scalars before src, w, start
 
@@ -422,7 +482,7 @@ def _segments(cp, rows: int, cpr: int) -> tuple[int, int]:
 def _flat(cp, plan: CopyPlan, dst_ptr, src_ptr):
     S, sh = plan.itemsize, plan.shape
     n = math.prod(sh)
-    a = np.zeros(_MOVE_FIELDS + 3 * MAXND, dtype=np.int64)
+    a = np.zeros(_MOVE_FIELDS + 4 * MAXND, dtype=np.int64)
     nd = len(sh)
     F = _MOVE_FIELDS
     a[:F] = (dst_ptr, src_ptr, 0, n, S, 0, 0, 1, nd, -1, 0, 0, 0, 0)
@@ -448,10 +508,10 @@ def _outer_split(shape, dstr, sstr, keep):
 
 
 def _move(cp, kind, S, dst_ptr, src_ptr, idx_ptr, shape, dstr, sstr, gdim, shift, glen=0,
-          err=0):
+          err=0, roll=()):
     """Launch xp_<kind>_<S> over ``shape`` (last dim inner) at the given byte addresses.
     ``gdim``: the outer dim read through the indices, or -1; ``glen``, ``err``: see
-    ``gather``."""
+    ``gather``; ``roll``: per outer dim, the shift its source coordinate wraps by (roll)."""
     V = max(1, 16 // S)
     n = shape[-1]
     cpr = -(-(n + (V - 1 if shift else 0)) // V)
@@ -462,9 +522,12 @@ def _move(cp, kind, S, dst_ptr, src_ptr, idx_ptr, shape, dstr, sstr, gdim, shift
     rows = math.prod(oshape)
     nd = len(oshape)
     segs, blocks = _segments(cp, rows, cpr)
-    a = np.zeros(_MOVE_FIELDS + 3 * MAXND, dtype=np.int64)
+    a = np.zeros(_MOVE_FIELDS + 4 * MAXND, dtype=np.int64)
     F = _MOVE_FIELDS
     a[3:F] = (n, dstr[-1], sstr[-1], cpr, rows, nd, gdim, shift, segs, glen, err)
+    if roll:
+        assert len(offs) == 1 and len(roll) == nd, "a roll walks all its outer dims itself"
+        a[F + 3 * MAXND:F + 3 * MAXND + nd] = roll
     a[F:F + nd] = oshape
     a[F + MAXND:F + MAXND + nd] = odst
     a[F + 2 * MAXND:F + 2 * MAXND + nd] = osrc
@@ -565,12 +628,20 @@ def concat(cp, parts, axis: int, out):
 
 
 def roll(cp, x, out, shifts):
-    """out = x rolled by ``shifts`` (one non-negative shift below its length per axis of x):
-    each rolled axis splits into two slices that trade places, 2**k copies in one recorded
+    """out = x rolled by ``shifts`` (one non-negative shift below its length per axis of x),
+    as ``plan_roll`` says: one launch whose outer dims wrap their source coordinates, or each
+    rolled axis split into two slices that trade places (2**k copies), in one recorded
     program. out: C-contiguous, x's shape and dtype, not overlapping x."""
     shape, xs, os_, S = x.shape, x.strides, out.strides, x.itemsize
 
     def run(o, s):
+        plan = plan_roll(shape, os_, xs, S, tuple(shifts), o % 16, s % 16)
+        if plan.path == "empty":
+            return
+        if plan.path != "pieces":
+            _move(cp, "copy_rows", S, o, s, 0, plan.shape, plan.dst_strides, plan.src_strides,
+                  -1, plan.shift, roll=plan.roll)
+            return
         pieces = [((), 0, 0)]  # (piece shape, dst byte offset, src byte offset)
         for a, (n, k) in enumerate(zip(shape, shifts)):
             parts = ((n, 0, 0),) if k == 0 else ((n - k, k, 0), (k, 0, n - k))
