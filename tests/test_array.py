@@ -301,3 +301,43 @@ def test_scalar_operators_on_strided_views(rng, device, view):
     for got, want in ((0.5 - v, 0.5 - b), (v - 0.5, b - 0.5), (2.0 * v, 2.0 * b),
                       (v / 4.0, b / 4.0), (-v, -b), (xp.sin(v), np.sin(b)), (v + v, b + b)):
         np.testing.assert_allclose(to_numpy(got), want, rtol=1e-15)
+
+
+def test_one_device_object_per_device():
+    """Device objects are interned: the hot paths test a kept plan's device by identity, so
+    a device made anew (a foreign array's, a pickle's, a copy's) must be the same object."""
+    import copy
+    import pickle
+
+    from xp_cuda._devices import CPU, Device
+    assert Device("cuda", 0) is Device("cuda", 0) and Device("cuda", 1) is not Device("cuda", 0)
+    assert Device("cpu") is CPU and Device("cpu", 3) is CPU
+    d = Device("cuda", 2)
+    assert pickle.loads(pickle.dumps(d)) is d and copy.deepcopy(d) is d
+    x = xp.asarray(np.arange(3.0), device=CPU)
+    assert pickle.loads(pickle.dumps(x)).device is x.device is CPU
+    with pytest.raises(ValueError, match="unknown device kind"):
+        Device("gpu")
+    with pytest.raises(ValueError, match="unknown device kind"):
+        Device(["cuda"])
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(__import__("xp_cuda._devices", fromlist=["x"]).cuda_device_count() == 0,
+                    reason="no usable CUDA GPU here")
+def test_arrays_from_cupy_take_the_kept_path(monkeypatch):
+    """Arrays wrapped from CuPy arrays (each wrap names its device anew) reuse the validated
+    broadcast launch: the second call makes no checked call."""
+    import cupy as cp
+
+    from xp_cuda import _elementwise as ew
+    u = xp.asarray(cp.asarray([[1.5], [-2.0]], dtype=cp.float32))
+    v = xp.asarray(cp.asarray([[0.25, 1.0, -3.0, 8.0]], dtype=cp.float32))
+    u + v
+    calls = []
+    checked = ew._apply_checked
+    monkeypatch.setattr(ew, "_apply_checked", lambda *a: calls.append(a) or checked(*a))
+    r = u + v
+    assert not calls, "the kept launch was not used for arrays wrapped from CuPy"
+    np.testing.assert_array_equal(to_numpy(r), np.array([[1.5], [-2.0]], np.float32)
+                                  + np.array([[0.25, 1.0, -3.0, 8.0]], np.float32))

@@ -9,16 +9,31 @@ import os
 ENV_DEFAULT_DEVICE = "XP_CUDA_DEFAULT_DEVICE"
 
 
+_INTERNED: dict = {}  # (kind, index) -> the one Device object of that device
+
+
 class Device:
-    """A device: ``cpu`` or ``cuda:N``. Hashable, equal by value, printed as its name."""
+    """A device: ``cpu`` or ``cuda:N``. Hashable, equal by value, printed as its name.
+
+    One object per device (``Device("cuda", 0) is Device("cuda", 0)``): the hot paths test a
+    kept plan's device by identity first, so an array whose device object was made anew (from
+    a foreign array, DLPack, a pickle) must not fall to the full path on every call."""
 
     __slots__ = ("kind", "index")
 
-    def __init__(self, kind: str, index: int = 0):
+    def __new__(cls, kind: str, index: int = 0):
+        try:
+            dev = _INTERNED.get((kind, index))
+        except TypeError:  # an unhashable kind: refused below
+            dev = None
+        if dev is not None:
+            return dev
         if kind not in ("cpu", "cuda"):
             raise ValueError(f"unknown device kind {kind!r}; devices are 'cpu' and 'cuda:N'")
-        self.kind = kind
-        self.index = 0 if kind == "cpu" else int(index)
+        dev = object.__new__(cls)
+        dev.kind = kind
+        dev.index = 0 if kind == "cpu" else int(index)
+        return _INTERNED.setdefault((dev.kind, dev.index), dev)
 
     def __eq__(self, other):
         if not isinstance(other, Device):
