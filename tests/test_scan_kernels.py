@@ -143,7 +143,7 @@ def test_plan_kinds():
     assert P((0, 5), 1, 4, True).kind == "empty"
     assert P((1 << 26,), 0, 4, False).kind == "lookback"
     lb = P((1 << 26,), 0, 4, False)
-    assert lb.tile == 4096 and lb.tiles_per_row == (1 << 26) // 4096
+    assert lb.tile == 256 * 12 * 4 and lb.tiles_per_row == -(-(1 << 26) // lb.tile)
     assert P((100, 5000), 1, 8, False).kind == "lookback"
     assert P((100000, 7), 1, 4, False).kind == "rows"
     assert P((100000, 7), 0, 4, False).kind == "transpose"
@@ -349,7 +349,7 @@ def test_replayed_scan_programs_match_direct_planning(rig):
         (np.empty(8, np.float32), 4, 0, f32, True),       # rows, misaligned
         (np.empty((4, 4), np.float32), 0, 0, f32, False),  # columns
         (np.empty((4, 4), np.float32), 0, 1, f32, False),  # rows of a matrix
-        (np.empty(5000, np.float32), 8, 0, f32, True),    # look-back (scratch, memset)
+        (np.empty(13000, np.float32), 8, 0, f32, True),   # look-back (scratch, memset)
         (np.empty(9000, np.int8), 3, 0, np.dtype("int64"), False),  # look-back, widening
         (np.empty((2000, 40), np.float64), 0, 0, np.dtype("float64"), False),  # chunked columns
         (np.empty((300, 300, 2), np.float32), 0, 1, f32, True),  # transpose (two copies)
@@ -1299,9 +1299,9 @@ def test_emulated_lookback_under_concurrency(tmp_path_factory, monkeypatch, fres
     monkeypatch.setattr(S, "_kernel", kernel)
     monkeypatch.setattr(S, "device_info", lambda cp: types.SimpleNamespace(sm_count=2))
     rng = np.random.default_rng(3)
-    for src, out, shape in (("float32", "float32", (1, 1024 * 60 + 5)),
+    for src, out, shape in (("float32", "float32", (1, 3072 * 60 + 5)),
                             ("complex128", "complex128", (1, 256 * 14 + 3)),
-                            ("int32", "int64", (5, 512 * 4 + 1))):
+                            ("int32", "int64", (5, 1536 * 4 + 1))):
         x = _random(rng, shape, src)
         plan = S.plan_scan(shape, 1, np.dtype(out).itemsize, True, 2)
         assert plan.kind == "lookback" and plan.tiles_per_row >= 5

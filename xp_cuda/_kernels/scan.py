@@ -40,7 +40,7 @@ __all__ = ["THREADS", "CHUNKS", "ROW_V", "COUNT_ITEMS", "CUMSUM_PAIRS", "CUMPROD
            "repeat_indices", "allocator", "dense"]
 
 THREADS = 256      # THREADS in scan.cu
-CHUNKS = 4         # CH: 16-byte vectors per thread in a look-back tile
+CHUNKS = 12        # CH: 16-byte vectors per thread in a look-back tile (scan.cu: why 12)
 ROW_V = 4          # RV: elements per lane per step of the short-row scan
 # Axes with fewer than 32 elements after them are moved last (two copies) only for arrays this
 # large: a small array's copies cost more host time (cumulative_sum(axis=0) of a (2, 4) array
