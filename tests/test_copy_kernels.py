@@ -878,6 +878,8 @@ def test_kept_calls_compute_each_later_call_afresh():
         (lambda A, B: xp.cumulative_sum(A, axis=1, include_initial=True), lambda a, b:
          np.concatenate([np.zeros((5, 1), np.float32), np.cumsum(a, 1)], 1)),
         (lambda A, B: A[:, :1] - B[:1, :], lambda a, b: a[:, :1] - b[:1, :]),  # broadcast
+        (lambda A, B: xp.searchsorted(xp.sort(A[0]), B, side="right"),
+         lambda a, b: np.searchsorted(np.sort(a[0]), b, side="right")),
         (lambda A, B: xp.multiply(A[::2, 1:], B[::2, :-1]), lambda a, b: a[::2, 1:] * b[::2, :-1]),
     ]
     moments = [
@@ -908,3 +910,5 @@ def test_kept_calls_compute_each_later_call_afresh():
         if r == 0:
             kept = {type(k).__name__ for k in KEPT.values()}
             assert {"KeptMove", "KeptLaunch"} <= kept, kept
+            assert any(type(k) is tuple and k[0] == "searchsorted" for k in KEPT), \
+                "searchsorted's call was not kept"

@@ -106,13 +106,17 @@ def searchsorted(x1, x2, /, *, side="left", sorter=None) -> Array:
                s.dtype, s.shape)
     # dtypes, shapes and side decide the checks: once per combination (the sorter's values
     # are data and are checked on every call below)
-    dt = planned(key, (side,), _check_searchsorted, x1, x2, side, sorter)
     dev = x1._device
+    if s is None and x2._device is dev:  # a validated call kept whole (cuda)
+        r = kept_result(key, (x1, x2), (a, v), dev)
+        if r is not None:
+            return r
+    dt = planned(key, (side,), _check_searchsorted, x1, x2, side, sorter)
     if x2._device is not dev or (s is not None and sorter._device is not dev):
         dev = common_device([x1, x2] if s is None else [x1, x2, sorter], "searchsorted")
     if s is None:
         b = x1._b if type(x1) is type(x2) else _backend_of([x1, x2])
-        return _wrap(b.searchsorted(a, v, side, dt), dev)
+        return _wrap(b.searchsorted(a, v, side, dt, key), dev)
     b = _backend_of([x1, x2, sorter])
     n = a.shape[0]
     if n:

@@ -381,7 +381,7 @@ class Backend:
         with self.ctx():
             return tuple(i.astype(np.int64, copy=False) for i in self.xp.nonzero(data))
 
-    def searchsorted(self, a, v, side, dtype):
+    def searchsorted(self, a, v, side, dtype, plan_key=None):
         """Insertion indices (int64) of v into the sorted 1-D a, both compared in `dtype`."""
         xp = self.xp
         with self.ctx():

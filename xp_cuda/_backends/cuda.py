@@ -586,13 +586,15 @@ class CudaBackend(Backend):
             out["inverse_indices"] = out["inverse_indices"].reshape(data.shape)
         return out
 
-    def searchsorted(self, a, v, side, dtype):
+    def searchsorted(self, a, v, side, dtype, plan_key=None):
         cp = self.xp
         if dtype.kind == "complex":
             return super().searchsorted(a, v, side, dtype)
         with self.ctx():
-            return _sort.searchsorted(cp, self.astype(a, dtype, False),
-                                      self.astype(v, dtype, False), side)
+            if a.dtype != dtype._np or v.dtype != dtype._np:  # converted first: not kept
+                return _sort.searchsorted(cp, self.astype(a, dtype, False),
+                                          self.astype(v, dtype, False), side)
+            return self._moved(plan_key, (a, v), lambda: _sort.searchsorted(cp, a, v, side))
 
     def linalg_errors(self) -> tuple:
         return (np.linalg.LinAlgError, getattr(self.xp.linalg, "LinAlgError",

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._runtime import (device_info, grid, instance_units, launch, load_kernel, memset, program,
-                       read, replay, scratch, source)
+from ._runtime import (device_info, grid, instance_units, launch, load_kernel, memset,
+                       note_program, program, read, replay, scratch, source)
 from .scan import allocator, dense
 
 _I64 = np.dtype(np.int64)
@@ -645,17 +645,19 @@ def _plan_search(cp, kernel, flag, ashape, astrides, vshape, vstrides, dt, ap, v
 
 def _search(cp, kernel, flag, sorted_1d, x, out_dtype):
     """The result (x's shape, ``out_dtype``) of search ``kernel`` with ``flag``: a recorded
-    program per geometry."""
+    program per geometry, over (result, sorted_1d, x) addresses (noted: a backend may keep
+    the whole call)."""
     ap, vp = sorted_1d.data.ptr, x.data.ptr
     out = allocator(cp)(x.shape, out_dtype)
     op = out.data.ptr
     ashape, astrides, vshape, vstrides, dt = (sorted_1d.shape, sorted_1d.strides, x.shape,
                                               x.strides, sorted_1d.dtype)
     prog = program(cp, (kernel, ashape, astrides, vshape, vstrides, dt, flag),
-                   (ap & 15, vp & 15, op & 15), lambda a, v, o: _plan_search(
+                   (op & 15, ap & 15, vp & 15), lambda o, a, v: _plan_search(
                        cp, kernel, flag, ashape, astrides, vshape, vstrides, dt, a, v, o))
     if prog.info:
-        replay(cp, prog, (ap, vp, op))
+        replay(cp, prog, (op, ap, vp))
+        note_program(prog, (op, ap, vp))
     return out
 
 
