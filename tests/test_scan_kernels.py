@@ -233,8 +233,8 @@ class ReplayRig:
         # int64 cells of copy.cu's argument structs (their one parameter)
         self.copy_cells = {"xp_transpose": C._TRANS_FIELDS + 3 * C.MAXND,
                            "xp_concat": C._CONCAT_FIELDS + 3 * C.MAXPARTS + 1,
-                           "xp_copy": C._MOVE_FIELDS + 3 * C.MAXND,
-                           "xp_gather": C._MOVE_FIELDS + 3 * C.MAXND}
+                           "xp_copy": C._MOVE_FIELDS + 4 * C.MAXND,
+                           "xp_gather": C._MOVE_FIELDS + 4 * C.MAXND}
         self.cache = R._programs
         self.cache.clear()
         monkeypatch.setattr(R, "_device_infos", {0: R.DeviceInfo(0, 132, 2048, 65536, 32, 90)})
@@ -338,6 +338,43 @@ def rig(monkeypatch):
     r = ReplayRig(monkeypatch, [S])
     yield r
     r.cache.clear()  # programs of fake kernels must not outlive the test
+
+
+def test_replayer_launches_what_replay_launches(rig, monkeypatch):
+    """The one-kernel fast path of a kept call (replayer) patches the same cells and launches
+    the same kernel as replay; a program of several steps falls back to replay itself."""
+    from xp_cuda._kernels import copy as C
+    from xp_cuda._kernels import sort as SO
+    R, cp = rig.R, rig.cp
+    monkeypatch.setattr(SO, "_kernel", rig.kernel)
+    cases = {
+        "concat": (lambda o, a, b: C.concat(cp, [a, b], 1, o),
+                   [np.empty((6, 10), np.float32), np.empty((6, 4), np.float32),
+                    np.empty((6, 6), np.float32)]),
+        "search": (lambda o, a, v: SO._search(cp, "xp_searchsorted", 1, a, v, np.int64),
+                   [np.empty((5, 3), np.int64), np.empty(40, np.float32),
+                    np.empty((5, 3), np.float32)]),
+        "roll pieces": (lambda o, x: C.roll(cp, x, o, [1, 2]),
+                        [np.empty((1024, 1024), np.float32),
+                         np.empty((1024, 1024), np.float32)]),
+    }
+    for name, (call, likes) in cases.items():
+        rig.cache.clear()
+        arrs = [rig.array(lk, 0x100000 * (k + 1)) for k, lk in enumerate(likes)]
+        with R.noting_programs() as seen:
+            call(*arrs)
+        assert len(seen) == 1, name
+        prog, slots = seen[0]
+        new = tuple(p + 0x4000000 for p in slots)  # other addresses, same residues
+        start = len(rig.log)
+        R.replay(cp, prog, new)
+        want = rig.log[start:]
+        start = len(rig.log)
+        R.replayer(cp, prog)(new)
+        assert rig.log[start:] == want and want, name
+        one = len(prog.phases) == 1 and not prog.scratch and len(prog.phases[0]) == 1
+        assert (R.replayer(cp, prog).__name__ == "run") == one, name
+    assert len(want) > 1  # the large roll's slices: the replay fallback was exercised
 
 
 def test_replayed_scan_programs_match_direct_planning(rig):

@@ -15,7 +15,7 @@ from .._dtypes import TypedScalar
 from .._dtypes import int64 as _INT64
 from .._kernels import copy as _copy
 from .._kernels._runtime import dtype_name, empty_allocator, noting_programs
-from .._kernels._runtime import replay as _replay
+from .._kernels._runtime import replayer as _replayer
 from .._kernels import creation as _creation
 from .._kernels import eager as _eager
 from .._kernels.elementwise import Plan as _Plan
@@ -445,11 +445,7 @@ class CudaBackend(Backend):
             prog, slots = seen[0]
             ptrs = (out.data.ptr,) + tuple(d.data.ptr for d in ins)
             if slots == ptrs:
-                cp = self.xp
-
-                def again(slots, prog=prog):
-                    _replay(cp, prog, slots)
-                keep_call(plan_key, KeptMove(again, out.shape, out.dtype,
+                keep_call(plan_key, KeptMove(_replayer(self.xp, prog), out.shape, out.dtype,
                                              tuple(d.strides for d in ins),
                                              tuple(p & 15 for p in ptrs[1:]), self.device,
                                              self._alloc))
