@@ -888,6 +888,8 @@ def test_kept_calls_compute_each_later_call_afresh():
         (lambda A: xp.linalg.vector_norm(A, axis=1, ord=3),
          lambda a: np.linalg.norm(a, 3, axis=1)),
         (lambda A: xp.linalg.matrix_norm(A), lambda a: np.linalg.norm(a)),
+        (lambda A: xp.linalg.trace(A), lambda a: np.trace(a)),
+        (lambda A: xp.linalg.trace(A, offset=2), lambda a: np.trace(a, offset=2)),
         (lambda A: _statistical.cumulative_prod(A, axis=0),  # 2024.12
          lambda a: np.cumprod(a.astype(np.float64), 0)),
     ]

@@ -317,6 +317,12 @@ class Backend:
             view = self.xp.diagonal(data, offset=offset, axis1=-2, axis2=-1)
         return self.copy(view) if copy else view
 
+    def trace(self, data, offset, dtype, plan_key=None):
+        """The sums of the ``offset`` diagonals of the matrices in data, in ``dtype``: each
+        diagonal reduced where it lies (no copy)."""
+        diag = self.diagonal(data, offset, False)
+        return self.reduce("sum", diag, (diag.ndim - 1,), False, dtype)
+
     def matmul(self, d1, d2, dtype):
         """d1 @ d2 in `dtype` (shapes checked by the caller)."""
         with self.ctx():

@@ -322,6 +322,24 @@ class CudaBackend(Backend):
                           offset * s1 if offset >= 0 else -offset * s0)
         return self.copy(view) if copy else view
 
+    def trace(self, data, offset, dtype, plan_key=None):
+        """The diagonal view reduced where it lies. A diagonal that starts at data's own
+        address (offset 0, or any empty one) is kept under the plan key as a launch over data
+        itself: the launch reads only its input's address, and data's shape and strides fix
+        the diagonal's."""
+        diag = self.diagonal(data, offset, False)
+        with self.ctx():
+            launch, empty = _reduction.eager_launch(self.xp, "sum", diag, (diag.ndim - 1,),
+                                                    False, dtype_name(diag.dtype), dtype.name,
+                                                    self.device.index)
+            if launch is None:
+                return empty
+            if diag.data.ptr != data.data.ptr:
+                plan_key = None
+            if plan_key is not None and self.switch is None:
+                keep_call(plan_key, KeptLaunch(launch, (data.strides,), self.device))
+            return launch((diag,), ())[0]
+
     def _flat(self, data):
         return self.reshape(data, (data.size,))
 
