@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .eager import astype as _astype
 from .fusion_plan import WIDER_PRODUCT
 from ._runtime import (c_contiguous, device_info, dtype_name, empty_allocator, grid,
                        instance_units, late, launch, load_kernel, memset, note_program, program,
@@ -455,8 +456,7 @@ def cumulative(cp, combine, x, axis, out_dtype, include_initial):
 def _precast(cp, x, name: str):
     """x cast to dtype `name`, C-contiguous, by the fused generator's astype (CuPy's astype
     would flush float32 subnormals: CuPy compiles its kernels with -ftz=true)."""
-    from .eager import astype
-    return astype(cp, x, name, cp.cuda.runtime.getDevice())
+    return _astype(cp, x, name, cp.cuda.runtime.getDevice())
 
 
 # ---- compaction ----------------------------------------------------------------------------
