@@ -126,8 +126,8 @@ def _finish(nat, src: Device, dtype, device, copy, copied: bool, fname):
         if copy is False:
             raise ValueError(f"{fname}: copy=False, but converting to {dtype} needs a copy")
         _check_cast(from_numpy_dtype(nat.dtype), dtype, fname)
-        with backend(target).ctx():
-            nat, copied = nat.astype(dtype._np), True
+        # the backend's astype (on cuda our kernel; CuPy's flushes float32 subnormals)
+        nat, copied = backend(target).astype(nat, dtype, True), True
     if copy and not copied:
         with backend(target).ctx():
             nat = nat.copy()

@@ -22,10 +22,12 @@ from ._validation import (check_bool, check_dtype_arg, check_dtype_category, nor
 # dtype=None for sum/prod/cumulative_sum/trace: integers of a smaller range than the default
 # integer widen to it (unsigned: to the unsigned integer of the same width); others are kept.
 _ACCUMULATION_DEFAULT = {"int": DEFAULT_DTYPES["integral"], "uint": _uint64}
-# An explicit dtype is honoured, but never one that drops a part of the value's kind.
+# An explicit dtype is honoured: x is cast to it first (the spec's text for the dtype argument),
+# narrower kinds included (float x into an integer sum), as astype would cast it; a complex x
+# only into a complex dtype, since astype itself must not cast complex to real.
 _DTYPE_ARG_KINDS = {"int": ("int", "uint", "float", "complex"),
                     "uint": ("int", "uint", "float", "complex"),
-                    "float": ("float", "complex"), "complex": ("complex",)}
+                    "float": ("int", "uint", "float", "complex"), "complex": ("complex",)}
 
 
 def accumulation_dtype(x, dtype, fname: str):
@@ -34,9 +36,10 @@ def accumulation_dtype(x, dtype, fname: str):
         return _ACCUMULATION_DEFAULT.get(x.dtype.kind, x.dtype)
     check_dtype_arg(dtype, fname, "numeric")
     if dtype.kind not in _DTYPE_ARG_KINDS[x.dtype.kind]:
-        raise TypeError(f"{fname}: dtype={dtype} would discard part of the values of x "
-                        f"({x.dtype}); pass a dtype of the same kind or wider, or convert x "
-                        f"with xp.astype first")
+        raise TypeError(f"{fname}: dtype={dtype} would cast complex x ({x.dtype}) to a real "
+                        f"dtype, which the Array API does not permit (as astype does not); "
+                        f"take xp.real(x), xp.imag(x) or xp.abs(x) first, or pass a complex "
+                        f"dtype")
     return dtype
 
 

@@ -202,10 +202,22 @@ class Backend:
         with self.ctx(), FpQuiet():
             out = xp.array(xp.broadcast_to(data, shape), copy=True)
             # where(...) keeps NaN in x (comparisons with NaN are false) and never promotes.
-            if lo is not None:
-                out = xp.where(out < lo, xp.asarray(lo).astype(out.dtype), out)
-            if hi is not None:
-                out = xp.where(out > hi, xp.asarray(hi).astype(out.dtype), out)
+            # A NaN bound makes the result NaN (the spec's special cases): a scalar bound is
+            # checked once on the host, a floating array bound per element. min > max gives
+            # max (unspecified by the spec; the fused printer applies the bounds in this order).
+            for b, below in ((lo, True), (hi, False)):
+                if b is None:
+                    continue
+                if isinstance(b, np.generic):  # a scalar, already typed as x's dtype
+                    if b != b:
+                        out.fill(b)
+                        continue
+                    cond = out < b if below else out > b
+                else:
+                    cond = out < b if below else out > b
+                    if b.dtype.kind == "f":
+                        cond |= b != b
+                out = xp.where(cond, xp.asarray(b).astype(out.dtype), out)
             return out.astype(dtype._np, copy=False)
 
     # ---- reductions -----------------------------------------------------------------------

@@ -268,7 +268,10 @@ class CpuBackend(Backend):
                     out = np.true_divide(out, n, out=out) if type(out) is np.ndarray \
                         else out / n
             elif kind in ("sum", "prod"):
-                out = _REDUCE[kind](data, axes, t, None, keepdims)
+                try:
+                    out = _REDUCE[kind](data, axes, t, None, keepdims)
+                except TypeError:  # a dtype of a narrower kind (float into int): cast first
+                    out = _REDUCE[kind](data.astype(t), axes, t, None, keepdims)
             elif kind in ("all", "any"):
                 out = _REDUCE[kind](data, axes, np.bool_, None, keepdims)
             else:
@@ -314,7 +317,11 @@ class CpuBackend(Backend):
             return super().cumulative(kind, data, axis, dtype, include_initial)
         token = fp_quiet_on(_FP_IGNORE)
         try:  # np.cumsum's own Python costs ~1 us in front of this call
-            out = (np.add if kind == "sum" else np.multiply).accumulate(data, axis, t)
+            ufunc = np.add if kind == "sum" else np.multiply
+            try:
+                out = ufunc.accumulate(data, axis, t)
+            except TypeError:  # a dtype of a narrower kind (float into int): cast first
+                out = ufunc.accumulate(data.astype(t), axis, t)
         finally:
             fp_quiet_off(token)
         return out if out.dtype == t else out.astype(t)

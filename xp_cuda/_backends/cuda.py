@@ -11,7 +11,7 @@ import math
 import numpy as np
 
 from .._devices import Device, cuda_device_count, cupy_module
-from .._dtypes import TypedScalar
+from .._dtypes import PROMOTION_TABLE, TypedScalar, from_numpy_dtype
 from .._dtypes import int64 as _INT64
 from .._kernels import copy as _copy
 from .._kernels._runtime import dtype_name, empty_allocator, noting_programs
@@ -203,6 +203,31 @@ class CudaBackend(Backend):
             if launch is None:
                 return self.xp.empty(shape, dtype=dtype._np)
             return self._launch_kept(launch, (cond, x1, x2), plan_key)
+
+    def clip(self, data, lo, hi, dtype, shape):
+        """One kernel printed as the fused clip (CuPy's comparisons and casts would flush
+        float32 subnormals): a scalar bound (a NumPy scalar of x's dtype) is a kernel
+        parameter; an array bound compares in its promotion with x's dtype, as the tracer's."""
+        arrays, sides, compare, scalars = [data], [], [], []
+        for b in (lo, hi):
+            if b is None:
+                sides.append(None)
+                compare.append(None)
+            elif isinstance(b, np.generic):
+                sides.append("scalar")
+                compare.append(dtype.name)
+                scalars.append(b)
+            else:
+                arrays.append(b)
+                sides.append("array")
+                compare.append(PROMOTION_TABLE.get((dtype, from_numpy_dtype(b.dtype)),
+                                                   dtype).name)
+        with self.ctx():
+            launch = _eager.clip_launch(self.xp, arrays, tuple(sides), tuple(compare),
+                                        dtype.name, shape, self.device.index)
+            if launch is None:
+                return self.xp.empty(shape, dtype=dtype._np)
+            return launch(arrays, tuple(scalars))[0]
 
     def astype(self, data, dtype, copy: bool, plan_key=None):
         if not copy and dtype_name(data.dtype) == dtype.name:

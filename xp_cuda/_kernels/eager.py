@@ -1,5 +1,5 @@
-"""Eager calls that are one node of the fused IR: ``where``, ``astype`` (conversions) and
-elementwise functions of strided or broadcast arrays.
+"""Eager calls that are one node of the fused IR: ``where``, ``clip``, ``astype`` (conversions)
+and elementwise functions of strided or broadcast arrays.
 
 Each is the small graph input(s) -> node, planned and printed by the fused generator
 (fusion_plan, fusion_render) and run by fusion.Launch, exactly as the same call inside a fused
@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 
 from ._runtime import dtype_name
-from .fusion_ir import DName, Elementwise, Graph, Input, Node, Op
+from .fusion_ir import Clip, DName, Elementwise, Graph, Input, Node, Op, Param
 from .reduction import keep, lookup
 
 
@@ -29,11 +29,12 @@ def launch_key(key, arrays, device) -> tuple:
     return (key, device) + tuple((a.dtype, a.shape, a.strides) for a in arrays)
 
 
-def launch_of(cp, key, arrays, build, device, shape):
+def launch_of(cp, key, arrays, build, device, shape, uses=()):
     """The launch for (key, the arrays' layouts, device), looked up first (a hit does no other
     work), else built by ``build(inputs) -> [out node]``; None for an empty ``shape`` (no
     launch is kept for an empty result). A caller may keep it and run it again on arrays of
-    the same layouts (``launch(arrays, ())``)."""
+    the same layouts (``launch(arrays, values)``; ``uses``: the Graph's parameter uses, whose
+    values a call passes)."""
     full = launch_key(key, arrays, device)
     launch = lookup(full)
     if launch is None:
@@ -41,7 +42,7 @@ def launch_of(cp, key, arrays, build, device, shape):
             return None
         from .fusion import Launch
         ins = _inputs(arrays)
-        launch = keep(full, Launch(cp, Graph(ins), build(ins), list(arrays)))
+        launch = keep(full, Launch(cp, Graph(ins, uses), build(ins), list(arrays)))
     return launch
 
 
@@ -50,6 +51,45 @@ def where_launch(cp, cond, x1, x2, out_dtype: str, shape, device):
     ``out_dtype`` (a name); None where ``shape`` is empty."""
     return launch_of(cp, ("where", out_dtype, shape), (cond, x1, x2),
                      lambda ins: [Node(Op.WHERE, ins, DName(out_dtype), shape)], device, shape)
+
+
+class _Value:
+    """A scalar parameter of a one-node program: the k-th value a call passes."""
+
+    __slots__ = ("fn",)
+
+    def __init__(self, k: int):
+        self.fn = lambda values: values[k]
+
+
+def _as_is(value):
+    return value
+
+
+def clip_launch(cp, arrays, sides, compare, out_dtype: str, shape, device):
+    """The launch of clip(x, lo, hi) broadcast to ``shape``, printed as the fused CLIP node
+    (one code path: eager and fused clip give the same bits; a NaN bound gives NaN).
+    ``arrays``: x, then each bound given as an array; ``sides``: per bound (lo, hi), "array",
+    "scalar" (a kernel parameter of ``out_dtype``: a call passes its value, in order) or None;
+    ``compare``: per bound, the dtype name both sides compare in (None where absent). None
+    where ``shape`` is empty."""
+    nscalars = sides.count("scalar")
+
+    def build(ins):
+        args, k, u = [ins[0]], 1, 0
+        for side in sides:
+            if side == "array":
+                args.append(ins[k])
+                k += 1
+            elif side == "scalar":
+                args.append(Node(Op.PARAM, (), DName(out_dtype), (), Param(u)))
+                u += 1
+            else:
+                args.append(None)
+        return [Node(Op.CLIP, args, DName(out_dtype), shape, Clip(*compare))]
+    uses = tuple((_Value(u), DName(out_dtype), _as_is) for u in range(nscalars))
+    return launch_of(cp, ("clip", out_dtype, sides, compare, shape), tuple(arrays), build,
+                     device, shape, uses)
 
 
 def astype_launch(cp, x, out_dtype: str, device):

@@ -177,6 +177,48 @@ XP_HD F xp_nextafter(F a, F b) {
   return xp_from_bits(xp_bits(a) + (((a < b) == (a > 0)) ? 1 : -1), a);
 }
 
+// ---- hypot ----------------------------------------------------------------------------------
+// Our own, not the CUDA library's: NumPy's hypot is the C library's (glibc: correctly rounded),
+// and the library hypot of a given CUDA release may differ from it (seen: inf for
+// hypot(1e300, 1e300)). inf beats NaN (C99 F.10.4.3: hypot(inf, NaN) = inf).
+// float: in double, as glibc's hypotf: a*a and b*b are exact there and one sqrt rounding then
+// the rounding to float give the correctly rounded float in practice.
+XP_HD float xp_hypot(float x, float y) {
+  double a = fabs((double)x), b = fabs((double)y);
+  if (isinf(a) || isinf(b)) return (float)xp_inf();
+  return (float)sqrt(a * a + b * b);  // NaN in, NaN out
+}
+// double: Borges' fused correction (C. F. Borges, "An improved algorithm for hypot(a, b)",
+// 2019; the kernel glibc uses) with exact power-of-two scaling away from overflow and
+// underflow. The fma calls are explicit; the options forbid any other contraction.
+XP_HD double xp_hypot(double x, double y) {
+  double a = fabs(x), b = fabs(y);
+  if (isinf(a) || isinf(b)) return xp_inf();
+  if (isnan(a) || isnan(b)) return a + b;
+  if (a < b) {
+    double t = a;
+    a = b;
+    b = t;
+  }
+  // b/a <= 2^-27: a*sqrt(1 + (b/a)^2) lies within a quarter ulp of a (also b == 0)
+  if (b <= a * 0x1p-27) return a;
+  double s = 1.0;
+  if (a > 0x1p+500) {  // exact scaling; b > a * 2^-27 stays normal
+    a *= 0x1p-600;
+    b *= 0x1p-600;
+    s = 0x1p+600;
+  } else if (b < 0x1p-500) {  // exact scaling up (subnormals included); a < 2^-473 here
+    a *= 0x1p+600;
+    b *= 0x1p+600;
+    s = 0x1p-600;
+  }
+  double h = sqrt(fma(a, a, b * b));
+  double h2 = h * h, a2 = a * a;
+  double e = fma(-b, b, h2 - a2) + fma(h, h, -h2) - fma(a, a, -a2);
+  h -= e / (2.0 * h);
+  return h * s;
+}
+
 // ---- complex --------------------------------------------------------------------------------
 template <typename F>
 XP_HD complex<F> xp_c(F re, F im) { return complex<F>(re, im); }
@@ -194,7 +236,7 @@ template <typename F>
 XP_HD F xp_cabs(complex<F> z) {
   F a = z.real(), b = z.imag();
   if (isinf(a) || isinf(b)) return (F)xp_inf();
-  return hypot(a, b);
+  return xp_hypot(a, b);
 }
 
 template <typename F>
@@ -247,7 +289,7 @@ XP_HD complex<F> xp_csign(complex<F> z) {
     if (isinf(a) && isinf(b)) return xp_c<F>(nan, nan);
     return isinf(a) ? xp_c<F>(copysign((F)1, a), 0) : xp_c<F>(0, copysign((F)1, b));
   }
-  F m = hypot(a, b);
+  F m = xp_hypot(a, b);
   return xp_c<F>(a / m, b / m);
 }
 
@@ -384,12 +426,86 @@ XP_HD complex<F> xp_catan(complex<F> z) {
   return thrust::atan(z);
 }
 
-// pow as exp(y log x) (the spec's rule), with x ** 0 == 1 and 0 ** positive real == 0 exact.
+// C99 Annex G complex product (G.5.1's example, the C compiler's x * y): the textbook
+// product, with infinities recovered where it gives NaN + NaN j.
+template <typename F>
+XP_HD complex<F> xp_cmul_annex_g(complex<F> x, complex<F> y) {
+  F a = x.real(), b = x.imag(), c = y.real(), d = y.imag();
+  F ac = a * c, bd = b * d, ad = a * d, bc = b * c;
+  F re = ac - bd, im = ad + bc;
+  if (isnan(re) && isnan(im)) {
+    bool again = false;
+    if (isinf(a) || isinf(b)) {  // x infinite: box it, NaNs of y become 0
+      a = copysign(isinf(a) ? (F)1 : (F)0, a);
+      b = copysign(isinf(b) ? (F)1 : (F)0, b);
+      if (isnan(c)) c = copysign((F)0, c);
+      if (isnan(d)) d = copysign((F)0, d);
+      again = true;
+    }
+    if (isinf(c) || isinf(d)) {  // y infinite: the same the other way round
+      c = copysign(isinf(c) ? (F)1 : (F)0, c);
+      d = copysign(isinf(d) ? (F)1 : (F)0, d);
+      if (isnan(a)) a = copysign((F)0, a);
+      if (isnan(b)) b = copysign((F)0, b);
+      again = true;
+    }
+    if (!again && (isinf(ac) || isinf(bd) || isinf(ad) || isinf(bc))) {  // overflow
+      if (isnan(a)) a = copysign((F)0, a);
+      if (isnan(b)) b = copysign((F)0, b);
+      if (isnan(c)) c = copysign((F)0, c);
+      if (isnan(d)) d = copysign((F)0, d);
+      again = true;
+    }
+    if (again) {
+      F inf = (F)xp_inf();
+      re = inf * (a * c - b * d);
+      im = inf * (a * d + b * c);
+    }
+  }
+  return xp_c<F>(re, im);
+}
+
+// pow as NumPy computes it (the cpu reference; the spec's complex cases are "as if
+// exp(x2 * log(x1))", and it allows more careful handling): x ** (0 + 0j) = 1; a zero base
+// gives 0 for a positive real part of the exponent, else NaN + NaN j; a real integer
+// exponent n with |n| < 100 by repeated textbook products (n = 1 returns x itself; a negative
+// n divides 1 by the power, Smith's division); anything else as the C library's cpow,
+// exp(y * log(x)) with the Annex G product.
 template <typename F>
 XP_HD complex<F> xp_cpow(complex<F> x, complex<F> y) {
-  if (y.real() == 0 && y.imag() == 0) return xp_c<F>(1, 0);
-  if (x.real() == 0 && x.imag() == 0 && y.imag() == 0 && y.real() > 0) return xp_c<F>(0, 0);
-  return thrust::pow(x, y);
+  F ar = x.real(), ai = x.imag(), br = y.real(), bi = y.imag();
+  if (br == 0 && bi == 0) return xp_c<F>(1, 0);
+  if (ar == 0 && ai == 0) {
+    if (br > 0) return xp_c<F>(0, 0);
+    F nan = (F)xp_nan();
+    return xp_c<F>(nan, nan);
+  }
+  if (bi == 0 && br > (F)-100 && br < (F)100 && br == trunc(br)) {
+    int n = (int)br;
+    if (n == 1) return x;
+    if (n == 2) return xp_c<F>(ar * ar - ai * ai, ar * ai + ai * ar);
+    if (n == 3) {
+      F sr = ar * ar - ai * ai, si = ar * ai + ai * ar;
+      return xp_c<F>(ar * sr - ai * si, ar * si + ai * sr);
+    }
+    int m = n < 0 ? -n : n;
+    F pr = ar, pi = ai, qr = 1, qi = 0;  // q = 1 * p * p^2 * ..., in NumPy's order
+    while (true) {
+      if (m & 1) {
+        F tr = qr * pr - qi * pi, ti = qr * pi + qi * pr;
+        qr = tr;
+        qi = ti;
+      }
+      m >>= 1;
+      if (m == 0) break;
+      F tr = pr * pr - pi * pi, ti = pr * pi + pi * pr;
+      pr = tr;
+      pi = ti;
+    }
+    if (n < 0) return xp_cdiv(xp_c<F>(1, 0), xp_c<F>(qr, qi));
+    return xp_c<F>(qr, qi);
+  }
+  return xp_cexp(xp_cmul_annex_g(y, xp_clog(x)));
 }
 
 // ---- kernel bodies ------------------------------------------------------------------------------

@@ -71,7 +71,7 @@ OPS = {
                      "f": "xp_ffloordiv(a, b)"},
     "greater": _cmp(">"),
     "greater_equal": _cmp(">="),
-    "hypot": {"f": "hypot(a, b)"},
+    "hypot": {"f": "xp_hypot(a, b)"},
     "imag": {"c": "a.imag()"},
     "isfinite": {"i": "true", "u": "true", "f": "isfinite(a)", "c": "xp_cisfinite(a)"},
     "isinf": {"i": "false", "u": "false", "f": "isinf(a)", "c": "xp_cisinf(a)"},

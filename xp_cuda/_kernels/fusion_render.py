@@ -228,8 +228,8 @@ class _Values:
             cond = f"xp_cvt<{pc}>({v}) {cmp} xp_cvt<{pc}>({bv})"
             if kind_of(node.dtype.name) in ("int", "uint"):  # as maximum/minimum: see xp_isel
                 v = self.new(ct, f"xp_isel({cond}, xp_cvt<{ct}>({bv}), {v})")
-            else:
-                v = self.new(ct, f"({cond}) ? xp_cvt<{ct}>({bv}) : {v}")
+            else:  # a NaN bound gives NaN (the spec's special case), as eager clip does
+                v = self.new(ct, f"({cond} || {bv} != {bv}) ? xp_cvt<{ct}>({bv}) : {v}")
         return v
 
     def _reduce(self, node, coords):

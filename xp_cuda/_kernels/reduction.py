@@ -45,7 +45,14 @@ def graph(kind, in_name, acc_name, shape, axes, keepdims):
     if not axes and kind not in ("all", "any"):
         out = Node(Op.ASTYPE, (x,), DName(acc_name), shape)
     else:
-        out = Node(Op.REDUCE, (x,), DName(acc_name), out_shape(shape, axes, keepdims),
+        src = x
+        if kind in ("sum", "prod") and not np.can_cast(in_name, acc_name, "safe"):
+            # a narrowing dtype= (float64 into float32, float into int, ...): each element is
+            # cast to the result dtype first, the spec's rule, as a prologue of the same
+            # kernel (a float32 product would otherwise combine the float64 values in its
+            # wider accumulator)
+            src = Node(Op.ASTYPE, (x,), DName(acc_name), shape)
+        out = Node(Op.REDUCE, (src,), DName(acc_name), out_shape(shape, axes, keepdims),
                    Reduce(kind, axes, keepdims))
     return Graph([x]), out
 

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .eager import astype as _astype
 from .fusion_plan import WIDER_PRODUCT
 from ._runtime import (c_contiguous, device_info, dtype_name, empty_allocator, grid,
                        instance_units, late, launch, load_kernel, memset, note_program, program,
@@ -55,12 +56,13 @@ _KIND = {"bool": "bool", "int8": "int", "int16": "int", "int32": "int", "int64":
          "float32": "float", "float64": "float", "complex64": "complex",
          "complex128": "complex"}
 # cumulative_sum's out dtype for an input: the default (int64/uint64 for ints and bool, the
-# input's own for floats and complex) or an explicit dtype of the same or a wider kind
-# (xp_cuda._statistical._DTYPE_ARG_KINDS; bool as the integers, for revisions that take it).
+# input's own for floats and complex) or an explicit dtype, x cast to it first (any real kind
+# from a real x; complex only from complex: xp_cuda._statistical._DTYPE_ARG_KINDS; bool as the
+# integers, for revisions that take it).
 _OUT_KINDS = {"bool": ("int", "uint", "float", "complex"),
               "int": ("int", "uint", "float", "complex"),
               "uint": ("int", "uint", "float", "complex"),
-              "float": ("float", "complex"), "complex": ("complex",)}
+              "float": ("int", "uint", "float", "complex"), "complex": ("complex",)}
 CUMSUM_PAIRS = tuple((i, o) for i in _KIND for o in _KIND if _KIND[o] in _OUT_KINDS[_KIND[i]])
 
 # dtype -> the kernels' name of its bits: ints wrap alike, so signed ints use the unsigned twin
@@ -448,8 +450,13 @@ def cumulative(cp, combine, x, axis, out_dtype, include_initial):
         return cp.empty(oshape, dtype=odt)
     if what == "zeros":  # the axis is empty: include_initial's leading value alone
         return cp.zeros(oshape, dtype=odt) if lead == 0 else cp.ones(oshape, dtype=odt)
-    return cumulative(cp, combine, x.astype(precast, order="C"), axis, out_dtype,
-                       include_initial)
+    return cumulative(cp, combine, _precast(cp, x, precast), axis, out_dtype, include_initial)
+
+
+def _precast(cp, x, name: str):
+    """x cast to dtype `name`, C-contiguous, by the fused generator's astype (CuPy's astype
+    would flush float32 subnormals: CuPy compiles its kernels with -ftz=true)."""
+    return _astype(cp, x, name, cp.cuda.runtime.getDevice())
 
 
 # ---- compaction ----------------------------------------------------------------------------

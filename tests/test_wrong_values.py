@@ -1,0 +1,872 @@
+"""Issue #18, wrong values: each fixed value has its regression test here.
+
+1. clip with a NaN bound gives NaN (the spec's special cases), eagerly and fused, on cpu and
+   cuda; on cuda the eager clip is the fused printer's kernel, so both agree to the bit.
+2. hypot is our own (xp_hypot in elementwise.cuh): no overflow for large finite values,
+   subnormals kept, hypot(inf, NaN) = inf; checked against NumPy on a host build of the same
+   helper (runs here) and on the GPU.
+3. No kernel flushes subnormals or contracts operations into a different rounding: the NVRTC
+   options of every family and the PTX they produce are checked here; subnormal values go
+   through astype, where, clip, add/multiply, sum, cumulative_sum and linspace on the GPU.
+4. Complex pow computes what the cpu reference (NumPy) computes: a host build of xp_cpow on a
+   grid of special values (runs here) and the same grid on the GPU.
+5. dtype= of a narrower kind in sum, prod, cumulative_sum, cumulative_prod and linalg.trace
+   casts x first (the spec's text); only complex into a real dtype is refused.
+
+Equality rules: floats compare bit for bit, except that any NaN equals any NaN (sign and
+payload aside). Complex results compare component by component with that rule: a component
+that is NaN matches only a NaN component, so (inf + nan j) and (nan + nan j) differ.
+"""
+import functools
+import re
+import shutil
+import subprocess
+import types
+
+import numpy as np
+import pytest
+
+import xp_cuda as xp
+from xp_cuda._devices import CPU, Device, cuda_device_count
+
+from helpers import nvrtc_missing, random_numpy, to_numpy
+
+CUDA0 = Device("cuda", 0)
+gpu = pytest.mark.skipif(cuda_device_count() == 0, reason="no usable CUDA GPU here")
+needs_nvrtc = pytest.mark.skipif(nvrtc_missing() is not None, reason=str(nvrtc_missing()))
+F32, F64 = np.float32, np.float64
+
+
+def _same(got, want, what=""):
+    """Bit-for-bit equality of real or complex arrays, any NaN equal to any NaN."""
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.dtype == want.dtype and got.shape == want.shape, (what, got.dtype, want.dtype,
+                                                                 got.shape, want.shape)
+    parts = ((got.real, want.real), (got.imag, want.imag)) if got.dtype.kind == "c" else \
+        ((got, want),)
+    ok = np.ones(got.shape, bool)
+    for g, w in parts:
+        if g.dtype.kind == "f":
+            ok &= ((g == w) & (np.signbit(g) == np.signbit(w))) | (np.isnan(g) & np.isnan(w))
+        else:
+            ok &= g == w
+    bad = np.argwhere(~ok)
+    assert bad.size == 0, (f"{what}: {len(bad)} of {got.size} differ; first at {bad[:5].tolist()}: "
+                           f"got {got[tuple(bad[0])]!r}, want {want[tuple(bad[0])]!r}")
+
+
+# ---- 1. clip with NaN bounds --------------------------------------------------------------
+
+def _clip_ref(x, lo, hi):
+    """The spec's clip in NumPy: each bound applied in order (lo, then hi: min > max gives
+    max, the choice of xp_cuda where the spec leaves it unspecified), a NaN bound gives NaN,
+    NaN in x stays NaN; comparisons in the promoted dtype, values stored in x's."""
+    out = x.copy()
+    for b, below in ((lo, True), (hi, False)):
+        if b is None:
+            continue
+        b = np.asarray(b)
+        cond = (out < b) if below else (out > b)
+        if b.dtype.kind == "f":
+            cond = cond | np.isnan(b)
+        out = np.where(cond, b.astype(x.dtype), out)
+    return out.astype(x.dtype)
+
+
+def _special_floats(rng, shape, dt):
+    fi = np.finfo(dt)
+    x = random_numpy(rng, shape, xp.float32 if dt is F32 else xp.float64)
+    flat = x.reshape(-1)
+    flat[::7] = np.nan
+    flat[1::11] = -0.0
+    flat[2::13] = np.inf
+    flat[3::17] = fi.smallest_subnormal * 5
+    flat[4::19] = -fi.smallest_subnormal
+    return x
+
+
+@pytest.mark.parametrize("dt", [F32, F64], ids=["float32", "float64"])
+def test_clip_nan_scalar_bound_gives_nan(device, rng, dt):
+    a = _special_floats(rng, (5, 7), dt)
+    x = xp.asarray(a, device=device)
+    nan = float("nan")
+    for lo, hi in ((nan, None), (None, nan), (nan, 1.0), (-1.0, nan), (nan, nan)):
+        out = to_numpy(xp.clip(x, lo, hi))
+        assert out.dtype == a.dtype and np.isnan(out).all(), (lo, hi, out)
+    # ordinary bounds: NaN in x stays NaN; -0.0 and subnormals compare as they are
+    lo, hi = -float(np.finfo(dt).smallest_subnormal) * 2, 3.0
+    _same(to_numpy(xp.clip(x, lo, hi)), _clip_ref(a, dt(lo), dt(hi)), "clip(x, lo, hi)")
+    _same(to_numpy(xp.clip(x, 3.0, -2.0)), _clip_ref(a, dt(3.0), dt(-2.0)), "min > max")
+
+
+@pytest.mark.parametrize("dt,bdt", [(F32, F32), (F64, F64), (F32, F64)],
+                         ids=["f32-f32", "f64-f64", "f32-f64bounds"])
+def test_clip_nan_array_bounds(device, rng, dt, bdt):
+    a = _special_floats(rng, (5, 7), dt)
+    lo = (rng.standard_normal(7) - 2).astype(bdt)
+    hi = (rng.standard_normal((5, 1)) + 2).astype(bdt)
+    lo[[1, 4]] = np.nan
+    hi[3, 0] = np.nan
+    lo[5] = np.finfo(dt).smallest_subnormal * 3  # a subnormal bound
+    x = xp.asarray(a, device=device)
+    xl, xh = xp.asarray(lo, device=device), xp.asarray(hi, device=device)
+    out = to_numpy(xp.clip(x, xl, xh))
+    assert np.isnan(out[:, [1, 4]]).all() and np.isnan(out[3]).all()
+    _same(out, _clip_ref(a, lo, hi), "clip(x, lo array, hi array)")
+    _same(to_numpy(xp.clip(x, xl)), _clip_ref(a, lo, None), "clip(x, lo array)")
+    _same(to_numpy(xp.clip(x, None, xh)), _clip_ref(a, None, hi), "clip(x, None, hi array)")
+    _same(to_numpy(xp.clip(x, xl, 1.5)), _clip_ref(a, lo, dt(1.5)), "array lo, scalar hi")
+
+
+def test_clip_integers_unchanged(device, rng):
+    for d in (xp.int8, xp.uint16, xp.int64):
+        a = random_numpy(rng, (33,), d)
+        x = xp.asarray(a, device=device)
+        _same(to_numpy(xp.clip(x, -5, 7)), _clip_ref(a, d._np.type(max(-5, 0) if d.kind ==
+                                                                  "uint" else -5),
+                                                     d._np.type(7)), f"clip {d}")
+        b = random_numpy(rng, (33,), d)
+        _same(to_numpy(xp.clip(x, xp.asarray(b, device=device))), _clip_ref(a, b, None),
+              f"clip {d} array lo")
+
+
+@pytest.mark.parametrize("dt", [F32, F64], ids=["float32", "float64"])
+def test_fused_clip_equals_eager_clip(device, rng, dt):
+    """fuse's clip (a kernel on cuda, the eager replay on cpu) gives the eager clip's bits:
+    array bounds, constant bounds, a scalar argument as a bound, NaN in each."""
+    from xp_cuda.fusion import fuse
+    a = _special_floats(rng, (6, 37), dt)
+    lo = (rng.standard_normal(37) - 1).astype(dt)
+    lo[[0, 9]] = np.nan
+    hi = (rng.standard_normal((6, 37)) + 1).astype(dt)
+    hi[2, 3] = np.nan
+    hi[4, 5] = -3.0  # min > max at some places
+    x, xl, xh = (xp.asarray(v, device=device) for v in (a, lo, hi))
+    nan = float("nan")
+    cases = [
+        ("arrays", lambda p, q, r: xp.clip(p, q, r), (x, xl, xh)),
+        ("const NaN lo", lambda p: xp.clip(p, nan, 1.0), (x,)),
+        ("const NaN hi", lambda p: xp.clip(p * 1, None, nan), (x,)),
+        ("const bounds", lambda p: xp.clip(p, -0.5, 0.5), (x,)),
+        ("param NaN", lambda p, s: xp.clip(p, s, 2.0), (x, nan)),
+        ("param", lambda p, s: xp.clip(p, s, 2.0), (x, -0.25)),
+        ("array lo, param hi", lambda p, q, s: xp.clip(p, q, s), (x, xl, nan)),
+    ]
+    for what, f, args in cases:
+        eager = to_numpy(f(*args))
+        fused = to_numpy(fuse(f)(*args))
+        _same(fused, eager, f"fused vs eager clip ({what})")
+    _same(to_numpy(xp.clip(x, xl, xh)), _clip_ref(a, lo, hi), "eager clip vs reference")
+
+
+@needs_nvrtc
+def test_clip_launch_kernels_compile_and_select_nan_bounds(monkeypatch):
+    """Every kernel the cuda clip can request (each real dtype, each kind of bound) compiles;
+    floating ones select a NaN bound, integer ones compare only."""
+    from xp_cuda._kernels import eager, fusion as kfusion, nvrtc_compile
+    from xp_cuda._kernels.fusion_ir import Graph
+    progs = []
+
+    def capture(cp, key, arrays, build, device, shape, uses=()):
+        ins = eager._inputs(arrays)
+        progs.append(kfusion.Program(Graph(ins, uses), build(ins), list(arrays), 132,
+                                     name=f"clip{len(progs)}"))
+    monkeypatch.setattr(eager, "launch_of", capture)
+    names = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+             "float32", "float64")
+    kinds = (("scalar", "scalar"), ("array", None), (None, "array"), ("scalar", "array"))
+    for d in names:
+        for sides in kinds + ((None, None),) * (d == "float32"):
+            x = np.empty((9, 33), d)[:, ::2]  # strided: the general path
+            arrays = [x] + [np.empty((17,), d) for s in sides if s == "array"]
+            compare = tuple(None if s is None else d for s in sides)
+            eager.clip_launch(None, arrays, sides, compare, d, (9, 17), 0)
+            src = progs[-1].kernel
+            if d.startswith("float") and "scalar" in sides:
+                assert "s0 != s0" in src, src
+            if not d.startswith("float"):
+                assert "!=" not in src.split("xp_isel", 1)[-1].split(";")[0], src
+    for s in range(0, len(progs), 24):
+        chunk = progs[s:s + 24]
+        ptx = nvrtc_compile(kfusion.translation_unit(chunk), name=f"clip_{s}.cu",
+                            options=kfusion.OPTIONS)
+        for p in chunk:
+            assert f".entry {p.name}(" in ptx
+
+
+# ---- host builds of elementwise.cuh helpers (hypot, complex abs, complex pow) --------------
+
+_HOST_HARNESS = r"""
+#define __host__
+#define __device__
+#define __forceinline__ inline
+#include <math.h>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+using std::isnan; using std::isinf; using std::isfinite;
+@CUH@
+// stdin: "<op> <d|f> a b c d" (hex floats); stdout: two hex floats per line
+int main() {
+  char op[16], kind[4];
+  double a, b, c, d;
+  while (scanf("%15s %3s %la %la %la %la", op, kind, &a, &b, &c, &d) == 6) {
+    double r = 0, i = 0;
+    bool dbl = kind[0] == 'd';
+    if (!strcmp(op, "hypot")) {
+      r = dbl ? xp_hypot(a, c) : (double)xp_hypot((float)a, (float)c);
+    } else if (!strcmp(op, "abs")) {
+      r = dbl ? xp_cabs(complex<double>(a, b)) : (double)xp_cabs(complex<float>((float)a, (float)b));
+    } else if (dbl) {
+      complex<double> z = xp_cpow(complex<double>(a, b), complex<double>(c, d));
+      r = z.real(); i = z.imag();
+    } else {
+      complex<float> z = xp_cpow(complex<float>((float)a, (float)b),
+                                 complex<float>((float)c, (float)d));
+      r = z.real(); i = z.imag();
+    }
+    printf("%la %la\n", r, i);
+  }
+  return 0;
+}
+"""
+
+
+def _cxx():
+    return shutil.which("g++") or shutil.which("clang++")
+
+
+@pytest.fixture(scope="module")
+def host_helpers(tmp_path_factory):
+    """elementwise.cuh's helpers built for the host (they are __host__ __device__), run as
+    a filter: run(lines) -> [(re, im)]. The arithmetic is IEEE operations and explicit fma,
+    so hypot's results are the GPU's; pow's generic path calls the host's log/exp where the
+    GPU calls libdevice's (the special values do not depend on that)."""
+    if _cxx() is None:
+        pytest.skip("no host C++ compiler (g++ or clang++)")
+    try:
+        from xp_cuda._kernels._runtime import include_dirs, source
+        incs = [f"-I{d}" for d in include_dirs()]
+    except Exception as e:  # no CuPy headers
+        pytest.skip(f"CuPy's headers are not installed ({e!r})")
+    d = tmp_path_factory.mktemp("host_helpers")
+    src = d / "h.cpp"
+    src.write_text(_HOST_HARNESS.replace("@CUH@", source("elementwise.cuh")))
+    exe = d / "h"
+    r = subprocess.run([_cxx(), "-std=c++17", "-O1", *incs, str(src), "-o", str(exe)],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+
+    def run(lines):
+        out = subprocess.run([str(exe)], input="\n".join(lines) + "\n", capture_output=True,
+                             text=True, timeout=120).stdout.split("\n")
+        return [tuple(float.fromhex(t) for t in line.split()) for line in out if line]
+    return run
+
+
+def _hypot_check(got, x, y, want, what):
+    """got (ours) against NumPy (hypot is the C library's: glibc's double hypot is within an
+    ulp, not always correctly rounded; complex abs has its own loops, seen 2 ulps off): the
+    same bits, or finite values with ours no farther from the exact sqrt(x^2 + y^2) (in
+    60-digit decimals) than NumPy's."""
+    from decimal import Decimal, localcontext
+    got, want = np.asarray(got), np.asarray(want)
+    same = (got == want) | (np.isnan(got) & np.isnan(want))
+    diff = np.nonzero(~same)[0]
+    far = []
+    with localcontext() as ctx:
+        ctx.prec = 60
+        for i in diff:
+            g, w = got[i], want[i]
+            if not (np.isfinite(g) and np.isfinite(w)):
+                far.append(i)  # special values must be the same
+                continue
+            exact = (Decimal(float(x[i])) ** 2 + Decimal(float(y[i])) ** 2).sqrt()
+            if abs(Decimal(float(g)) - exact) > abs(Decimal(float(w)) - exact):
+                far.append(i)
+    assert not far, (f"{what}: {len(far)} of {got.size} worse than NumPy, e.g. (x, y, got, "
+                     f"numpy): {[(x[i], y[i], got[i], want[i]) for i in far[:5]]}")
+
+
+def _hypot_inputs(rng, dt):
+    """Random magnitudes over the whole exponent range (subnormals included), signs, and the
+    special values, as (x, y) arrays of dt."""
+    fi = np.finfo(dt)
+    lo, hi = (-320, 300) if dt is F64 else (-45, 38)
+    n = 20000
+    x = rng.standard_normal(n) * 10.0 ** rng.integers(lo, hi, n)
+    y = np.where(rng.random(n) < 0.5, x * 10.0 ** rng.integers(-5, 5, n),
+                 rng.standard_normal(n) * 10.0 ** rng.integers(lo, hi, n))
+    with np.errstate(over="ignore"):
+        x, y = x.astype(dt), y.astype(dt)
+    big = 1e300 if dt is F64 else 1e38
+    sx = [big, fi.max, fi.max, 3, 0.0, -0.0, fi.tiny, fi.smallest_subnormal, np.inf, -np.inf,
+          np.nan, np.nan, np.inf, 0.0]
+    sy = [big, fi.max, 1.0, 4, 0.0, 5.0, fi.tiny, fi.smallest_subnormal * 3, np.nan, 1.0,
+          np.inf, -np.inf, np.inf, np.nan]
+    x = np.concatenate([x, np.array(sx, dt)])
+    y = np.concatenate([y, np.array(sy, dt)])
+    return x, y
+
+
+@pytest.mark.parametrize("dt", [F32, F64], ids=["float32", "float64"])
+def test_host_hypot_is_numpys(host_helpers, rng, dt):
+    """xp_hypot equals NumPy's hypot (the C library's, correctly rounded) to the bit on random
+    values over the whole range, large ones (hypot(1e300, 1e300) is finite), subnormals,
+    and inf beating NaN."""
+    x, y = _hypot_inputs(rng, dt)
+    k = "d" if dt is F64 else "f"
+    got = np.array([r[0] for r in host_helpers(
+        [f"hypot {k} {float(a).hex()} 0x0p+0 {float(b).hex()} 0x0p+0" for a, b in zip(x, y)])],
+        dtype=dt)
+    with np.errstate(all="ignore"):
+        want = np.hypot(x, y)
+    _hypot_check(got, x, y, want, f"host xp_hypot {dt.__name__}")
+    big = 1e300 if dt is F64 else 1e38
+    assert np.isfinite(got[x == big]).all()
+
+
+@pytest.mark.parametrize("dt", [np.complex64, np.complex128], ids=["complex64", "complex128"])
+def test_host_complex_abs_is_numpys(host_helpers, rng, dt):
+    f = F32 if dt is np.complex64 else F64
+    x, y = _hypot_inputs(rng, f)
+    k = "d" if f is F64 else "f"
+    got = np.array([r[0] for r in host_helpers(
+        [f"abs {k} {float(a).hex()} {float(b).hex()} 0x0p+0 0x0p+0" for a, b in zip(x, y)])],
+        dtype=f)
+    z = np.empty(x.shape, dt)
+    z.real, z.imag = x, y
+    with np.errstate(all="ignore"):
+        _hypot_check(got, x, y, np.abs(z), f"host xp_cabs {dt.__name__}")
+
+
+# the special-value grid of complex pow: parts of the base, real and imaginary parts of the
+# exponent (integers below and at NumPy's 100 limit, non-integers, zeros of both signs)
+_BASE_PARTS = [0.0, -0.0, 1.0, -1.0, 0.5, -2.5, 2.0, 3.0, np.inf, -np.inf, np.nan]
+_EXP_RE = [0.0, -0.0, 1.0, -1.0, 2.0, 3.0, -2.0, 5.0, -7.0, 0.5, -0.5, 2.5, 99.0, 100.0,
+           -99.0, np.inf, -np.inf, np.nan]
+_EXP_IM = [0.0, -0.0, 1.0, -1.0, 0.5, np.inf, -np.inf, np.nan]
+
+
+def _pow_grid(dt):
+    xs = [complex(a, b) for a in _BASE_PARTS for b in _BASE_PARTS]
+    ys = [complex(a, b) for a in _EXP_RE for b in _EXP_IM]
+    x = np.array([a for a in xs for _ in ys], dt)
+    y = np.array([b for _ in xs for b in ys], dt)
+    return x, y
+
+
+def _pow_agree(got, want, x, y, rtol, what, exact=True):
+    """Component by component: NaN-ness equal, infinities equal (with sign), exact on the
+    paths whose arithmetic is the same operations (zero exponent, zero base, real integer
+    exponents |n| < 100: signed zeros included; ``exact=False`` where a C compiler may have
+    contracted NumPy's products on random data); elsewhere finite components within rtol of
+    |want| (the library log/exp differ in the last bits)."""
+    exact_path = ((y == 0) | (x == 0) |
+                  ((y.imag == 0) & (np.abs(y.real) < 100) & (y.real == np.trunc(y.real))))
+    if not exact:
+        exact_path[:] = False
+    bad = []
+    for i in range(got.size):
+        g, w = got[i], want[i]
+        scale = abs(w) if np.isfinite(w) else 1.0
+        for gp, wp in ((g.real, w.real), (g.imag, w.imag)):
+            if np.isnan(gp) or np.isnan(wp):
+                ok = np.isnan(gp) and np.isnan(wp)
+            elif np.isinf(gp) or np.isinf(wp):
+                ok = gp == wp
+            elif exact_path[i]:
+                ok = gp == wp and np.signbit(gp) == np.signbit(wp)
+            else:
+                ok = abs(gp - wp) <= rtol * max(scale, np.finfo(got.real.dtype).tiny)
+            if not ok:
+                bad.append((x[i], y[i], g, w))
+                break
+    assert not bad, f"{what}: {len(bad)} of {got.size} differ, e.g. (x, y, got, numpy): {bad[:8]}"
+
+
+@pytest.mark.parametrize("dt", [np.complex64, np.complex128], ids=["complex64", "complex128"])
+def test_host_complex_pow_matches_the_cpu_reference(host_helpers, dt):
+    x, y = _pow_grid(dt)
+    k = "d" if dt is np.complex128 else "f"
+    lines = [f"pow {k} {float(a.real).hex()} {float(a.imag).hex()} {float(b.real).hex()} "
+             f"{float(b.imag).hex()}" for a, b in zip(x, y)]
+    got = np.array([complex(*r) for r in host_helpers(lines)], dt)
+    with np.errstate(all="ignore"):
+        want = to_numpy(xp.pow(xp.asarray(x, device=CPU), xp.asarray(y, device=CPU)))
+    # complex64's generic path rounds exp/log in float: one overflow boundary case of the grid
+    # ((-2.5+0.5j) ** (100+1j), near FLT_MAX) may round to inf on one side only
+    if dt is np.complex64:
+        keep = ~((x == np.complex64(-2.5 + 0.5j)) & (y == np.complex64(100 + 1j)))
+        got, want, x, y = got[keep], want[keep], x[keep], y[keep]
+    _pow_agree(got, want, x, y, 1e-5 if dt is np.complex64 else 1e-12,
+               f"host xp_cpow {dt.__name__}")
+
+
+@pytest.mark.parametrize("dt", [xp.complex64, xp.complex128])
+def test_complex_pow_defined_cases(device, rng, dt):
+    """What the spec's rule exp(x2 * log(x1)) defines exactly, on each device: x ** (0+0j) is
+    1 (more careful than the rule for x = 0, which the spec allows); x ** 1 is x; 0 ** y is 0
+    for Re(y) > 0; and on finite values pow agrees with exp(y * log(x))."""
+    n = 64
+    a = random_numpy(rng, (n,), dt)
+    x = xp.asarray(a, device=device)
+    one = to_numpy(xp.pow(x, xp.asarray(np.zeros(n, dt._np), device=device)))
+    _same(one, np.ones(n, dt._np), "x ** 0")
+    _same(to_numpy(xp.pow(x, xp.asarray(np.ones(n, dt._np), device=device))), a, "x ** 1")
+    b = random_numpy(rng, (n,), dt)
+    b.real = np.abs(b.real) + 0.5
+    zero = to_numpy(xp.pow(xp.zeros(n, dtype=dt, device=device), xp.asarray(b, device=device)))
+    _same(zero, np.zeros(n, dt._np), "0 ** y, Re(y) > 0")
+    y = (random_numpy(rng, (n,), dt) / 10).astype(dt._np)
+    xy = xp.asarray(y, device=device)
+    got = to_numpy(xp.pow(x, xy))
+    ref = to_numpy(xp.exp(xp.multiply(xy, xp.log(x))))
+    tol = 1e-4 if dt == xp.complex64 else 1e-11
+    np.testing.assert_allclose(got, ref, rtol=tol, atol=0)
+
+
+# ---- 2. and 4. on the GPU --------------------------------------------------------------------
+
+@pytest.mark.cuda
+@gpu
+@pytest.mark.parametrize("dt", [F32, F64], ids=["float32", "float64"])
+def test_cuda_hypot_is_numpys(rng, dt):
+    """hypot on cuda:0 against NumPy: large finite values stay finite (the issue's
+    hypot(1e300, 1e300)), subnormals, inf beats NaN; eager contiguous, broadcast and fused."""
+    x, y = _hypot_inputs(rng, dt)
+    with np.errstate(all="ignore"):
+        want = np.hypot(x, y)
+    gx, gy = xp.asarray(x, device=CUDA0), xp.asarray(y, device=CUDA0)
+    got = to_numpy(xp.hypot(gx, gy))
+    _hypot_check(got, x, y, want, f"cuda hypot {dt.__name__}")
+    # every path runs the same helper: the same bits
+    _same(to_numpy(xp.hypot(gx[::-3], gy[::-3])), got[::-3], "strided hypot")
+    col = gy[:97]
+    bro = to_numpy(xp.hypot(gx[:97], xp.reshape(col, (97, 1))))
+    _same(bro[np.arange(97), np.arange(97)], got[:97], "broadcast hypot (its diagonal)")
+    from xp_cuda.fusion import fuse
+    _same(to_numpy(fuse(lambda p, q: xp.hypot(p, q))(gx, gy)), got, "fused hypot")
+    big = 1e300 if dt is F64 else 1e38
+    v = to_numpy(xp.hypot(xp.asarray([big], dtype=xp.float64 if dt is F64 else xp.float32,
+                                     device=CUDA0),
+                          xp.asarray([big], dtype=xp.float64 if dt is F64 else xp.float32,
+                                     device=CUDA0)))
+    assert np.isfinite(v).all(), v
+
+
+@pytest.mark.cuda
+@gpu
+@pytest.mark.parametrize("dt", [np.complex64, np.complex128], ids=["complex64", "complex128"])
+def test_cuda_complex_abs_is_numpys(rng, dt):
+    f = F32 if dt is np.complex64 else F64
+    x, y = _hypot_inputs(rng, f)
+    z = np.empty(x.shape, dt)
+    z.real, z.imag = x, y
+    with np.errstate(all="ignore"):
+        _hypot_check(to_numpy(xp.abs(xp.asarray(z, device=CUDA0))), x, y, np.abs(z),
+                     f"cuda abs {dt.__name__}")
+
+
+@pytest.mark.cuda
+@gpu
+@pytest.mark.parametrize("dt", [np.complex64, np.complex128], ids=["complex64", "complex128"])
+def test_cuda_complex_pow_grid_matches_cpu(dt):
+    """The special-value grid of both operands on cuda:0 against the cpu reference (rules in
+    _pow_agree), eager and fused."""
+    x, y = _pow_grid(dt)
+    with np.errstate(all="ignore"):
+        want = to_numpy(xp.pow(xp.asarray(x, device=CPU), xp.asarray(y, device=CPU)))
+    gx, gy = xp.asarray(x, device=CUDA0), xp.asarray(y, device=CUDA0)
+    got = to_numpy(xp.pow(gx, gy))
+    from xp_cuda.fusion import fuse
+    fused = to_numpy(fuse(lambda p, q: xp.pow(p, q))(gx, gy))
+    if dt is np.complex64:  # see test_host_complex_pow_matches_the_cpu_reference
+        keep = ~((x == np.complex64(-2.5 + 0.5j)) & (y == np.complex64(100 + 1j)))
+        got, fused, want, x, y = got[keep], fused[keep], want[keep], x[keep], y[keep]
+    _pow_agree(got, want, x, y, 1e-5 if dt is np.complex64 else 1e-12,
+               f"cuda pow {dt.__name__}")
+    _same(fused, got, "fused pow vs eager pow")
+
+
+@pytest.mark.cuda
+@gpu
+@pytest.mark.parametrize("dt", [np.complex64, np.complex128], ids=["complex64", "complex128"])
+def test_cuda_complex_pow_random_matches_cpu(rng, dt):
+    """Random finite operands, integer exponents (the repeated-product path) and general
+    ones, a scalar exponent too."""
+    n = 4099
+    a = (rng.standard_normal(n) + 1j * rng.standard_normal(n)).astype(dt)
+    b = np.where(rng.random(n) < 0.5, rng.integers(-20, 20, n),
+                 rng.standard_normal(n) + 1j * rng.standard_normal(n)).astype(dt)
+    want = to_numpy(xp.pow(xp.asarray(a, device=CPU), xp.asarray(b, device=CPU)))
+    got = to_numpy(xp.pow(xp.asarray(a, device=CUDA0), xp.asarray(b, device=CUDA0)))
+    _pow_agree(got, want, a, b, 1e-4 if dt is np.complex64 else 1e-11, "random pow",
+               exact=False)
+
+
+# ---- 3. subnormals and contraction: options and PTX of every family (CPU) -------------------
+
+_FORBIDDEN = ("-ftz=true", "--ftz=true", "-use_fast_math", "--use_fast_math",
+              "-prec-div=false", "--prec-div=false", "-prec-sqrt=false", "--prec-sqrt=false")
+
+
+def _family_options(monkeypatch):
+    """family -> the set of option tuples its launchers compile with (each kernel name a
+    launcher of creation, scan, sort and copy can request, loaded through a recorder)."""
+    from xp_cuda._kernels import copy, creation, elementwise, fusion, scan, sort, spatial, vecdot
+    fams = {"elementwise": {tuple(elementwise.OPTIONS)},
+            "fusion (fused, eager where/astype/clip, reductions)": {tuple(fusion.OPTIONS)}}
+    for name, mod in (("creation", creation), ("scan", scan), ("sort", sort), ("copy", copy)):
+        seen = set()
+        monkeypatch.setattr(mod, "load_kernel",
+                            lambda src, kname, options=(), seen=seen: seen.add(tuple(options)))
+        for k in mod.kernel_names():
+            mod._kernel(k)
+        fams[name] = seen
+    fams["vecdot"] = {tuple(vecdot.compile_options(a, b, r)) for a, b, r in (
+        ("float32", "float32", "float32"), ("float64", "float64", "float64"),
+        ("complex64", "complex64", "complex64"), ("int64", "int64", "int64"))}
+    fams["spatial (exact)"] = {tuple(spatial.compile_options(m, p, per)) for m in (2, 3, 8)
+                               for p in (0, 1, 2) for per in (False, True)}
+    fams["spatial (brute force)"] = {tuple(spatial.compile_options(3, 2, False, 8, fmad=True))}
+    return fams
+
+
+def test_no_family_compiles_with_flushing_or_fast_math(monkeypatch):
+    """No NVRTC option of any family flushes subnormals or relaxes IEEE rounding (NVRTC's
+    defaults: -ftz=false, -prec-div=true, -prec-sqrt=true). Contraction (-fmad) is off where
+    elementwise arithmetic must round as NumPy's: elementwise, fused (and so reductions and
+    the eager where/astype/clip) and exact spatial kernels. Where -fmad is left at its
+    default, the sources never leave a contractible product feeding a sum: creation's
+    arange/linspace and scan's complex products use the _rn intrinsics (checked in the PTX
+    below), sort and copy move bits, vecdot accumulates with explicit fma (a dot product has
+    no correctly rounded result to change), and the spatial brute force is approximate by
+    design."""
+    from xp_cuda._kernels._runtime import BASE_OPTIONS
+    for opt in BASE_OPTIONS:
+        assert opt not in _FORBIDDEN, opt
+    fams = _family_options(monkeypatch)
+    for fam, optsets in fams.items():
+        assert optsets, fam
+        for opts in optsets:
+            for opt in opts:
+                assert opt not in _FORBIDDEN, (fam, opts)
+    for fam in ("elementwise", "fusion (fused, eager where/astype/clip, reductions)",
+                "spatial (exact)"):
+        for opts in fams[fam]:
+            assert any(o in ("--fmad=false", "-fmad=false") for o in opts), (fam, opts)
+    for fam in ("creation", "scan", "sort", "copy"):  # NVRTC's defaults, checked in PTX below
+        assert fams[fam] == {()}, (fam, fams[fam])
+
+
+def _entry_body(ptx, name):
+    i = ptx.index(f".entry {name}(")
+    j = ptx.find(".entry", i + 6)
+    return ptx[i:j if j > 0 else None]
+
+
+# an instruction that flushes: .ftz outside the library's approximation seeds (rcp/rsqrt/ex2
+# .approx.ftz inside libdevice's division, sqrt and exp, which handle subnormals around them)
+_FLUSH = re.compile(r"^\s*(?!\w+\.approx\.)[a-z]\w*(?:\.\w+)*\.ftz\b", re.M)
+# float products and sums that ptxas may still contract into an fma (no explicit rounding
+# mode: the _rn intrinsics print add.rn, mul.rn), and fmas
+_MUL = re.compile(r"^\s*mul\.f(?:32|64)\b", re.M)
+_ADD = re.compile(r"^\s*(?:add|sub)\.f(?:32|64)\b", re.M)
+_FMA = re.compile(r"^\s*fma\.", re.M)
+
+
+@needs_nvrtc
+def test_ptx_of_every_family_keeps_subnormals_and_roundings():
+    """The PTX NVRTC makes with each family's options: no flushing instruction anywhere; and
+    arange, linspace and the scans hold no contractible float arithmetic or FMA, so no
+    option or later ptxas pass can change their roundings (NumPy's: i*step and + start
+    rounded separately; sums and products rounded per combine)."""
+    from xp_cuda._kernels import (copy, creation, elementwise as E, fusion as kfusion,
+                                  nvrtc_compile, scan, sort)
+    from xp_cuda._kernels import reduction as R
+    from xp_cuda._kernels.fusion_ir import DName, Graph, Input, Node, Op
+    units = [(creation, n) for n in ("xp_arange_float32", "xp_arange_float64",
+                                     "xp_linspace_float32", "xp_linspace_float64",
+                                     "xp_linspace_complex64")]
+    units += [(scan, f"xp_{f}_lb_{t}") for f in ("scan", "scanprod")
+              for t in ("f32_f32", "f64_f64", "c64_c64", "c128_c128", "f32_f64")]
+    units += [(sort, sorted(sort.kernel_names())[0]), (copy, sorted(copy.kernel_names())[0])]
+    for mod, name in units:
+        ptx = nvrtc_compile(mod.units()[name], name=f"{name}.cu")
+        assert not _FLUSH.search(ptx), (name, _FLUSH.search(ptx).group(0))
+        if mod is creation or mod is scan:
+            body = _entry_body(ptx, name)
+            muls = _MUL.findall(body)
+            adds = _ADD.findall(body)
+            assert not (muls and adds), (name, muls[:2], adds[:2])  # nothing to contract
+            if not name.startswith("xp_linspace"):  # linspace: its division's own fmas
+                assert not _FMA.search(body), name
+    # elementwise and fused programs (where/astype between float32 and float64, a float32
+    # sum, add and multiply of float32): no flushing instruction, the conversions round
+    srcs = [E.layout_unit(f, ("float32", "float32"), "float32", "float32", "cc")
+            for f in ("add", "multiply")]
+    for src in srcs:
+        assert not _FLUSH.search(nvrtc_compile(src, name="ew.cu", options=E.OPTIONS))
+    fake = types.SimpleNamespace
+    shape = (1000,)
+
+    def lay(isz):
+        return fake(itemsize=isz, shape=shape, strides=(isz,), nbytes=0,
+                    flags=fake(c_contiguous=True))
+    c = Node(Op.INPUT, (), DName("bool"), shape, Input(0))
+    a = Node(Op.INPUT, (), DName("float64"), shape, Input(1))
+    b = Node(Op.INPUT, (), DName("float32"), shape, Input(2))
+    progs = [kfusion.Program(Graph([c, a, b]), [Node(Op.WHERE, (c, a, b), DName("float64"),
+                                                     shape)], [lay(1), lay(8), lay(4)], 132,
+                             name="w64"),
+             kfusion.Program(Graph([a]), [Node(Op.ASTYPE, (a,), DName("float32"), shape)],
+                             [lay(8)], 132, name="to32"),
+             kfusion.Program(Graph([b]), [Node(Op.ASTYPE, (b,), DName("float64"), shape)],
+                             [lay(4)], 132, name="to64"),
+             R.program("sum", "float32", "float32", lay(4), (0,), False, 132, name="s32")]
+    ptx = nvrtc_compile(kfusion.translation_unit(progs), name="fz.cu", options=kfusion.OPTIONS)
+    assert not _FLUSH.search(ptx), _FLUSH.search(ptx).group(0)
+    assert "cvt.rn.f32.f64" in _entry_body(ptx, "to32")
+    assert "cvt.f64.f32" in _entry_body(ptx, "to64")
+
+
+# ---- 3. subnormals on the GPU ---------------------------------------------------------------
+
+def _subnormals(rng, dt, n=4099):
+    """n subnormals k * smallest_subnormal, 0 < |k| < 2**10: any sum of them stays below the
+    smallest normal, so every partial sum is exact whatever the order."""
+    fi = np.finfo(dt)
+    k = rng.integers(1, 2 ** 10, n)
+    v = (k * fi.smallest_subnormal).astype(dt)
+    return np.where(rng.random(n) < 0.5, -v, v).astype(dt)
+
+
+@pytest.mark.cuda
+@gpu
+def test_cuda_astype_and_where_keep_subnormals(rng):
+    """float64 values in float32's subnormal range round as NumPy rounds them; float32
+    subnormals widen exactly; where(mask, float64, float32) keeps them (the issue's 2.9e-39);
+    asarray(..., dtype=) converts on the GPU without flushing."""
+    s32 = _subnormals(rng, F32)
+    wide = s32.astype(F64) * (1 + rng.random(s32.size) * 1e-3)  # between float32 subnormals
+    wide[:3] = [2.9e-39, -2.9e-39, 1e-45]
+    g32, g64 = xp.asarray(s32, device=CUDA0), xp.asarray(wide, device=CUDA0)
+    _same(to_numpy(xp.astype(g64, xp.float32)), wide.astype(F32), "astype float64 -> float32")
+    _same(to_numpy(xp.astype(g32, xp.float64)), s32.astype(F64), "astype float32 -> float64")
+    _same(to_numpy(xp.astype(g32[::-2], xp.float64)), s32[::-2].astype(F64), "strided astype")
+    mask = rng.random(s32.size) < 0.5
+    gm = xp.asarray(mask, device=CUDA0)
+    _same(to_numpy(xp.where(gm, g64, g32)), np.where(mask, wide, s32.astype(F64)),
+          "where(mask, float64, float32)")
+    _same(to_numpy(xp.where(gm, g32, g64)), np.where(mask, s32.astype(F64), wide),
+          "where(mask, float32, float64)")
+    one = xp.where(xp.asarray([False], device=CUDA0), xp.asarray([1.0], device=CUDA0),
+                   xp.asarray(np.array([2.9e-39], F32), device=CUDA0))
+    assert to_numpy(one)[0] == np.float64(np.float32(2.9e-39)) != 0
+    _same(to_numpy(xp.asarray(wide, dtype=xp.float32, device=CUDA0)), wide.astype(F32),
+          "asarray(float64 host data, dtype=float32, device=cuda:0)")
+    _same(to_numpy(xp.asarray(g64, dtype=xp.float32)), wide.astype(F32),
+          "asarray(cuda float64, dtype=float32)")
+    _same(to_numpy(xp.asarray(g32, dtype=xp.float64)), s32.astype(F64),
+          "asarray(cuda float32, dtype=float64)")
+
+
+@pytest.mark.cuda
+@gpu
+@pytest.mark.parametrize("dt", [F32, F64], ids=["float32", "float64"])
+def test_cuda_arithmetic_keeps_subnormals(rng, dt):
+    """add, multiply (results in the subnormal range and out of it), clip (subnormal bounds
+    and values), a sum and a cumulative sum of subnormals (exact in any order, see
+    _subnormals), fused add: bit for bit as NumPy."""
+    s = _subnormals(rng, dt)
+    t = _subnormals(rng, dt)
+    gs, gt = xp.asarray(s, device=CUDA0), xp.asarray(t, device=CUDA0)
+    _same(to_numpy(xp.add(gs, gt)), s + t, "add")
+    _same(to_numpy(gs + gt[::-1]), s + t[::-1], "add reversed")
+    half = np.full(s.shape, 0.5, dt)
+    _same(to_numpy(xp.multiply(gs, xp.asarray(half, device=CUDA0))), s * half, "multiply")
+    big = (rng.random(s.size) * 2 ** 20).astype(dt)
+    _same(to_numpy(xp.multiply(gs, xp.asarray(big, device=CUDA0))), s * big,
+          "multiply into normals")
+    lo = dt(np.finfo(dt).smallest_subnormal * 1000)
+    _same(to_numpy(xp.clip(gs, float(lo), None)), _clip_ref(s, lo, None), "clip subnormal lo")
+    _same(to_numpy(xp.clip(gs, gt)), _clip_ref(s, t, None), "clip by subnormal array")
+    _same(to_numpy(xp.sum(gs)), np.asarray(np.sum(s, dtype=dt)), "sum of subnormals")
+    _same(to_numpy(xp.sum(xp.reshape(gs[:4096], (64, 64)), axis=0)),
+          np.sum(s[:4096].reshape(64, 64), axis=0), "sum over axis 0")
+    _same(to_numpy(xp.cumulative_sum(gs)), np.cumsum(s), "cumulative_sum")
+    from xp_cuda.fusion import fuse
+    _same(to_numpy(fuse(lambda p, q: p + q)(gs, gt)), s + t, "fused add")
+
+
+@pytest.mark.cuda
+@gpu
+@pytest.mark.parametrize("dt", [xp.float32, xp.float64])
+def test_cuda_linspace_and_arange_in_the_subnormal_range(dt):
+    """linspace and arange whose elements are subnormal: the cpu reference's values (NumPy
+    2.x's i*step + start, each operation rounded) to the bit."""
+    tiny = float(np.finfo(dt._np).smallest_subnormal)
+    for start, stop, num in ((0.0, 1000 * tiny, 1001), (-3 * tiny, 7777 * tiny, 97),
+                             (1e-39 if dt == xp.float32 else 1e-310, 0.0, 50)):
+        want = to_numpy(xp.linspace(start, stop, num, dtype=dt, device=CPU))
+        got = to_numpy(xp.linspace(start, stop, num, dtype=dt, device=CUDA0))
+        _same(got, want, f"linspace({start}, {stop}, {num})")
+    want = to_numpy(xp.arange(0.0, 300 * tiny, 3 * tiny, dtype=dt, device=CPU))
+    _same(to_numpy(xp.arange(0.0, 300 * tiny, 3 * tiny, dtype=dt, device=CUDA0)), want,
+          "arange")
+
+
+# ---- 5. dtype= of a narrower kind -----------------------------------------------------------
+
+# (x dtype, dtype=): narrower widths and narrower kinds; x's values suit each (ints in range)
+_NARROW = [("float64", "float32"), ("float64", "int32"), ("float32", "int64"),
+           ("float64", "uint8"), ("int64", "int8"), ("int32", "float32"), ("uint16", "int8"),
+           ("complex128", "complex64")]
+
+
+def _narrow_data(rng, x_name, d_name, shape):
+    if x_name.startswith("float") and d_name.startswith(("int", "uint")):
+        a = rng.random(shape) * 20 + 0.25  # casts truncate; sums stay in range
+    elif x_name.startswith("float"):
+        a = rng.standard_normal(shape) * 3
+    elif x_name.startswith("complex"):
+        a = rng.standard_normal(shape) + 1j * rng.standard_normal(shape)
+    else:
+        a = rng.integers(0, 300, shape)
+    return a.astype(x_name)
+
+
+def _check_narrow(got, want, d_name, what):
+    if d_name.startswith(("int", "uint")):
+        np.testing.assert_array_equal(got, want, err_msg=what)
+    else:
+        rtol = 1e-5 if d_name in ("float32", "complex64") else 1e-12
+        np.testing.assert_allclose(got, want, rtol=rtol, atol=1e-5, err_msg=what)
+
+
+@pytest.mark.parametrize("pair", _NARROW, ids=lambda p: f"{p[0]}-{p[1]}")
+def test_sum_prod_cumulative_trace_cast_first(device, rng, pair):
+    """The spec: "the input array should be cast to the specified data type before computing
+    the sum". The result equals NumPy's x.astype(dtype) reduced in dtype (wrapping for ints)."""
+    x_name, d_name = pair
+    a = _narrow_data(rng, x_name, d_name, (6, 5))
+    x = xp.asarray(a, device=device)
+    dt = getattr(xp, d_name)
+    c = a.astype(d_name)
+    with np.errstate(all="ignore"):
+        for name, ref in (("sum", lambda v, ax: np.sum(v, axis=ax, dtype=d_name)),
+                          ("prod", lambda v, ax: np.prod(v[:3], axis=ax, dtype=d_name))):
+            for ax in (None, 0, 1):
+                src = x if name == "sum" else x[:3]
+                out = getattr(xp, name)(src, axis=ax, dtype=dt)
+                assert out.dtype == dt
+                _check_narrow(to_numpy(out), ref(c, ax), d_name, f"{name} axis={ax} {pair}")
+        out = xp.cumulative_sum(x, axis=1, dtype=dt)
+        assert out.dtype == dt
+        _check_narrow(to_numpy(out), np.cumsum(c, axis=1, dtype=d_name), d_name,
+                      f"cumulative_sum {pair}")
+        out = xp.cumulative_sum(x[:, 0], dtype=dt, include_initial=True)
+        _check_narrow(to_numpy(out), np.concatenate([[0], np.cumsum(c[:, 0], dtype=d_name)]
+                                                    ).astype(d_name), d_name,
+                      f"cumulative_sum include_initial {pair}")
+        out = xp.linalg.trace(x[:5], dtype=dt)
+        assert out.dtype == dt
+        _check_narrow(to_numpy(out), np.trace(c[:5], dtype=d_name), d_name, f"trace {pair}")
+
+
+@pytest.mark.parametrize("pair", _NARROW, ids=lambda p: f"{p[0]}-{p[1]}")
+def test_cumulative_prod_cast_first(v2024, device, rng, pair):
+    x_name, d_name = pair
+    a = _narrow_data(rng, x_name, d_name, (4, 3))
+    if x_name.startswith("float") and not d_name.startswith("float"):
+        a = (a / 10).astype(x_name)  # small products
+    x = xp.asarray(a, device=device)
+    c = a.astype(d_name)
+    with np.errstate(all="ignore"):
+        out = xp.cumulative_prod(x, axis=0, dtype=getattr(xp, d_name))
+        _check_narrow(to_numpy(out), np.cumprod(c, axis=0, dtype=d_name), d_name,
+                      f"cumulative_prod {pair}")
+
+
+def test_narrower_dtype_matches_array_api_strict(rng):
+    """array_api_strict (a CPU reference of the standard) computes the same values."""
+    strict = pytest.importorskip("array_api_strict")
+    for x_name, d_name in _NARROW:
+        a = _narrow_data(rng, x_name, d_name, (7,))
+        sx = strict.asarray(a)
+        x = xp.asarray(a, device=CPU)
+        for name in ("sum", "cumulative_sum"):
+            want = np.asarray(getattr(strict, name)(sx, dtype=getattr(strict, d_name)))
+            got = to_numpy(getattr(xp, name)(x, dtype=getattr(xp, d_name)))
+            _check_narrow(got, want, d_name, f"{name} {x_name} -> {d_name} vs array_api_strict")
+
+
+def test_complex_into_real_dtype_is_refused(device, revision):
+    """astype must not cast complex to real (the spec), so neither does an implicit cast of
+    dtype=; the message names the fix. The same under each revision."""
+    for version in ("2023.12", "2024.12", "2025.12"):
+        xp.set_api_version(version)
+        z = xp.asarray(np.array([[1 + 2j, 3j], [1, 2]]), device=device)
+        calls = [lambda: xp.sum(z, dtype=xp.float64), lambda: xp.prod(z, dtype=xp.float32),
+                 lambda: xp.cumulative_sum(z, axis=0, dtype=xp.int64),
+                 lambda: xp.linalg.trace(z, dtype=xp.float64)]
+        if version != "2023.12":
+            calls.append(lambda: xp.cumulative_prod(z, axis=0, dtype=xp.float64))
+        for call in calls:
+            with pytest.raises(TypeError, match=r"complex.*xp\.real"):
+                call()
+
+
+def test_narrowing_reduction_casts_in_a_prologue():
+    """The reduction generator's graph: a narrowing dtype= puts an ASTYPE node before the
+    REDUCE (each element rounded to the result dtype before a float32 product's float64
+    accumulator sees it); safe casts (the defaults) keep the two-node graph and its kernel."""
+    from xp_cuda._kernels import reduction as R
+    from xp_cuda._kernels.fusion_ir import Op
+    for kind, i, o in (("prod", "float64", "float32"), ("sum", "float64", "int32"),
+                       ("sum", "int64", "int8"), ("prod", "int64", "float32")):
+        _, out = R.graph(kind, i, o, (10, 4), (0,), False)
+        assert out.op is Op.REDUCE and out.args[0].op is Op.ASTYPE, (kind, i, o)
+        assert out.args[0].dtype.name == o
+    for kind, i, o in (("sum", "int8", "int64"), ("prod", "float32", "float32"),
+                       ("sum", "float32", "float64"), ("sum", "bool", "int64")):
+        _, out = R.graph(kind, i, o, (10, 4), (0,), False)
+        assert out.args[0].op is Op.INPUT, (kind, i, o)
+
+
+@needs_nvrtc
+def test_narrowing_reduction_programs_compile():
+    from xp_cuda._kernels import fusion as kfusion, nvrtc_compile
+    from xp_cuda._kernels import reduction as R
+    fake = types.SimpleNamespace
+    progs = []
+    for kind, i, o in (("prod", "float64", "float32"), ("sum", "float64", "int32"),
+                       ("sum", "float32", "uint8"), ("prod", "int64", "float32"),
+                       ("sum", "complex128", "complex64")):
+        isz = np.dtype(i).itemsize
+        for shape, axes in (((1000,), (0,)), ((64, 33), (0,)), ((64, 33), (1,))):
+            st = (isz,) if len(shape) == 1 else (shape[1] * isz, isz)
+            x = fake(itemsize=isz, shape=shape, strides=st, nbytes=0,
+                     flags=fake(c_contiguous=True))
+            progs.append(R.program(kind, i, o, x, axes, False, 132, name=f"n{len(progs)}"))
+    ptx = nvrtc_compile(kfusion.translation_unit(progs), name="narrow.cu",
+                        options=kfusion.OPTIONS)
+    for p in progs:
+        assert f".entry {p.name}(" in ptx
+
+
+@functools.lru_cache(maxsize=None)
+def _routes():
+    from xp_cuda._kernels import scan
+    return {p: scan.cumsum_route(*p) for p in scan.CUMSUM_PAIRS}
+
+
+def test_scan_routes_of_narrower_kinds_precast():
+    """cumulative_sum's float -> int pairs exist and cast first (through the fused
+    generator's astype on cuda)."""
+    r = _routes()
+    for i in ("float32", "float64"):
+        for o in ("int8", "int32", "int64", "uint8", "uint64"):
+            assert r[(i, o)].precast == o, (i, o, r[(i, o)])
+    assert not any(i.startswith("complex") and not o.startswith("complex") for i, o in r)
