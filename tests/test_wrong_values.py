@@ -377,8 +377,9 @@ def _pow_agree(got, want, x, y, rtol, what, exact=True):
                 ok = gp == wp
             elif exact_path[i]:
                 ok = gp == wp and np.signbit(gp) == np.signbit(wp)
-            else:
-                ok = abs(gp - wp) <= rtol * max(scale, np.finfo(got.real.dtype).tiny)
+            else:  # beside an infinite component: relative to this component itself
+                s = scale if np.isfinite(w) else abs(wp)
+                ok = abs(gp - wp) <= rtol * max(s, np.finfo(got.real.dtype).tiny)
             if not ok:
                 bad.append((x[i], y[i], g, w))
                 break
