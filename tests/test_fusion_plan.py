@@ -198,7 +198,7 @@ def test_reduce_eager_cache_is_bounded(monkeypatch):
 @pytest.mark.parametrize("n", [1, 3, 1021, 4099, 6143, 16384, 2**20 + 5])
 def test_flat_grid_covers_every_element(config, n):
     x = xp.broadcast_to(xp.zeros((), dtype=xp.float32, device=CPU), (n,))
-    t, nodes, _ = _trace.trace(lambda a: a * 2 + 1, [x], {}, CPU)
+    t, nodes, *_ = _trace.trace(lambda a: a * 2 + 1, [x], {}, CPU)
     p = kfusion.Program(t, nodes, [fake((n,), 4)], SMS, config=config)
     (g,) = p.plan.groups
     vec = config[0] // 4
@@ -214,7 +214,7 @@ def test_flat_grid_covers_every_element(config, n):
 
 
 def _plan_of(f, args, arrays=None):
-    t, nodes, _ = _trace.trace(f, args, {}, CPU)
+    t, nodes, *_ = _trace.trace(f, args, {}, CPU)
     kern = [n for n in nodes if not _view_only(n)]
     ins = arrays or [args[n.attr.pos]._data for n in t.inputs]
     return kfusion.Program(t, kern, ins, SMS).plan
@@ -238,7 +238,7 @@ def test_flat_or_strided():
 def test_clip_compares_in_the_promoted_dtype():
     i = xp.zeros((5,), dtype=xp.int8, device=CPU)
     j = xp.zeros((5,), dtype=xp.int32, device=CPU)
-    t, nodes, _ = _trace.trace(lambda a, b: xp.clip(a, min=b, max=3), [i, j], {}, CPU)
+    t, nodes, *_ = _trace.trace(lambda a, b: xp.clip(a, min=b, max=3), [i, j], {}, CPU)
     (n,) = nodes
     assert n.op is Op.CLIP and (n.attr.lo_compare, n.attr.hi_compare) == ("int32", "int8")
 
@@ -329,7 +329,7 @@ def _cells(addr, ncells, nslots):
 def test_launch_writes_each_threads_block(monkeypatch):
     cp, launches = _stand_in(monkeypatch)
     x = xp.zeros((5, 70000), dtype=xp.float32, device=CPU)
-    t, nodes, _ = _trace.trace(lambda a, s: (a * s, xp.sum(a, axis=1)), [x, 0.5], {}, CPU)
+    t, nodes, *_ = _trace.trace(lambda a, s: (a * s, xp.sum(a, axis=1)), [x, 0.5], {}, CPU)
     dx = _DevArray((5, 70000), np.float32)
     launch = kfusion.Launch(cp, t, nodes, [dx])
     prog = kfusion.Program(t, nodes, [dx], SMS, name="xp_fused0")

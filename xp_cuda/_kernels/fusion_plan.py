@@ -334,3 +334,405 @@ def plan_kernel(kernel_outs, inputs, sms, config) -> KernelPlan:
         scratch += [None if s is None else (s[0], np.dtype(s[1]).type) for s in r.scratch]
     return KernelPlan(tuple(config), T, tuple(inputs), groups, tuple(reds), blocks,
                       blocks_scalar, layout, bool(layout) and not reds, tuple(scratch))
+
+
+# ---- whole programs: reductions that feed further work ----------------------------------------
+# A fused function is a DAG whose reductions may feed elementwise work and further reductions
+# (softmax: max, then sum of exp(x - max), then a division). Three passes, each pure:
+#   lower         rewrites the traced forms the generator has no section for (vector_norm,
+#                 vecdot) into its own (a prologue of elementwise nodes, a sum with an epilogue)
+#   split_stages  ends a kernel at every reduction whose value feeds other nodes: kernel k
+#                 computes the reductions k reductions deep and the outputs of that depth,
+#                 reading the earlier reductions' values as inputs broadcast over their
+#                 consumers (elementwise work is recomputed, never stored)
+#   plan_rows     where every reduction reduces the innermost axis of one shape and a row fits
+#                 in a block's registers, the whole program is one kernel instead: a block per
+#                 row, the row loaded once, each reduction a block-wide tree, then the outputs
+#                 (fusion_render.render_rows)
+# The chosen plan is a ProgramPlan; ``describe`` prints it for people (fuse's ``plan()``).
+
+def transform(outs, fn):
+    """The DAG of `outs` with every node passed through fn(node, new_args) -> a node or None
+    (None: keep the node, copied only where an operand changed). Returns the new outputs;
+    nodes that nothing changed stay the same objects (their kernels print as before)."""
+    from .fusion_ir import Node
+    memo = {}
+
+    def walk(node):
+        if node is None:
+            return None
+        key = id(node)
+        got = memo.get(key)
+        if got is None:
+            args = tuple(walk(a) for a in node.args)
+            got = fn(node, args)
+            if got is None:
+                got = node if all(a is b for a, b in zip(args, node.args)) else \
+                    Node(node.op, args, node.dtype, node.shape, node.attr)
+            memo[key] = got
+        return got
+    return [walk(n) for n in outs]
+
+
+def lower(outs):
+    """vector_norm -> reduction.norm_node's prologue and sum (or max/min) with its epilogue;
+    vecdot -> multiply(conj(x1), x2) in the result dtype, summed over the contracted axis."""
+    from .fusion_ir import DName, Elementwise, Node, Reduce
+    from .reduction import norm_node
+
+    def fn(node, args):
+        if node.op is not Op.REDUCE or node.attr.kind not in ("vector_norm", "vecdot"):
+            return None
+        a = node.attr
+        if a.kind == "vector_norm":
+            return norm_node(args[0], a.ord, a.axes, a.keepdims, node.dtype.name)
+        x1, x2 = args
+        dt = node.dtype.name
+        shape = tuple(np.broadcast_shapes(x1.shape, x2.shape))
+        if np.dtype(dt).kind == "c":
+            x1 = Node(Op.ELEMENTWISE, (x1,), DName(dt), x1.shape, Elementwise("conj", dt))
+        prod = Node(Op.ELEMENTWISE, (x1, x2), DName(dt), shape, Elementwise("multiply", dt))
+        return Node(Op.REDUCE, (prod,), node.dtype, node.shape, Reduce("sum", a.axes, False))
+    return transform(outs, fn)
+
+
+def reduce_depths(outs) -> dict:
+    """id(node) -> the number of reductions on the longest path below the node's value: the
+    kernel that can compute it (a reduction is computed in the kernel of its operand's
+    depth; its consumers one kernel later)."""
+    depth = {}
+
+    def d(node):
+        key = id(node)
+        v = depth.get(key)
+        if v is None:
+            v = 0
+            for a in node.args:
+                if a is not None:
+                    v = max(v, d(a) + (a.op is Op.REDUCE))
+            depth[key] = v
+        return v
+    for n in outs:
+        d(n)
+    return depth
+
+
+@dataclass(frozen=True)
+class ContiguousLayout:
+    """The layout of an intermediate a kernel writes and a later kernel reads: C-contiguous,
+    freshly allocated (aligned)."""
+    shape: tuple
+    itemsize: int
+
+    @property
+    def strides(self):
+        st, acc = [], self.itemsize
+        for n in reversed(self.shape):
+            st.append(acc)
+            acc *= max(n, 1)
+        return tuple(reversed(st))
+
+    @property
+    def nbytes(self):
+        return size(self.shape) * self.itemsize
+
+    class flags:  # noqa: N801  (NumPy's spelling)
+        c_contiguous = True
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One kernel of a multi-kernel program. `outs`: its output nodes, rewritten so that the
+    reductions of earlier kernels it reads are INPUT nodes (positions `first_mid` + m for
+    intermediate m); `inputs`: its INPUT nodes (the function's, then those intermediates);
+    `reads`: the intermediates it reads, by number; `results`: per output, (the program's
+    output index or None, the intermediate number it provides or None)."""
+    outs: tuple
+    inputs: tuple
+    reads: tuple
+    results: tuple
+
+
+def split_stages(outs, inputs, first_mid):
+    """The stages (kernels) of the program computing `outs` (lowered IR) from `inputs` (the
+    trace's INPUT nodes): see the pass list above. One stage where no reduction feeds another
+    node (its outs are then the given nodes themselves)."""
+    from .fusion_ir import Input, Node
+    depth = reduce_depths(outs)
+    mids = {}  # id(reduction read by another node) -> (number, node)
+
+    def find(node, seen):
+        if node is None or id(node) in seen:
+            return
+        seen.add(id(node))
+        for a in node.args:
+            if a is not None and a.op is Op.REDUCE and id(a) not in mids:
+                mids[id(a)] = (len(mids), a)
+            find(a, seen)
+    seen = set()
+    for n in outs:
+        find(n, seen)
+    if not mids:
+        return (Stage(tuple(outs), tuple(inputs), (), tuple((j, None) for j in range(len(outs)))),)
+    mid_inputs = {key: Node(Op.INPUT, (), node.dtype, node.shape, Input(first_mid + m))
+                  for key, (m, node) in mids.items()}
+    n_stages = 1 + max(depth[id(n)] for n in outs)
+    stages = []
+    for k in range(n_stages):
+        todo, results = [], []
+        for j, n in enumerate(outs):
+            if depth[id(n)] == k:
+                m = mids.get(id(n))
+                todo.append(n)
+                results.append((j, None if m is None else m[0]))
+        for key, (m, node) in mids.items():
+            if depth[key] == k and not any(node is t for t in todo):
+                todo.append(node)
+                results.append((None, m))
+        if not todo:
+            continue
+        reads = set()
+        memo = {}
+
+        def rewrite(node, top, reads=reads, memo=memo):
+            """A reduction met as an operand is an earlier kernel's intermediate (its own
+            operands are not walked: that kernel computed them)."""
+            if node is None:
+                return None
+            if not top and node.op is Op.REDUCE:
+                reads.add(mids[id(node)][0])
+                return mid_inputs[id(node)]
+            got = memo.get(id(node))
+            if got is None:
+                args = tuple(rewrite(a, False) for a in node.args)
+                got = node if all(x is y for x, y in zip(args, node.args)) else \
+                    Node(node.op, args, node.dtype, node.shape, node.attr)
+                memo[id(node)] = got
+            return got
+        rewritten = [rewrite(n, True) for n in todo]
+        by_num = {m: mid_inputs[key] for key, (m, _) in mids.items()}
+        rd = tuple(sorted(reads))
+        stages.append(Stage(tuple(rewritten), tuple(inputs) + tuple(by_num[m] for m in rd), rd,
+                            tuple(results)))
+    return tuple(stages)
+
+
+# ---- the row kernel ---------------------------------------------------------------------------
+# A block per row holds the row in registers: thread t keeps vectors t, t + T, ... (U vectors
+# of V elements: coalesced 16-byte loads, all issued before any use, so a block keeps U * 16
+# bytes per thread in flight). Threads per block: enough for about ROW_ELEMS_PER_THREAD
+# elements each (fewer threads per row means fewer tree steps; more elements per thread means
+# more registers), at most 1024; a row longer than 1024 * ROW_MAX_VECTORS vectors, or inputs
+# needing more than ROW_REG_BYTES of registers per thread, take the multi-kernel plan instead.
+ROW_ELEMS_VECTORS = 4  # vectors per thread the thread count aims at
+ROW_MAX_VECTORS = 8  # at most this many vectors per thread (32 float32 registers an input)
+ROW_REG_BYTES = 160  # bytes of row data a thread may hold, over all inputs it loads
+ROW_MIN_THREADS = 32
+ROW_MAX_THREADS = 1024
+
+
+@dataclass(frozen=True)
+class RowReduce:
+    """One reduction of a row kernel (the fields fusion_render._Acc reads)."""
+    out: tuple  # a unique key for its runtime slots
+    index: int  # its place in the kernel's order (variable r{index})
+    kind: str
+    dtype: str  # accumulation dtype
+    result: str  # the node's dtype
+    M: int
+
+
+@dataclass(frozen=True)
+class RowPlan:
+    """The whole program as one kernel over rows of the innermost axis of `shape` (P rows of
+    M elements): a block per row (grid-stride over rows), the row's inputs loaded once into
+    registers, the reductions in dependency order (each a block-wide tree), then the
+    outputs: "row" ones element by element over the row, "one" ones a value per row."""
+    shape: tuple
+    P: int
+    M: int
+    threads: int
+    vec: int  # elements per vector
+    per_thread: int  # vectors per thread (U)
+    packed: tuple  # (input position, full): loaded into registers; full: of the row shape
+    # (offset by the row), else one row-long vector every row reads
+    reduces: tuple  # (REDUCE node, RowReduce) in dependency order
+    outs: tuple  # per output: "row" or "one"
+    blocks: int
+    inputs: tuple  # InputLayout per input
+
+
+@dataclass(frozen=True)
+class ProgramPlan:
+    """A fused function's program: its stages (kernels) as split_stages made them, and the row
+    kernel that replaces them where plan_rows found one (then `rows` is what runs)."""
+    stages: tuple
+    rows: object = None
+    outs: tuple = ()  # the lowered outputs the plans' nodes belong to
+
+
+def _compatible(shape, S) -> bool:
+    """Does `shape` broadcast to S without moving axes (right-aligned, each dim S's or 1)?"""
+    if len(shape) > len(S):
+        return False
+    return all(d == s or d == 1 for d, s in zip(shape[::-1], S[::-1]))
+
+
+def _row_roles(outs, S):
+    """id(node) -> "row" (a value over the row space: broadcasts to S), "red" (a value per row
+    of shape S[:-1]) or "scalar" (one element, anything's operand); None where some node fits
+    none of them (a view, an operand broadcast along another axis)."""
+    roles = {}
+    red_shape = S[:-1]
+
+    def role(node):
+        key = id(node)
+        if key in roles:
+            return roles[key]
+        r = _role(node)
+        roles[key] = r
+        return r
+
+    def _role(node):
+        if node.op is Op.VIEW:
+            return None
+        if node.op is Op.REDUCE:
+            (x,) = node.args
+            if role(x) not in ("row", "scalar") or x.shape != S:
+                return None
+            return "row" if node.attr.keepdims else "red"
+        if node.op in (Op.CONST, Op.PARAM):
+            return "scalar"
+        if node.op is Op.INPUT:
+            if size(node.shape) == 1:
+                return "scalar"
+            if _compatible(node.shape, S):
+                return "row"
+            return "red" if node.shape == red_shape else None
+        rs = [role(a) for a in node.args if a is not None]
+        if None in rs:
+            return None
+        if "red" in rs:
+            return "red" if "row" not in rs and node.shape == red_shape else None
+        if "row" in rs:
+            return "row" if _compatible(node.shape, S) else None
+        return "scalar"
+    ok = all(role(n) is not None for n in outs)
+    return roles if ok else None
+
+
+def plan_rows(outs, inputs, sms):
+    """The RowPlan of a lowered program, or None where it has none (see the pass list): every
+    reduction reduces only the innermost axis of operands of one shape S (rows of M >= 2
+    elements), no views, every value either over the row space or one per row, the outputs of
+    shape S or one per row (S[:-1], or S[:-1] + (1,)), and the row fits in registers."""
+    reds, seen = [], set()
+
+    def walk(node):
+        if node is None or id(node) in seen:
+            return
+        seen.add(id(node))
+        for a in node.args:
+            walk(a)
+        if node.op is Op.REDUCE:
+            reds.append(node)
+    for n in outs:
+        walk(n)
+    if not reds:
+        return None
+    S = reds[0].args[0].shape
+    nd = len(S)
+    if nd == 0 or any(r.args[0].shape != S or r.attr.axes != (nd - 1,) for r in reds):
+        return None
+    P, M = size(S[:-1]), S[-1]
+    if P == 0 or M < 2:
+        return None
+    roles = _row_roles(outs, S)
+    if roles is None:
+        return None
+    kinds = []
+    for n in outs:
+        role = roles[id(n)]
+        if role == "row" and n.shape == S:
+            kinds.append("row")
+        elif (role == "red" and n.shape == S[:-1]) or (role == "row" and
+                                                       n.shape == S[:-1] + (1,)):
+            kinds.append("one")
+        else:
+            return None
+    # inputs read into registers: row-shaped and C-contiguous (full), or a contiguous row
+    # vector every row reads; any other input is read through its strides where used
+    used = {id(n) for n in _walk_all(outs)}
+    packed = []
+    for lay in inputs:
+        node = next((n for n in _walk_all(outs) if n.op is Op.INPUT and n.attr.pos == lay.pos),
+                    None)
+        if node is None or id(node) not in used or roles.get(id(node)) != "row":
+            continue
+        if node.shape == S and lay.contiguous:
+            packed.append((lay.pos, True))
+        elif node.shape and node.shape[-1] == M and size(node.shape) == M and lay.strides[-1] == 1:
+            packed.append((lay.pos, False))
+    isz = {lay.pos: lay.itemsize for lay in inputs}
+    widest = max([isz[k] for k, _ in packed] +
+                 [itemsize(n.dtype.name) for n, kd in zip(outs, kinds) if kd == "row"] + [1])
+    V = max(1, 16 // widest)
+    T = 1 << max(0, -(-M // (ROW_ELEMS_VECTORS * V)) - 1).bit_length()
+    T = min(ROW_MAX_THREADS, max(ROW_MIN_THREADS, T))
+    U = -(-M // (T * V))
+    if U > ROW_MAX_VECTORS or U * V * sum(isz[k] for k, _ in packed) > ROW_REG_BYTES:
+        return None
+    depth = reduce_depths(outs)
+    order = sorted(range(len(reds)), key=lambda i: (depth[id(reds[i])], i))
+    reduces = tuple((reds[i], RowReduce(("row", k), k, reds[i].attr.kind,
+                                        accumulation_dtype(reds[i]), reds[i].dtype.name, M))
+                    for k, i in enumerate(order))
+    blocks = max(1, min(P, MAX_GRID))
+    return RowPlan(tuple(S), P, M, T, V, U, tuple(packed), reduces, tuple(kinds), blocks,
+                   tuple(inputs))
+
+
+def _walk_all(outs):
+    seen, order = set(), []
+
+    def walk(node):
+        if node is None or id(node) in seen:
+            return
+        seen.add(id(node))
+        for a in node.args:
+            walk(a)
+        order.append(node)
+    for n in outs:
+        walk(n)
+    return order
+
+
+# ---- plans in words ----------------------------------------------------------------------------
+def _red_words(node) -> str:
+    a = node.attr
+    return f"{a.kind} over axes {a.axes} of {tuple(node.args[0].shape)}"
+
+
+def describe_rows(rows) -> str:
+    reds = "; ".join(f"{_red_words(n)}" for n, _ in rows.reduces)
+    return (f"1 kernel (rows): one block of {rows.threads} threads per row, {rows.P} rows of "
+            f"{rows.M} elements held in registers ({rows.per_thread} x {rows.vec}-element "
+            f"vectors a thread); reductions in the row, in order: {reds}; outputs: "
+            f"{', '.join(rows.outs)}")
+
+
+def describe_stages(plan, kernel_plans) -> str:
+    lines = [f"{len(plan.stages)} kernel{'s' if len(plan.stages) > 1 else ''}"
+             + (" (stages: each ends at reductions later work reads)"
+                if len(plan.stages) > 1 else "")]
+    for k, (st, kp) in enumerate(zip(plan.stages, kernel_plans)):
+        parts = []
+        for r, node in zip(kp.reductions, [st.outs[r.out] for r in kp.reductions]):
+            how = ("rows" if r.row_like else "columns") + (f", split {r.S} ways" if r.S > 1
+                                                            else "")
+            parts.append(f"{_red_words(node)} ({r.P} outputs of {r.M} elements: {how})")
+        for g in kp.groups:
+            parts.append(f"elementwise over {g.shape} ({'flat' if g.flat else 'strided'})")
+        reads = f", reading intermediates {list(st.reads)}" if st.reads else ""
+        lines.append(f"  kernel {k}{reads}: " + "; ".join(parts))
+    return "\n".join(lines)

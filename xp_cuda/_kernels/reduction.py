@@ -212,15 +212,22 @@ def _floating(name):
 
 
 def norm_graph(in_name, shape, ord, axes, keepdims, out_name):
-    """(Graph, output node) of the vector norm of order `ord` over `axes`: the prologue
+    """(Graph, output node) of the vector norm of order `ord` over `axes` (see norm_node)."""
+    x = Node(Op.INPUT, (), DName(in_name), shape, Input(0))
+    return Graph([x]), norm_node(x, ord, axes, keepdims, out_name)
+
+
+def norm_node(x, ord, axes, keepdims, out_name):
+    """The REDUCE node of the vector norm of order `ord` of node `x` over `axes`: the prologue
     abs(x) -> (square | pow p | != 0) as IR nodes feeding one reduction whose epilogue is the
     final sqrt or pow(., 1/ord). Sums accumulate in float64 whatever the input (NumPy sums
     float32 pairwise in float32: float64 sums are at least as accurate, and cost nothing on a
     memory-bound kernel); max/min (ord = +-inf) are exact, taken in the result dtype. The
     elementwise steps run in x's real dtype as NumPy's (abs(x)**p for float32 in float32);
-    integers and bools are converted to the result dtype first."""
+    integers and bools are converted to the result dtype first. Eager norms and fused ones
+    (fusion_plan.lower) build the same nodes."""
     rd = out_name
-    x = Node(Op.INPUT, (), DName(in_name), shape, Input(0))
+    in_name, shape = x.dtype.name, x.shape
     cdt = in_name if _floating(in_name) else rd  # abs of an integer in floating: no wrap
     real = ("float32" if in_name == "complex64" else "float64" if in_name == "complex128"
             else cdt)
@@ -251,8 +258,8 @@ def norm_graph(in_name, shape, ord, axes, keepdims, out_name):
         elif ord != 1:
             v = ew("pow", (v, const(float(ord), real)), real, real)
             epi = Epilogue("pow", 1.0 / float(ord))
-    return Graph([x]), Node(Op.REDUCE, (v,), DName(rd), oshape,
-                            Reduce(kind, axes, keepdims, acc=acc, epilogue=epi))
+    return Node(Op.REDUCE, (v,), DName(rd), oshape,
+                Reduce(kind, axes, keepdims, acc=acc, epilogue=epi))
 
 
 def norm_reduce(cp, x, ord, axes, keepdims, out_dtype, device=None):
