@@ -41,9 +41,13 @@ class Program:
     trace: anything with ``.inputs`` (INPUT nodes) and ``.uses`` (parameter uses, each
     (parameter, dtype, convert)): xp_cuda.fusion's Trace or a fusion_ir.Graph. in_arrays: the
     inputs' layouts (``.itemsize``, ``.shape``, ``.strides``, ``.flags.c_contiguous``); sms: the
-    GPU's multiprocessor count (the reduction split targets it)."""
+    GPU's multiprocessor count (the reduction split targets it). const_params: the program's
+    constants are runtime slots, not literals (fused functions: a new constant value reuses
+    the compiled kernel, so the kernel caches do not grow with the user's constants; eager
+    one-node programs keep literals, the shipped cubins' sources)."""
 
-    def __init__(self, trace, kernel_outs, in_arrays, sms, name=KERNEL, config=None):
+    def __init__(self, trace, kernel_outs, in_arrays, sms, name=KERNEL, config=None,
+                 const_params=False):
         self.trace = trace
         self.name = name
         self.config = config or CONFIGS[0]  # (vector bytes, vectors per thread, threads)
@@ -59,7 +63,8 @@ class Program:
         self.scratch = list(plan.scratch)  # (size, numpy dtype) or None: partials, counters
         self.reductions = [(r.out, r.P, r.S) for r in plan.reductions]
         self.in_count = len(plan.inputs)
-        self.kernel, self.structs, self.gvals = render(plan, trace, kernel_outs, name)
+        self.kernel, self.structs, self.gvals = render(plan, trace, kernel_outs, name,
+                                                       const_params)
         self.nslots = max(1, len(self.gvals))
         self.source = translation_unit([self])
 
@@ -73,15 +78,18 @@ def translation_unit(programs) -> str:
                     *(p.kernel for p in programs)])
 
 
-def programs(trace, kernel_outs, in_arrays, sms, tune: bool) -> list:
+def programs(trace, kernel_outs, in_arrays, sms, tune: bool, const_params=False) -> list:
     """The Programs a Launch compiles for these layouts: the default vector shape, and with
     ``tune`` each other shape of CONFIGS that plans a different layout with the same
-    parameters (one parameter block serves them all). tools/prebuild.py ships exactly these."""
-    prog = Program(trace, kernel_outs, in_arrays, sms, name=f"{KERNEL}0")
+    parameters (one parameter block serves them all). tools/prebuild.py ships exactly these.
+    ``const_params``: constants as runtime values (fused functions; see Program)."""
+    prog = Program(trace, kernel_outs, in_arrays, sms, name=f"{KERNEL}0",
+                   const_params=const_params)
     progs = [prog]
     if tune and prog.tunable:
         for k, cfg in enumerate(CONFIGS[1:], 1):
-            p = Program(trace, kernel_outs, in_arrays, sms, name=f"{KERNEL}{k}", config=cfg)
+            p = Program(trace, kernel_outs, in_arrays, sms, name=f"{KERNEL}{k}", config=cfg,
+                        const_params=const_params)
             if p.layout not in [q.layout for q in progs] and p.gvals == prog.gvals:
                 progs.append(p)
     return progs
@@ -143,13 +151,14 @@ class Launch:
     speed only, never a value. The chosen shape is one tuple, ``variant`` (kernel, grid for
     aligned operands, grid for any, threads), so a thread never reads half of another's choice."""
 
-    def __init__(self, cp, trace, kernel_outs, in_arrays, progs=None):
+    def __init__(self, cp, trace, kernel_outs, in_arrays, progs=None, const_params=False):
         self.cp = cp
         if progs is None:  # (a row kernel comes planned: RowLaunch)
             sms = device_info(cp).sm_count
             moved = sum(a.nbytes for a in in_arrays) + sum(
                 size(n.shape) * itemsize(n.dtype.name) for n in kernel_outs)
-            progs = programs(trace, kernel_outs, in_arrays, sms, moved >= TUNE_MIN_BYTES)
+            progs = programs(trace, kernel_outs, in_arrays, sms, moved >= TUNE_MIN_BYTES,
+                             const_params)
         prog = progs[0]
         self.source = prog.source
         kernels = load_kernels([(p.source, p.name) for p in progs], OPTIONS)
@@ -248,7 +257,8 @@ def stage_programs(trace, plan, in_arrays, sms, name=KERNEL) -> list:
     """The Programs of a multi-kernel plan, one per stage (for compile tests and describe)."""
     n_in = len(trace.inputs)
     return [Program(Graph(list(st.inputs), trace.uses), list(st.outs),
-                    _stage_layouts(st, in_arrays, n_in), sms, name=f"{name}_s{k}")
+                    _stage_layouts(st, in_arrays, n_in), sms, name=f"{name}_s{k}",
+                    const_params=True)
             for k, st in enumerate(plan.stages)]
 
 
@@ -261,7 +271,7 @@ class StagedLaunch:
         self.plan = plan
         n_in = len(trace.inputs)
         self.launches = [(st, Launch(cp, Graph(list(st.inputs), trace.uses), list(st.outs),
-                                     _stage_layouts(st, in_arrays, n_in)))
+                                     _stage_layouts(st, in_arrays, n_in), const_params=True))
                          for st in plan.stages]
         self.n_out = sum(1 for st in plan.stages for j, _ in st.results if j is not None)
         self.n_mid = sum(1 for st in plan.stages for _, m in st.results if m is not None)
@@ -289,7 +299,7 @@ def fused_launch(cp, trace, outs, in_arrays):
         return RowLaunch(cp, trace, plan, in_arrays)
     if len(plan.stages) == 1:
         return Launch(cp, Graph(list(plan.stages[0].inputs), trace.uses),
-                      list(plan.stages[0].outs), in_arrays)
+                      list(plan.stages[0].outs), in_arrays, const_params=True)
     return StagedLaunch(cp, trace, plan, in_arrays)
 
 

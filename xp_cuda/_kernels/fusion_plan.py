@@ -595,7 +595,15 @@ def _row_roles(outs, S):
 
     def _role(node):
         if node.op is Op.VIEW:
-            return None
+            # only m[..., None] of a per-row value m (lse: x - max(x, axis=-1)[..., None]):
+            # every source axis taken whole, the row space's shape with one column
+            (src,) = node.args
+            r = role(src)
+            if r == "scalar":
+                return "scalar"
+            whole = all(isinstance(sp, tuple) and len(sp) == 4 and sp.whole
+                        for sp in node.attr.spec)
+            return "row" if r == "red" and whole and node.shape == red_shape + (1,) else None
         if node.op is Op.REDUCE:
             (x,) = node.args
             if role(x) not in ("row", "scalar") or x.shape != S:

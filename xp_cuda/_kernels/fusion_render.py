@@ -125,6 +125,7 @@ class _Values:
         self.flat_var = "i"
         self.packed = frozenset()  # "rowpack" mode: inputs held in registers (p{k}[u].v[q])
         self.reduced = {}  # id(REDUCE node) -> the variable holding its value (row kernels)
+        self.const_params = False  # constants as runtime slots (fused programs), not literals
 
     def start(self, flat_mode="scalar", flat_var=None):
         """A new body: fresh temporaries list and memo (slots and temporaries' numbers go on)."""
@@ -170,8 +171,34 @@ class _Values:
         return v
 
     # one printer per Op (the table _PRINT below)
+    def constant(self, value, dtype_name, key) -> str:
+        """A constant of the program: a literal, or (const_params: a fused function's
+        constants) its exact bits read from a runtime slot, so programs that differ only in
+        their constants share one source and one compiled kernel."""
+        if not self.const_params:
+            return literal(value, dtype_name)
+        ct = CTYPES[dtype_name]
+        kind = kind_of(dtype_name)
+        if dtype_name == "bool":
+            return f"({self.slot(key, int(bool(value)))} != 0)"
+        if kind == "int":
+            return f"(({ct}){self.slot(key, int(value))})"
+        if kind == "uint":
+            v = int(value)
+            return f"(({ct})(unsigned long long){self.slot(key, v - 2**64 if v >= 2**63 else v)})"
+        if dtype_name == "float32":
+            bits = int(np.float32(value).view(np.int32))
+            return f"__int_as_float((int){self.slot(key, bits)})"
+        if dtype_name == "float64":
+            bits = int(np.float64(value).view(np.int64))
+            return f"__longlong_as_double({self.slot(key, bits)})"
+        part = "float32" if dtype_name == "complex64" else "float64"
+        c = complex(value)
+        return (f"{ct}({self.constant(c.real, part, key + ('re',))}, "
+                f"{self.constant(c.imag, part, key + ('im',))})")
+
     def _const(self, node, coords):
-        return literal(node.attr.value, node.dtype.name)
+        return self.constant(node.attr.value, node.dtype.name, ("const", id(node)))
 
     def _param(self, node, coords):
         return f"s{node.attr.use}"
@@ -271,10 +298,12 @@ def _decompose(vals, var, axes_dims, prefix, lines):
 
 
 # ---- the kernel -------------------------------------------------------------------------------
-def render(plan, graph, outs, name):
+def render(plan, graph, outs, name, const_params=False):
     """(kernel source, op structs by name, slot values) of the kernel `name` computing `outs`
-    (IR nodes) from graph.inputs under `plan`."""
+    (IR nodes) from graph.inputs under `plan`; with `const_params` the constants are runtime
+    slots (see _Values.constant)."""
     vals = _Values()
+    vals.const_params = const_params
     in_decl = []
     for node, lay in zip(graph.inputs, plan.inputs):
         k = lay.pos
@@ -457,7 +486,8 @@ class _Acc:
                 value = "{}"
         ep = node.attr.epilogue
         if ep is not None:
-            args = "" if ep.operand is None else f", {literal(ep.operand, acc)}"
+            args = "" if ep.operand is None else \
+                f", {vals.constant(ep.operand, acc, ('epilogue', red.out))}"
             op = vals.op(ep.name, acc, acc, 1 if ep.operand is None else 2)
             value = f"{op}::f({value}{args})"
         if vtype != CTYPES[red.result]:
@@ -810,9 +840,10 @@ def _block_reduce(e, acc, red, T, var, total):
 
 def render_rows(rows, graph, outs, name):
     """(kernel source, op structs by name, slot values) of the row kernel `name` computing
-    `outs` under the RowPlan `rows` (see RowPlan)."""
-    from .fusion_plan import STRUCT_ACC as _SA  # noqa: F401  (the sizes below)
+    `outs` under the RowPlan `rows` (see RowPlan); constants are runtime slots (only fused
+    functions have row kernels)."""
     vals = _Values()
+    vals.const_params = True
     vals.structs["XpShflDown"] = SHUFFLE
     in_decl = []
     for node, lay in zip(graph.inputs, rows.inputs):

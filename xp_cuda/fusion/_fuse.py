@@ -12,7 +12,7 @@ from .. import linalg
 from .. import _searching as srch
 from .. import _statistical as st
 from .. import _utility as ut
-from .._array import Array
+from .._array import Array, _filled_0d
 from .._backends import backend
 from .._dtypes import TypedScalar, scalar_type_name
 from .._kernels.fusion_ir import Op
@@ -49,7 +49,8 @@ def _replay_table(fns):
         Op.PARAM: lambda node, ev, env: TypedScalar(env[2][node.attr.use], node.dtype),
         Op.ELEMENTWISE: lambda node, ev, env: fns["apply"](node.attr.name,
                                                            tuple(ev(a) for a in node.args)),
-        Op.WHERE: lambda node, ev, env: fns["where"](*(ev(a) for a in node.args)),
+        Op.WHERE: lambda node, ev, env: fns["where"](*_where_operands(
+            [ev(a) for a in node.args])),
         Op.ASTYPE: lambda node, ev, env: fns["astype"](ev(node.args[0]), node.dtype),
         Op.CLIP: lambda node, ev, env: fns["clip"](ev(node.args[0]),
                                                    min=bound(node.args[1], ev, env),
@@ -57,6 +58,16 @@ def _replay_table(fns):
         Op.VIEW: lambda node, ev, env: ev(node.args[0])[node.attr.key],
         Op.REDUCE: reduce,
     }
+
+
+def _where_operands(args):
+    """where's replayed operands: a constant (a Python scalar the 2024.12 rules made a 0-d
+    array of, see _trace._scalar_or_arr) as that 0-d array again."""
+    if not any(isinstance(a, TypedScalar) for a in args):
+        return args
+    dev = next(a.device for a in args if isinstance(a, Array))
+    return [_filled_0d(a.value, a.dtype, dev) if isinstance(a, TypedScalar) else a
+            for a in args]
 
 
 def evaluate(nodes, values, raw, conv):

@@ -16,9 +16,11 @@ import threading
 
 import numpy as np
 
+from .. import _revisions
 from .._array import Array, register_native_type
 from .._backends import Backend, EmptyMask
 from .._dtypes import PROMOTION_TABLE, TypedScalar, check_scalar, clip_scalar, scalar_type_name
+from .._dtypes import from_numpy_dtype
 from .._dtypes import int64 as INDEX_DTYPE  # argmax/argmin: the default index dtype
 from .._kernels.reduction import MOMENTS_ACC
 from .._kernels.fusion_ir import (Clip, Const, Elementwise, Input, Node, Op, Param, Reduce,
@@ -412,6 +414,17 @@ def _arr(data):
     return Array._new(data, t.device)
 
 
+def _scalar_or_arr(data):
+    """A where operand: from 2024.12 the spec layer makes a Python scalar the 0-d array of the
+    scalar rules before the backend sees it; inside a trace that 0-d array (the only untraced
+    0-d array where can meet under that rule) is a constant of its value."""
+    if type(data) is not Meta and getattr(data, "ndim", None) == 0 and \
+            _revisions.allows("python scalars in elementwise functions"):
+        dtype = from_numpy_dtype(data.dtype)
+        return TypedScalar(dtype._np.type(data.item()), dtype)
+    return _arr(data)
+
+
 def _operand(o):
     return o if isinstance(o, TypedScalar) else _arr(o)
 
@@ -431,7 +444,7 @@ class TraceBackend(Backend):
                                  shape))
 
     def where(self, cond, x1, x2, dtype, shape, plan_key=None):
-        return _data(where(_arr(cond), _arr(x1), _arr(x2), dtype, shape))
+        return _data(where(_arr(cond), _scalar_or_arr(x1), _scalar_or_arr(x2), dtype, shape))
 
     def astype(self, data, dtype, copy, plan_key=None):
         return _data(astype(_arr(data), dtype, None))
