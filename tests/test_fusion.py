@@ -85,20 +85,47 @@ def _arr(rng, shape, dtype, device, small=True):
 
 
 # ---- random programs: the same seeded choices whether traced or eager ------------------------
-def program(seed, n_ops=6, reduce=True, uses=None):
+REDUCTIONS = ["sum", "prod", "max", "min", "mean", "all", "any", "var", "std", "argmax",
+              "argmin"]
+
+
+def program(seed, n_ops=6, reduce=True, uses=None, whole=False):
     """A function of its array arguments making seeded random choices among valid operations
-    (invalid ones raise at validation, identically traced or eager, and are skipped)."""
+    (invalid ones raise at validation, identically traced or eager, and are skipped). With
+    `whole`: first in-place updates of the arguments, and reductions in the middle (kept
+    dims, broadcast back over later work) as well as at the end."""
     def f(*args):
         r = random.Random(seed)
         pool = [a for a in args if isinstance(a, xp._array.Array)]
         scal = [a for a in args if not isinstance(a, xp._array.Array)]
+        if whole:
+            for _ in range(r.choice([0, 0, 1, 2])):  # before any view: then they are allowed
+                a = r.choice(pool)
+                c = r.choice([r.choice(SCALARS), r.choice(pool)] + scal)
+                op = r.choice(["+=", "-=", "*=", "/=", "&=", "**="])
+                try:
+                    exec(f"a {op} c", {"a": a, "c": c})
+                except (TypeError, ValueError, OverflowError):
+                    continue
+                if uses is not None:
+                    uses.add(op)
+        kinds = ["u", "b", "b", "s", "p", "where", "astype", "clip", "view"]
+        if whole:
+            kinds += ["r", "r", "r"]
         for _ in range(n_ops * 4):
             if len(pool) >= len(args) + n_ops:
                 break
-            kind = r.choice(["u", "b", "b", "s", "p", "where", "astype", "clip", "view"])
-            a = r.choice(pool)
+            kind = r.choice(kinds)
+            # (whole programs build on their latest value often: reductions feed work)
+            a = pool[-1] if whole and r.random() < 0.4 else r.choice(pool)
             try:
-                if kind == "u":
+                if kind == "r":  # a reduction feeding later work
+                    name = r.choice(REDUCTIONS)
+                    if a.ndim == 0:
+                        continue
+                    axis = r.choice([-1, -1, -1, 0]) if name not in ("argmax", "argmin") else -1
+                    out = getattr(xp, name)(a, axis=axis, keepdims=r.random() < 0.8)
+                elif kind == "u":
                     name = r.choice(UNARY)
                     out = getattr(xp, name)(a)
                 elif kind == "b":
@@ -147,7 +174,7 @@ def program(seed, n_ops=6, reduce=True, uses=None):
         if reduce:
             x = r.choice(pool)
             red = r.choice(["sum", "prod", "max", "min", "mean", "all", "any"])
-            axis = r.choice([None] + list(range(x.ndim)))
+            axis = r.choice([None] + list(range(x.ndim)) + ([-1] * 3 if whole and x.ndim else []))
             keep = r.random() < 0.5
             try:
                 outs.append(getattr(xp, red)(x, axis=axis, keepdims=keep))
@@ -159,26 +186,36 @@ def program(seed, n_ops=6, reduce=True, uses=None):
     return f
 
 
-def _random_args(seed, device):
+# whole programs: mostly one row space, so that row kernels (and their fallbacks) are drawn
+WHOLE_SHAPES = [(5, 7), (5, 7), (5, 7), (7,), (1, 7), (5, 1), ()]
+
+
+def _random_args(seed, device, shapes=SHAPES):
     r = random.Random(seed)
     rng = np.random.default_rng(seed)
     n = r.choice([1, 2, 3])
-    args = [_arr(rng, r.choice(SHAPES), r.choice(ALL_DTYPES), device) for _ in range(n)]
+    if shapes is WHOLE_SHAPES and r.random() < 0.5:  # one row space of odd rows
+        shapes = [r.choice([(5, 37), (3, 130), (64,), (2, 3, 9)])]
+    args = [_arr(rng, r.choice(shapes), r.choice(ALL_DTYPES), device) for _ in range(n)]
     if r.random() < 0.4:
         args.append(r.choice([2, 0.75, True, -3, 1.5j]))
     return args
 
 
-def _run_program(seed, device):
+def _run_program(seed, device, whole=False):
     uses = set()
-    args = _random_args(seed, device)
-    f = program(seed, uses=uses)
-    f(*[a.to_device(CPU) if isinstance(a, Array) else a for a in args])  # fills `uses`
+    args = _random_args(seed, device, WHOLE_SHAPES if whole else SHAPES)
+    f = program(seed, uses=uses, whole=whole)
+    f(*[xp.asarray(a.to_device(CPU), copy=True) if isinstance(a, Array) else a
+        for a in args])  # fills `uses`
     loose = device.kind == "cuda" and bool(
-        uses & (TRANSCENDENTAL | {"sum", "prod", "mean", "**", "/"}))
+        uses & (TRANSCENDENTAL | set(REDUCTIONS) | {"**", "/", "/=", "**="}))
     configs = _configs(device)
     with _vector_shape(configs[seed % len(configs)]):  # each vector shape, seed by seed
-        _check(f, args, loose)
+        if whole:
+            _inplace_check(f, args, loose)
+        else:
+            _check(f, args, loose)
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
@@ -193,6 +230,21 @@ def test_random_programs_match_eager_cpu(seed):
 @given(seed=st.integers(0, 2 ** 31))
 def test_random_programs_match_eager_cuda(seed):
     _run_program(seed, Device("cuda", 0))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+@given(seed=st.integers(0, 2 ** 31))
+def test_random_whole_programs_match_eager_cpu(seed):
+    """Reductions in the middle, in-place updates of the arguments, several outputs."""
+    _run_program(seed, CPU, whole=True)
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(cuda_device_count() == 0, reason="no usable CUDA GPU here")
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@given(seed=st.integers(0, 2 ** 31))
+def test_random_whole_programs_match_eager_cuda(seed):
+    _run_program(seed, Device("cuda", 0), whole=True)
 
 
 # ---- targeted behaviour ---------------------------------------------------------------------
@@ -838,7 +890,7 @@ def test_row_plans_and_fallbacks(device, rng):
 
 
 # ---- in-place updates -------------------------------------------------------------------------
-def _inplace_check(f, args):
+def _inplace_check(f, args, loose=True):
     """f's eager run on copies and its fused run on copies leave the same arguments and
     return the same results."""
     ref = [xp.asarray(a.to_device(CPU), copy=True) if isinstance(a, Array) else a for a in args]
@@ -848,10 +900,10 @@ def _inplace_check(f, args):
     want, got = (want, result) if isinstance(want, tuple) else ((want,), (result,))
     assert len(got) == len(want)
     for g, w in zip(got, want):
-        _same(g, w, loose=True)
+        _same(g, w, loose)
     for m, r in zip(mine, ref):
         if isinstance(m, Array):
-            _same(m, r, loose=True)
+            _same(m, r, loose)
     return mine, result
 
 
