@@ -12,6 +12,13 @@ with the same ranks and broadcast pattern reuses the compiled kernel (load_kerne
 source, and its cubin cache serves new processes). Eager reductions run on the same machinery
 (reduction.reduce_eager).
 
+A fused function's whole program (reductions feeding further work) is planned by
+fusion_plan's whole-program passes (lower, split_stages, plan_rows) into a ProgramPlan and run
+by ``fused_launch``'s choice: one Launch (no reduction feeds other work: the kernel above), a
+row kernel (RowProgram, printed by fusion_render.render_rows, run by the same Launch), or a
+StagedLaunch of one Launch per reduction depth. Fused programs print their constants as
+runtime slots (``const_params``), eager ones as literals (the shipped cubins' sources).
+
 This is the kernel layer: it imports nothing above it; dtypes arrive as objects with a
 ``.name`` (or as names) and are read by name.
 """
@@ -270,9 +277,20 @@ class StagedLaunch:
     def __init__(self, cp, trace, plan, in_arrays):
         self.plan = plan
         n_in = len(trace.inputs)
-        self.launches = [(st, Launch(cp, Graph(list(st.inputs), trace.uses), list(st.outs),
-                                     _stage_layouts(st, in_arrays, n_in), const_params=True))
-                         for st in plan.stages]
+        sms = device_info(cp).sm_count
+        staged = []
+        for st in plan.stages:
+            lays = _stage_layouts(st, in_arrays, n_in)
+            g = Graph(list(st.inputs), trace.uses)
+            moved = sum(a.nbytes for a in lays) + sum(
+                size(n.shape) * itemsize(n.dtype.name) for n in st.outs)
+            staged.append((st, g, lays, programs(g, list(st.outs), lays, sms,
+                                                 moved >= TUNE_MIN_BYTES, const_params=True)))
+        # every stage's kernels compile at once, in parallel (a first call waits for the
+        # slowest, not for the sum); each Launch below then finds its kernels loaded
+        load_kernels([(p.source, p.name) for *_, progs in staged for p in progs], OPTIONS)
+        self.launches = [(st, Launch(cp, g, list(st.outs), lays, progs=progs))
+                         for st, g, lays, progs in staged]
         self.n_out = sum(1 for st in plan.stages for j, _ in st.results if j is not None)
         self.n_mid = sum(1 for st in plan.stages for _, m in st.results if m is not None)
 

@@ -1,5 +1,7 @@
-"""``fuse``: trace once per argument layout, then run the graph as one kernel (cuda) or through
-the same eager functions (cpu, and the parts of a result that are views of an argument)."""
+"""``fuse``: trace once per argument layout, then run the graph as the kernels the kernel layer
+plans (cuda: fusion.fused_launch) or through the same eager functions (cpu, and the parts of a
+result that are views of an argument); write the final values of arguments updated in place
+into the caller's arrays. The layouts a fused function keeps are bounded (CACHE_SIZE, LRU)."""
 from __future__ import annotations
 
 import functools
