@@ -451,7 +451,9 @@ def test_row_plan_fallbacks():
     assert _whole(lambda a: a - xp.mean(a, axis=0), [(4, 6)])[2].rows is None
     assert _whole(lambda a: a[:, ::-1] - xp.max(a, axis=1, keepdims=True), [(4, 6)])[2].rows \
         is None
-    assert _whole(lambda a: a - xp.max(a[:2], axis=1, keepdims=True), [(4, 6)])[2].rows is None
+    assert _whole(lambda a, b: a - xp.max(a, axis=1, keepdims=True) + xp.sum(b, axis=1,
+                                                                          keepdims=True),
+                  [(4, 6), (4, 2)])[2].rows is None
     # a per-row value broadcast back through m[..., None], and outputs one per row
     rows = _whole(lambda a: (xp.log(xp.sum(xp.exp(a - xp.max(a, axis=1)[:, None]), axis=1)),
                              xp.max(a, axis=1, keepdims=True) * 2), [(4, 6)])[2].rows
