@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .fusion_ir import Op
+from .fusion_ir import Const, DName, Elementwise, Epilogue, Input, Node, Op, Reduce
 
 THREADS = 256  # threads per block of kernels with a reduction (the shared-memory tree's size)
 # Flat elementwise sections read and write vectors: (bytes of the widest operand per vector,
@@ -355,7 +355,6 @@ def transform(outs, fn):
     """The DAG of `outs` with every node passed through fn(node, new_args) -> a node or None
     (None: keep the node, copied only where an operand changed). Returns the new outputs;
     nodes that nothing changed stay the same objects (their kernels print as before)."""
-    from .fusion_ir import Node
     memo = {}
 
     def walk(node):
@@ -374,11 +373,55 @@ def transform(outs, fn):
     return [walk(n) for n in outs]
 
 
+def norm_node(x, ord, axes, keepdims, out_name):
+    """The REDUCE node of the vector norm of order `ord` of node `x` over `axes`: the prologue
+    abs(x) -> (square | pow p | != 0) as IR nodes feeding one reduction whose epilogue is the
+    final sqrt or pow(., 1/ord). Sums accumulate in float64 whatever the input (NumPy sums
+    float32 pairwise in float32: float64 sums are at least as accurate, and cost nothing on a
+    memory-bound kernel); max/min (ord = +-inf) are exact, taken in the result dtype. The
+    elementwise steps run in x's real dtype as NumPy's (abs(x)**p for float32 in float32);
+    integers and bools are converted to the result dtype first. Eager norms
+    (reduction.norm_graph) and fused ones (lower) build the same nodes."""
+    rd = out_name
+    in_name, shape = x.dtype.name, x.shape
+    cdt = in_name if np.dtype(in_name).kind in "fc" else rd  # abs of an integer in floating: no wrap
+    real = ("float32" if in_name == "complex64" else "float64" if in_name == "complex128"
+            else cdt)
+    axes = tuple(sorted(axes))
+    oshape = tuple(1 if i in axes else s for i, s in enumerate(shape)) if keepdims else \
+        tuple(s for i, s in enumerate(shape) if i not in axes)
+    acc, epi, kind = "float64", None, "sum"
+
+    def ew(name, args, compute, dtype):
+        return Node(Op.ELEMENTWISE, args, DName(dtype), shape, Elementwise(name, compute))
+
+    def const(v, dtype):
+        return Node(Op.CONST, (), DName(dtype), (), Const(v, v))
+    if ord == 0:  # the count of nonzero elements
+        v = ew("not_equal", (x, const(0, in_name)), in_name, "bool")
+    elif ord == 2:
+        if np.dtype(in_name).kind == "c":  # |z|^2 = re^2 + im^2, as NumPy's (conj(x) * x).real
+            re = ew("real", (x,), in_name, real)
+            im = ew("imag", (x,), in_name, real)
+            v = ew("add", (ew("square", (re,), acc, acc), ew("square", (im,), acc, acc)),
+                   acc, acc)
+        else:  # square in float64 (exact for float32 input)
+            v = ew("square", (x,), acc, acc)
+        epi = Epilogue("sqrt")
+    else:
+        v = ew("abs", (x,), cdt, real)
+        if ord in (math.inf, -math.inf):
+            kind, acc = ("max" if ord > 0 else "min"), rd
+        elif ord != 1:
+            v = ew("pow", (v, const(float(ord), real)), real, real)
+            epi = Epilogue("pow", 1.0 / float(ord))
+    return Node(Op.REDUCE, (v,), DName(rd), oshape,
+                Reduce(kind, axes, keepdims, acc=acc, epilogue=epi))
+
+
 def lower(outs):
     """vector_norm -> reduction.norm_node's prologue and sum (or max/min) with its epilogue;
     vecdot -> multiply(conj(x1), x2) in the result dtype, summed over the contracted axis."""
-    from .fusion_ir import DName, Elementwise, Node, Reduce
-    from .reduction import norm_node
 
     def fn(node, args):
         if node.op is not Op.REDUCE or node.attr.kind not in ("vector_norm", "vecdot"):
@@ -457,7 +500,6 @@ def split_stages(outs, inputs, first_mid):
     """The stages (kernels) of the program computing `outs` (lowered IR) from `inputs` (the
     trace's INPUT nodes): see the pass list above. One stage where no reduction feeds another
     node (its outs are then the given nodes themselves)."""
-    from .fusion_ir import Input, Node
     depth = reduce_depths(outs)
     mids = {}  # id(reduction read by another node) -> (number, node)
 
