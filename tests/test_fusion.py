@@ -809,7 +809,11 @@ def arg_and_dot(a, w):  # argmax and vecdot feeding elementwise work
     return i + 1, d / (xp.sum(xp.abs(a), axis=-1) + 1)
 
 
-PROGRAMS = {"softmax": (softmax, 1), "layer_norm": (layer_norm, 2), "rms_norm": (rms_norm, 2),
+def row_share(a):  # any numeric dtype: complex rows reduce in a shared-memory tree
+    return a * 2 - xp.sum(a, axis=-1, keepdims=True)
+
+
+PROGRAMS = {"softmax": (softmax, 1), "row_share": (row_share, 1), "layer_norm": (layer_norm, 2), "rms_norm": (rms_norm, 2),
             "lse_rows": (lse_rows, 1), "lse_cols": (lse_cols, 1),
             "row_normalise": (row_normalise, 1), "col_centre": (col_centre, 1),
             "norm_test": (norm_test, 1), "moments": (moments, 1),
@@ -830,16 +834,18 @@ def _plan_kind(f, args):
                                                            else 1].split(" (")[0]
 
 
-# odd row lengths, a row beyond the on-chip limit (the multi-kernel plan), 1-D, one row
-ROW_SHAPES = [(5, 37), (3, 4099), (2, 3, 129), (33,), (1, 8), (2, 70001)]
+# odd row lengths: a warp per row (37, 129, 33, 8), a block per row (4099: 512 threads;
+# 20000: 1024 threads), a row beyond the on-chip limit (70001: the multi-kernel plan)
+ROW_SHAPES = [(5, 37), (3, 4099), (2, 3, 129), (33,), (1, 8), (2, 20000), (2, 70001)]
 
 
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
 def test_whole_programs_match_eager(device, rng, name):
     """Reductions feeding further work return what the eager function returns, for every
     plan (row kernel, stages); tolerances only for reduction order and transcendentals."""
-    dts = [xp.float32, xp.float64] if device.kind == "cuda" or name != "softmax" else \
-        [xp.float32, xp.float64, xp.complex64]
+    dts = [xp.float32, xp.float64]
+    if name in ("row_share", "col_centre", "softmax"):
+        dts += [xp.complex64, xp.int16, xp.uint8, xp.int64]
     for dt in dts:
         for shape in ROW_SHAPES:
             if name in ("norm_test", "lse_cols", "col_centre") and len(shape) < 2:

@@ -338,7 +338,7 @@ class RowProgram:
     def __init__(self, trace, plan, outs, name=KERNEL):
         self.trace, self.name, self.outs = trace, name, outs
         rows = self.plan = plan.rows
-        self.threads = rows.threads
+        self.threads = rows.threads * rows.rows_per_block
         self.blocks = self.blocks_scalar = rows.blocks
         self.layout, self.tunable, self.scratch, self.reductions = (), False, [], []
         self.in_count = len(rows.inputs)

@@ -571,6 +571,10 @@ ROW_MAX_VECTORS = 8  # at most this many vectors per thread (32 float32 register
 ROW_REG_BYTES = 160  # bytes of row data a thread may hold, over all inputs it loads
 ROW_MIN_THREADS = 32
 ROW_MAX_THREADS = 1024
+# Rows short enough for one warp (32 threads) take a warp each, ROW_WARPS rows a block: a
+# 32-thread block per row would cap an SM at 32 resident blocks (1024 threads, a few KiB of
+# loads in flight), and a warp's tree needs no block barrier.
+ROW_WARPS = 8
 
 
 @dataclass(frozen=True)
@@ -602,6 +606,7 @@ class RowPlan:
     outs: tuple  # per output: "row" or "one"
     blocks: int
     inputs: tuple  # InputLayout per input
+    rows_per_block: int = 1  # > 1: a warp per row (threads == 32), this many rows a block
 
 
 @dataclass(frozen=True)
@@ -737,9 +742,10 @@ def plan_rows(outs, inputs, sms):
     reduces = tuple((reds[i], RowReduce(("row", k), k, reds[i].attr.kind,
                                         accumulation_dtype(reds[i]), reds[i].dtype.name, M))
                     for k, i in enumerate(order))
-    blocks = max(1, min(P, MAX_GRID))
+    R = ROW_WARPS if T == 32 else 1
+    blocks = max(1, min(-(-P // R), MAX_GRID))
     return RowPlan(tuple(S), P, M, T, V, U, tuple(packed), reduces, tuple(kinds), blocks,
-                   tuple(inputs))
+                   tuple(inputs), R)
 
 
 def _walk_all(outs):
@@ -765,7 +771,9 @@ def _red_words(node) -> str:
 
 def describe_rows(rows) -> str:
     reds = "; ".join(f"{_red_words(n)}" for n, _ in rows.reduces)
-    return (f"1 kernel (rows): one block of {rows.threads} threads per row, {rows.P} rows of "
+    who = (f"one warp per row ({rows.rows_per_block} rows a block)" if rows.rows_per_block > 1
+           else f"one block of {rows.threads} threads per row")
+    return (f"1 kernel (rows): {who}, {rows.P} rows of "
             f"{rows.M} elements held in registers ({rows.per_thread} x {rows.vec}-element "
             f"vectors a thread); reductions in the row, in order: {reds}; outputs: "
             f"{', '.join(rows.outs)}")

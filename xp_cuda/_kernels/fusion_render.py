@@ -805,17 +805,49 @@ __device__ __forceinline__ short xp_shfl_down(short v, int o) {
 __device__ __forceinline__ unsigned short xp_shfl_down(unsigned short v, int o) {
   return (unsigned short)__shfl_down_sync(0xffffffffu, (unsigned)v, o);
 }
+template <typename T>
+__device__ __forceinline__ T xp_shfl0(T v) { return __shfl_sync(0xffffffffu, v, 0); }
+__device__ __forceinline__ bool xp_shfl0(bool v) { return __shfl_sync(0xffffffffu, (int)v, 0) != 0; }
+__device__ __forceinline__ signed char xp_shfl0(signed char v) {
+  return (signed char)__shfl_sync(0xffffffffu, (int)v, 0);
+}
+__device__ __forceinline__ unsigned char xp_shfl0(unsigned char v) {
+  return (unsigned char)__shfl_sync(0xffffffffu, (unsigned)v, 0);
+}
+__device__ __forceinline__ short xp_shfl0(short v) {
+  return (short)__shfl_sync(0xffffffffu, (int)v, 0);
+}
+__device__ __forceinline__ unsigned short xp_shfl0(unsigned short v) {
+  return (unsigned short)__shfl_sync(0xffffffffu, (unsigned)v, 0);
+}
 """
 _SHUFFLED = {"bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
              "float32", "float64"}
 
 
-def _block_reduce(e, acc, red, T, var, total):
-    """`total` = the ordered combination of `var` over the block's T threads, in every thread;
-    leaves the shared buffer free again."""
+def _block_reduce(e, acc, red, T, var, total, warp_rows=False):
+    """`total` = the ordered combination of `var` over the row's T threads (the block, or with
+    `warp_rows` the warp), in every one of them; leaves the shared buffer free again."""
     comb, ident = acc.comb, acc.ident
+    shuffled = red.kind not in STRUCT_ACC and red.dtype in _SHUFFLED
+    if warp_rows:  # a warp per row: no block barrier at all
+        if shuffled:
+            e.pragma("#pragma unroll")
+            e.line(f"for (int o = 16; o > 0; o >>= 1) {var} = {comb}({var}, "
+                   f"xp_shfl_down({var}, o));")
+            e.line(f"{total} = xp_shfl0({var});")
+            return
+        e.line(f"{acc.ctype}* sh = reinterpret_cast<{acc.ctype}*>(xp_smem) + w * 32;")
+        e.line(f"sh[t] = {var};")
+        e.line("__syncwarp();")
+        with e.block("for (int o = 16; o > 0; o >>= 1) {"):
+            e.line(f"if (t < o) sh[t] = {comb}(sh[t], sh[t + o]);")
+            e.line("__syncwarp();")
+        e.line(f"{total} = sh[0];")
+        e.line("__syncwarp();  // the buffer serves the next reduction")
+        return
     e.line(f"{acc.ctype}* sh = reinterpret_cast<{acc.ctype}*>(xp_smem);")
-    if red.kind not in STRUCT_ACC and red.dtype in _SHUFFLED:
+    if shuffled:
         W = T // 32
         e.pragma("#pragma unroll")
         e.line(f"for (int o = 16; o > 0; o >>= 1) {var} = {comb}({var}, xp_shfl_down({var}, o));")
@@ -858,8 +890,15 @@ def render_rows(rows, graph, outs, name):
     e = Emitter(2)
     e.line(f"const long long P = {vals.slot(('rows',), rows.P)}, "
            f"M = {vals.slot(('M',), rows.M)};")
-    e.line("const int t = threadIdx.x;")
-    with e.block("for (long long p = blockIdx.x; p < P; p += gridDim.x) {"):
+    R = rows.rows_per_block
+    if R > 1:  # a warp per row, R rows a block (short rows: no block barrier)
+        e.line("const int t = threadIdx.x & 31, w = threadIdx.x >> 5;")
+        loop = (f"for (long long p = (long long)blockIdx.x * {R} + w; p < P; "
+                f"p += (long long)gridDim.x * {R}) {{")
+    else:
+        e.line("const int t = threadIdx.x;")
+        loop = "for (long long p = blockIdx.x; p < P; p += gridDim.x) {"
+    with e.block(loop):
         pre = []
         rc = _decompose(vals, "p", [(a, S[a], ("rowdim", a)) for a in range(nd - 1)], "k_",
                         pre)
@@ -919,7 +958,7 @@ def render_rows(rows, graph, outs, name):
                     e.line(f"acc = {acc.comb}(acc, {acc.elem(v, 'jc')});")
                 over_row(emit)
                 e.line(f"{acc.ctype} tot;")
-                _block_reduce(e, acc, red, T, "acc", "tot")
+                _block_reduce(e, acc, red, T, "acc", "tot", R > 1)
                 e.line(f"r{red.index} = {acc.value.format('tot')};")
             vals.reduced[id(node)] = f"r{red.index}"
         row_outs = [j for j, k in enumerate(rows.outs) if k == "row"]
@@ -966,8 +1005,8 @@ def render_rows(rows, graph, outs, name):
     smem = max([16] + [STRUCT_ACC.get(red.kind, 16) for _, red in rows.reduces])
     params = in_decl + out_decl + par_decl + [f"const XpG<{nslots}> g"]
     kernel = "".join([
-        f'extern "C" __global__ void __launch_bounds__({T}) {name}(',
+        f'extern "C" __global__ void __launch_bounds__({T * R}) {name}(',
         ", ".join(params), ") {\n",
-        f"  __shared__ __align__(16) unsigned char xp_smem[{T * smem}];\n",
+        f"  __shared__ __align__(16) unsigned char xp_smem[{T * R * smem}];\n",
         e.text(), "}\n"])
     return kernel, vals.structs, vals.gvals
