@@ -866,7 +866,10 @@ def test_whole_programs_on_strided_broadcast_and_empty_inputs(device, rng, name)
         base = _arr(rng, (6, 75), dt, device)
         w = _arr(rng, (75,), dt, device)
         cases = [[base[:, ::2]], [base[::-1, 1:]], [base[:, 5:]],  # strided, misaligned
-                 [xp.broadcast_to(base[:1], (4, 75))]]  # broadcast (stride 0)
+                 [xp.broadcast_to(base[:1], (4, 75))],  # broadcast (stride 0)
+                # one row held in registers: misaligned (the element loads), aligned whole
+                # vectors (the vector loads)
+                [xp.reshape(base, (-1,))[1:]], [xp.reshape(base, (-1,))[:448]]]
         if name not in ("moments", "arg_and_dot"):  # (reductions of nothing: no max)
             cases.append([xp.ones((0, 7), dtype=dt, device=device)])  # no rows
         f, n = PROGRAMS[name]

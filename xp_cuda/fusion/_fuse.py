@@ -130,9 +130,10 @@ class _Entry:
             (self.eager_idx if _view_only(n) else self.kernel_idx).append(j)
         b = backend(device)
         self.switch = b.switch  # None: no device to switch to
-        self.natives = [values[p]._data for p in self.in_pos]
+        natives = [values[p]._data for p in self.in_pos]
+        self.natives = [_Layout(d) for d in natives]  # (plan(); never the arrays themselves)
         self.launch = b.fused_launch(self.trace, [self.nodes[j] for j in self.kernel_idx],
-                                     self.natives) if self.kernel_idx else None
+                                     natives) if self.kernel_idx else None
         if self.launch is None:  # a backend that evaluates eagerly (cpu)
             self.kernel_idx = []
             self.eager_idx = [j for j in range(len(self.nodes)) if j not in skip]
@@ -191,6 +192,25 @@ class _Entry:
             outs[j] = values[pos]
         outs = outs[:self.n_out]
         return tuple(outs) if self.is_tuple else outs[0]
+
+
+class _Layout:
+    """What planning reads of an array (its layout), kept instead of the array: a cached
+    entry must not keep its first call's arrays alive."""
+
+    __slots__ = ("itemsize", "shape", "strides", "nbytes", "flags")
+
+    def __init__(self, a):
+        self.itemsize, self.shape, self.strides, self.nbytes = \
+            a.itemsize, tuple(a.shape), tuple(a.strides), a.nbytes
+        self.flags = _Flags(bool(a.flags.c_contiguous))
+
+
+class _Flags:
+    __slots__ = ("c_contiguous",)
+
+    def __init__(self, c):
+        self.c_contiguous = c
 
 
 def _check_aliases(writes, values):
