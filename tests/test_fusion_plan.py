@@ -436,6 +436,9 @@ def test_row_plan_geometry(shape, want):
     assert rows.P * rows.M == x.size and rows.outs == ("row",)
     assert [r.kind for _, r in rows.reduces] == ["max", "sum"]
     assert rows.threads * rows.vec * rows.per_thread >= rows.M
+    # exp(x - max) is kept in registers for the division where they allow (not at 32 a thread)
+    kept = [n.attr.name for n in rows.kept]
+    assert kept == ([] if rows.per_thread * rows.vec == 32 else ["exp"]), kept
 
 
 def test_row_plan_fallbacks():

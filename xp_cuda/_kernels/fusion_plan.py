@@ -607,6 +607,8 @@ class RowPlan:
     blocks: int
     inputs: tuple  # InputLayout per input
     rows_per_block: int = 1  # > 1: a warp per row (threads == 32), this many rows a block
+    kept: tuple = ()  # row values one pass computes and later passes read from registers
+    # (softmax's exp(x - max): computed for the sum, read again by the division)
 
 
 @dataclass(frozen=True)
@@ -744,8 +746,43 @@ def plan_rows(outs, inputs, sms):
                     for k, i in enumerate(order))
     R = ROW_WARPS if T == 32 else 1
     blocks = max(1, min(-(-P // R), MAX_GRID))
+    budget = ROW_REG_BYTES - U * V * sum(isz[k] for k, _ in packed)
+    kept = _row_kept([r.args[0] for r, _ in reduces] +
+                     [n for n, kd in zip(outs, kinds) if kd == "row"], S, U * V, [budget])
     return RowPlan(tuple(S), P, M, T, V, U, tuple(packed), reduces, tuple(kinds), blocks,
-                   tuple(inputs), R)
+                   tuple(inputs), R, kept)
+
+
+_KEEPABLE = (Op.ELEMENTWISE, Op.WHERE, Op.ASTYPE, Op.CLIP)
+
+
+def _row_kept(bodies, S, per_thread, budget):
+    """The row values worth keeping in registers between the row kernel's passes: in pass
+    order, a value of the row shape that an earlier pass computed (the largest such, not its
+    operands), while the registers they take (per_thread elements each) fit `budget` bytes."""
+    kept, kept_ids, before = [], set(), set()
+    for root in bodies:
+        here = set()
+
+        def walk(node):
+            if node is None or id(node) in here:
+                return
+            here.add(id(node))
+            if node.op is Op.REDUCE:
+                return  # its value is the reduction's (a scalar per row)
+            if id(node) in before and node.op in _KEEPABLE and node.shape == S:
+                cost = per_thread * itemsize(node.dtype.name)
+                if id(node) not in kept_ids and cost <= budget[0]:
+                    budget[0] -= cost
+                    kept.append(node)
+                    kept_ids.add(id(node))
+                if id(node) in kept_ids:
+                    return
+            for a in node.args:
+                walk(a)
+        walk(root)
+        before |= here
+    return tuple(kept)
 
 
 def _walk_all(outs):

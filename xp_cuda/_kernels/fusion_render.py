@@ -933,6 +933,28 @@ def render_rows(rows, graph, outs, name):
                             for k, _ in rows.packed:
                                 e.line(f"p{k}[u].v[q] = ({loads[k]})[jc];")
 
+        # row values kept between passes (RowPlan.kept): the first pass computing one stores
+        # it, later passes read it (element u * V + q of the thread's part of the row)
+        for i, node in enumerate(rows.kept):
+            e.line(f"{CTYPES[node.dtype.name]} c{i}[{U * V}];")
+        stored = set()
+
+        def body_of(roots):
+            """The statements computing `roots` over the row (element jc), kept values read
+            or stored; returns (statements, value names)."""
+            vals.start("rowpack")
+            for i, node in enumerate(rows.kept):
+                if i in stored:
+                    vals.memo[(id(node), row)] = f"c{i}[u * {V} + q]"
+            res = [vals.val(r, row) for r in roots]
+            lines = list(vals.lines)
+            for i, node in enumerate(rows.kept):
+                got = vals.memo.get((id(node), row))
+                if i not in stored and got is not None:
+                    lines.append(f"c{i}[u * {V} + q] = {got};")
+                    stored.add(i)
+            return lines, res
+
         def over_row(emit_body):
             e.pragma("#pragma unroll")
             with e.block(f"for (int u = 0; u < {U}; ++u) {{"):
@@ -949,9 +971,7 @@ def render_rows(rows, graph, outs, name):
             e.line(f"{rt} r{red.index};")
             with e.block(f"{{ // {red.kind} over the row"):
                 e.line(f"{acc.ctype} acc = {acc.ident};")
-                vals.start("rowpack")
-                v = vals.val(x, row)
-                body = vals.lines
+                body, (v,) = body_of([x])
 
                 def emit(body=body, v=v, acc=acc):
                     e.lines(body)
@@ -963,9 +983,7 @@ def render_rows(rows, graph, outs, name):
             vals.reduced[id(node)] = f"r{red.index}"
         row_outs = [j for j, k in enumerate(rows.outs) if k == "row"]
         if row_outs:
-            vals.start("rowpack")
-            res = [vals.val(outs[j], row) for j in row_outs]
-            body = vals.lines
+            body, res = body_of([outs[j] for j in row_outs])
             e.pragma("#pragma unroll")
             with e.block(f"for (int u = 0; u < {U}; ++u) {{"):
                 e.line(f"const long long jv = (long long)u * {T} + t;")
