@@ -756,10 +756,38 @@ def plan_rows(outs, inputs, sms):
 _KEEPABLE = (Op.ELEMENTWISE, Op.WHERE, Op.ASTYPE, Op.CLIP)
 
 
+# Values worth keeping: those whose computation holds a transcendental function (a dozen or more
+# instructions an element). Cheaper ones are recomputed: registers bought occupancy (ptxas,
+# sm_90: softmax over (32768, 4096) takes 48 registers without the kept exp and 64 with it;
+# layer norm's kept x - mean took 80 instead of 64 for one subtraction an element saved).
+TRANSCENDENTAL = frozenset({
+    "exp", "expm1", "log", "log1p", "log2", "log10", "logaddexp", "pow", "sin", "cos", "tan",
+    "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh",
+    "hypot"})
+
+
+def _costly(node, leaves) -> bool:
+    """Does computing `node` (down to `leaves` ids, inputs and reductions) call a
+    transcendental function?"""
+    seen = set()
+
+    def walk(n):
+        if n is None or id(n) in seen or id(n) in leaves or n.op is Op.REDUCE:
+            return False
+        seen.add(id(n))
+        if n.op is Op.ELEMENTWISE and n.attr.name in TRANSCENDENTAL:
+            return True
+        return any(walk(a) for a in n.args)
+    return walk(node)
+
+
 def _row_kept(bodies, S, per_thread, budget):
-    """The row values worth keeping in registers between the row kernel's passes: in pass
-    order, a value of the row shape that an earlier pass computed (the largest such, not its
-    operands), while the registers they take (per_thread elements each) fit `budget` bytes."""
+    """The row values worth keeping in registers between the row kernel's passes (`bodies`:
+    the values each pass computes, in order): a value of the row shape that an earlier pass
+    computed (the largest such, not its operands) and whose computation is costly, while the
+    registers it takes (per_thread elements) fit `budget` bytes beside the inputs held. At 32
+    float32 a thread the exp of softmax over (4096, 32768) would spill (ptxas: 132 bytes), so
+    the budget stays the inputs' (no reuse of their registers is assumed)."""
     kept, kept_ids, before = [], set(), set()
     for root in bodies:
         here = set()
@@ -772,7 +800,7 @@ def _row_kept(bodies, S, per_thread, budget):
                 return  # its value is the reduction's (a scalar per row)
             if id(node) in before and node.op in _KEEPABLE and node.shape == S:
                 cost = per_thread * itemsize(node.dtype.name)
-                if id(node) not in kept_ids and cost <= budget[0]:
+                if id(node) not in kept_ids and cost <= budget[0] and _costly(node, kept_ids):
                     budget[0] -= cost
                     kept.append(node)
                     kept_ids.add(id(node))
