@@ -1078,3 +1078,17 @@ def test_scalars_in_where_follow_the_revision(device, rng, revision):
     set_api_version("2024.12")
     for f in _scalar_programs():
         _check(f, [x], loose=True)
+
+
+def test_whole_programs_with_0d_and_one_element_arrays(device, rng):
+    """A 0-d argument broadcast into a row program and reductions of 0-d and one-element
+    values feeding further work (stages: no row space)."""
+    for dt in (xp.float32, xp.int32):
+        s = _arr(rng, (), dt, device)
+        v = _arr(rng, (6, 9), dt, device)
+        one = _arr(rng, (1, 1), dt, device)
+        _check(lambda a, b: (b - xp.max(b, axis=-1, keepdims=True) * a,
+                             xp.sum(b * a, axis=-1)), [s, v], loose=True)
+        _check(lambda a, b: (a - xp.sum(a), b + xp.max(a) * xp.min(b)), [s, v], loose=True)
+        _check(lambda a, b: (b * xp.sum(a, axis=1, keepdims=True), xp.prod(a) + a),
+               [one, v], loose=True)
