@@ -516,6 +516,9 @@ def split_stages(outs, inputs, first_mid):
         find(n, seen)
     if not mids:
         return (Stage(tuple(outs), tuple(inputs), (), tuple((j, None) for j in range(len(outs)))),)
+    # numbered in the order kernels make them (readable plans)
+    order = sorted(mids.items(), key=lambda kv: (depth[kv[0]], kv[1][0]))
+    mids = {key: (m, node) for m, (key, (_, node)) in enumerate(order)}
     mid_inputs = {key: Node(Op.INPUT, (), node.dtype, node.shape, Input(first_mid + m))
                   for key, (m, node) in mids.items()}
     n_stages = 1 + max(depth[id(n)] for n in outs)
@@ -853,7 +856,9 @@ def describe_stages(plan, kernel_plans) -> str:
         for r, node in zip(kp.reductions, [st.outs[r.out] for r in kp.reductions]):
             how = ("rows" if r.row_like else "columns") + (f", split {r.S} ways" if r.S > 1
                                                             else "")
-            parts.append(f"{_red_words(node)} ({r.P} outputs of {r.M} elements: {how})")
+            m = st.results[r.out][1]
+            into = "" if m is None else f" -> intermediate {m}"
+            parts.append(f"{_red_words(node)} ({r.P} outputs of {r.M} elements: {how}){into}")
         for g in kp.groups:
             parts.append(f"elementwise over {g.shape} ({'flat' if g.flat else 'strided'})")
         reads = f", reading intermediates {list(st.reads)}" if st.reads else ""
