@@ -20,6 +20,10 @@ block to finish an output combines the partials (scratch: P * S partials, P coun
 The reduced operand may be any elementwise expression of the inputs (a prologue, read at the
 same coordinates); argmax/argmin and var/std carry a struct accumulator (STRUCT_ACC), planned
 the same way, their partials held as 8-byte words.
+
+Whole programs (reductions feeding further work) go through three more passes first (lower,
+split_stages, plan_rows: see "whole programs" below) into a ProgramPlan: one kernel as above
+per reduction depth, or one row kernel (RowPlan) for the whole program.
 """
 from __future__ import annotations
 
