@@ -7,8 +7,15 @@ Cases: 1 + mu * dt * delta_phi (three float32 inputs), a ten-operation expressio
 heavy in transcendental work (x ** y * z + x), a full reduction sum(x * y + 1), a row reduction
 sum(x * y, axis=1) and a column reduction sum(x * y, axis=0) of the same square arrays. Also
 the first-call time of a new fused function (small arrays: compile; 2^log2n arrays: compile
-every vector shape and time them), and the host time of a cached call. Writes
-DIR/fusion.json.
+every vector shape and time them), and the host time of a cached call.
+
+Whole programs (reductions feeding further work; issue #17), float32, against torch.compile and
+unfused xp_cuda, the copy as the ceiling: softmax over the last axis of (32768, 4096) and of
+(4096, 32768), layer norm with a scale over (32768, 4096), log-sum-exp over axis 0 of
+(4096, 32768), rows divided by their 2-norm (32768, 4096); each row names the plan fuse chose.
+Then the first call of a new whole program (compile included) and the host time of a cached
+call of a small softmax, beside torch.compile's. ``--whole-only`` runs just these.
+Writes DIR/fusion.json.
 """
 from __future__ import annotations
 
@@ -41,6 +48,131 @@ def _cases(xp):
     def col(x, y):
         return xp.sum(x * y, axis=0)
     return phi, ten, heavy, full, row, col
+
+
+def _whole_cases(xp):
+    def softmax(x):
+        m = xp.max(x, axis=-1, keepdims=True)
+        e = xp.exp(x - m)
+        return e / xp.sum(e, axis=-1, keepdims=True)
+
+    def layer_norm(x, w):
+        mu = xp.mean(x, axis=-1, keepdims=True)
+        d = x - mu
+        return d / xp.sqrt(xp.mean(d * d, axis=-1, keepdims=True) + 1e-5) * w
+
+    def lse0(x):
+        m = xp.max(x, axis=0, keepdims=True)
+        return xp.log(xp.sum(xp.exp(x - m), axis=0)) + m[0]
+
+    def rownorm(x):
+        return x / xp.linalg.vector_norm(x, axis=-1, keepdims=True)
+    return softmax, layer_norm, lse0, rownorm
+
+
+def _torch_cases(torch):
+    def softmax(x):
+        m = torch.amax(x, dim=-1, keepdim=True)
+        e = torch.exp(x - m)
+        return e / torch.sum(e, dim=-1, keepdim=True)
+
+    def layer_norm(x, w):
+        mu = torch.mean(x, dim=-1, keepdim=True)
+        d = x - mu
+        return d / torch.sqrt(torch.mean(d * d, dim=-1, keepdim=True) + 1e-5) * w
+
+    def lse0(x):
+        m = torch.amax(x, dim=0, keepdim=True)
+        return torch.log(torch.sum(torch.exp(x - m), dim=0)) + m[0]
+
+    def rownorm(x):
+        return x / torch.linalg.vector_norm(x, dim=-1, keepdim=True)
+    return softmax, layer_norm, lse0, rownorm
+
+
+def run_whole(with_torch: bool) -> dict:
+    """The whole-program rows and their host times (see the module docstring)."""
+    import random
+
+    import cupy as cp
+
+    import xp_cuda as xp
+    from xp_cuda.fusion import fuse
+    torch = try_import("torch") if with_torch else None
+    rng = cp.random.default_rng(1)
+    wide = rng.standard_normal((32768, 4096), dtype=cp.float32)
+    long = wide.reshape(4096, 32768)
+    w = rng.random(4096, dtype=cp.float32) + 0.5
+    softmax, layer_norm, lse0, rownorm = _whole_cases(xp)
+    t_cases = _torch_cases(torch) if torch is not None else (None,) * 4
+    n = wide.size
+    cases = [("softmax (32768, 4096)", softmax, t_cases[0], (wide,), 2 * 4 * n),
+             ("softmax (4096, 32768)", softmax, t_cases[0], (long,), 2 * 4 * n),
+             ("layer norm + scale (32768, 4096)", layer_norm, t_cases[1], (wide, w),
+              2 * 4 * n + 4 * 4096),
+             ("logsumexp axis 0 (4096, 32768)", lse0, t_cases[2], (long,), 4 * n + 4 * 32768),
+             ("x / norm(x, axis=1) (32768, 4096)", rownorm, t_cases[3], (wide,), 2 * 4 * n)]
+    copy = copy_gbps(2 * 4 * n)
+    rows = [{"case": "copy", "impl": "copy", "GB/s": copy, "vs_copy": 1.0}]
+    for name, f, tf, args, nbytes in cases:
+        xargs = [xp.asarray(v) for v in args]
+        want = f(*xargs)._data
+        fused = fuse(f)
+        plan = fused.plan(*xargs).split("\n")[0]
+        peers = [("xp_cuda fused", fused, xargs), ("xp_cuda unfused", f, xargs)]
+        if torch is not None:
+            targs = [torch.as_tensor(v, device="cuda") for v in args]
+            peers.append(("torch.compile", torch.compile(tf), targs))
+        for impl, fn, fargs in peers:
+            try:
+                got = fn(*fargs)
+                got = got._data if hasattr(got, "_data") else cp.asarray(got)
+                ok = bool(cp.allclose(got, want, rtol=1e-4, atol=1e-5))
+                t = time_gpu(lambda: fn(*fargs), warmup=3, reps=20)
+                gbps = nbytes / t / 1e9
+                row = {"case": name, "impl": impl, "ms": t * 1e3, "GB/s": gbps,
+                       "vs_copy": gbps / copy, "correct": ok}
+                if impl == "xp_cuda fused":
+                    row["plan"] = plan
+                rows.append(row)
+            except Exception as e:  # a peer failing must not hide the others
+                rows.append({"case": name, "impl": impl, "error": repr(e)[:200]})
+        del want
+    # first call of a new whole program: a structure no run has compiled (a random depth of
+    # the same steps), so the time includes tracing, planning and NVRTC
+    depth = random.Random().randrange(3, 60)
+    small = xp.asarray(rng.standard_normal((64, 1000), dtype=cp.float32))
+
+    def new_program(x):
+        for _ in range(depth):
+            x = x * 1.0001 + 0.5
+        return softmax(x)
+    g = fuse(new_program)
+    t0 = time.perf_counter()
+    g(small)
+    cp.cuda.Device().synchronize()
+    first = time.perf_counter() - t0
+    sm = fuse(softmax)
+    host = {"whole_first_call_s": first,
+            "softmax_cached_call_us": _host_us(lambda: sm(small), cp)}
+    if torch is not None:
+        ts = torch.compile(t_cases[0])
+        tsmall = torch.as_tensor(small._data, device="cuda")
+        host["torch_compile_softmax_cached_call_us"] = _host_us(lambda: ts(tsmall), cp)
+    return {"rows": rows, "host": host}
+
+
+def _host_us(fn, cp, reps=2000) -> float:
+    """Host microseconds per call of a warm call (launches queue; one wait at the end)."""
+    for _ in range(50):
+        fn()
+    cp.cuda.Device().synchronize()
+    t0 = time.perf_counter()
+    for _ in range(reps):
+        fn()
+    t = (time.perf_counter() - t0) / reps * 1e6
+    cp.cuda.Device().synchronize()
+    return t
 
 
 def run(log2n: int, with_torch: bool) -> dict:
@@ -88,10 +220,18 @@ def run(log2n: int, with_torch: bool) -> dict:
             except Exception as e:  # a peer failing must not hide the others
                 rows.append({"case": name, "impl": impl, "error": repr(e)[:200]})
         del want
-    # first call of a new function (a constant no earlier run has compiled), then cached calls
+    # first call of a new function, then cached calls. Constants are kernel parameters (a
+    # new value reuses the compiled kernel), so a structure no earlier run compiled: a
+    # random number of the same steps
     const = float(np.random.default_rng(int(time.time())).random())
+    depth = int(np.random.default_rng(int(time.time()) + 1).integers(3, 200))
     small = [xp.asarray(cp.random.random(1000, dtype=cp.float32)) for _ in range(3)]
-    g = fuse(lambda x, y, z: (x * const + y) * z - 1)
+
+    def chain(x, y, z):
+        for _ in range(depth):
+            x = x * const + y
+        return x * z - 1
+    g = fuse(chain)
     t0 = time.perf_counter()
     g(*small)
     cp.cuda.Device().synchronize()
@@ -107,7 +247,11 @@ def run(log2n: int, with_torch: bool) -> dict:
     cp.cuda.Device().synchronize()
     # first call on 2^log2n arrays: every vector shape compiled (in parallel) and timed
     big = [xp.asarray(v) for v in (a, b, c)]
-    h = fuse(lambda x, y, z: xp.sin(x * const) * y + z)
+    def heavy_chain(x, y, z):
+        for _ in range(depth):
+            x = xp.sin(x * const)
+        return x * y + z
+    h = fuse(heavy_chain)
     t0 = time.perf_counter()
     h(*big)
     cp.cuda.Device().synchronize()
@@ -122,7 +266,8 @@ def run(log2n: int, with_torch: bool) -> dict:
     import subprocess
     probe = ("import time, cupy as cp, xp_cuda as xp; from xp_cuda.fusion import fuse; "
              f"c = {const!r}; x = xp.asarray(cp.arange(7, dtype=cp.float64)); "
-             "f = fuse(lambda a: xp.sin(a) * c - a); t = time.perf_counter(); f(x); "
+             f"exec('def g(a):\\n for _ in range({depth}): a = xp.sin(a) * c - a\\n return a'); "
+             "f = fuse(g); t = time.perf_counter(); f(x); "
              "cp.cuda.Device().synchronize(); print(time.perf_counter() - t)")
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parent.parent) + os.pathsep
                + os.environ.get("PYTHONPATH", ""))
@@ -139,9 +284,18 @@ def main():
     ap.add_argument("--out", default="bench-out")
     ap.add_argument("--log2n", type=int, default=28)
     ap.add_argument("--no-torch", action="store_true")
+    ap.add_argument("--whole-only", action="store_true",
+                    help="only the whole-program rows (reductions feeding further work)")
     args = ap.parse_args()
-    res = run(args.log2n, not args.no_torch and not os.environ.get("XP_BENCH_NO_TORCH"))
-    print_table(res["rows"], ["case", "impl", "ms", "GB/s", "vs_copy", "correct", "error"])
+    with_torch = not args.no_torch and not os.environ.get("XP_BENCH_NO_TORCH")
+    res = {"env": environment(), "rows": [], "host": {}} if args.whole_only else \
+        run(args.log2n, with_torch)
+    whole = run_whole(with_torch)
+    res["whole_rows"], res["host"] = whole["rows"], {**res["host"], **whole["host"]}
+    cols = ["case", "impl", "ms", "GB/s", "vs_copy", "correct", "error"]
+    if res["rows"]:
+        print_table(res["rows"], cols)
+    print_table(whole["rows"], cols + ["plan"])
     print("host:", {k: round(v, 4) for k, v in res["host"].items()})
     write_json(Path(args.out) / "fusion.json", res)
 

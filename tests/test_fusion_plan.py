@@ -198,7 +198,7 @@ def test_reduce_eager_cache_is_bounded(monkeypatch):
 @pytest.mark.parametrize("n", [1, 3, 1021, 4099, 6143, 16384, 2**20 + 5])
 def test_flat_grid_covers_every_element(config, n):
     x = xp.broadcast_to(xp.zeros((), dtype=xp.float32, device=CPU), (n,))
-    t, nodes, _ = _trace.trace(lambda a: a * 2 + 1, [x], {}, CPU)
+    t, nodes, *_ = _trace.trace(lambda a: a * 2 + 1, [x], {}, CPU)
     p = kfusion.Program(t, nodes, [fake((n,), 4)], SMS, config=config)
     (g,) = p.plan.groups
     vec = config[0] // 4
@@ -214,7 +214,7 @@ def test_flat_grid_covers_every_element(config, n):
 
 
 def _plan_of(f, args, arrays=None):
-    t, nodes, _ = _trace.trace(f, args, {}, CPU)
+    t, nodes, *_ = _trace.trace(f, args, {}, CPU)
     kern = [n for n in nodes if not _view_only(n)]
     ins = arrays or [args[n.attr.pos]._data for n in t.inputs]
     return kfusion.Program(t, kern, ins, SMS).plan
@@ -238,7 +238,7 @@ def test_flat_or_strided():
 def test_clip_compares_in_the_promoted_dtype():
     i = xp.zeros((5,), dtype=xp.int8, device=CPU)
     j = xp.zeros((5,), dtype=xp.int32, device=CPU)
-    t, nodes, _ = _trace.trace(lambda a, b: xp.clip(a, min=b, max=3), [i, j], {}, CPU)
+    t, nodes, *_ = _trace.trace(lambda a, b: xp.clip(a, min=b, max=3), [i, j], {}, CPU)
     (n,) = nodes
     assert n.op is Op.CLIP and (n.attr.lo_compare, n.attr.hi_compare) == ("int32", "int8")
 
@@ -329,7 +329,7 @@ def _cells(addr, ncells, nslots):
 def test_launch_writes_each_threads_block(monkeypatch):
     cp, launches = _stand_in(monkeypatch)
     x = xp.zeros((5, 70000), dtype=xp.float32, device=CPU)
-    t, nodes, _ = _trace.trace(lambda a, s: (a * s, xp.sum(a, axis=1)), [x, 0.5], {}, CPU)
+    t, nodes, *_ = _trace.trace(lambda a, s: (a * s, xp.sum(a, axis=1)), [x, 0.5], {}, CPU)
     dx = _DevArray((5, 70000), np.float32)
     launch = kfusion.Launch(cp, t, nodes, [dx])
     prog = kfusion.Program(t, nodes, [dx], SMS, name="xp_fused0")
@@ -380,3 +380,95 @@ def test_reduce_eager_builds_and_caches_one_launch(monkeypatch):
     out = kred.reduce_eager(cp, "mean", y, (), False, "float32", "float32")  # a copy
     src = next(reversed(R._programs.values())).source
     assert out.shape == (3, 4) and "// reduction 0" not in src
+
+
+# ---- whole programs: lowering, stages, row kernels -----------------------------------------------
+def _whole(f, shapes, dtype=np.float32):
+    """(trace, outputs, plan) of f traced on cpu arrays of these shapes."""
+    rng = np.random.default_rng(0)
+    args = [xp.asarray(rng.standard_normal(s).astype(dtype)) for s in shapes]
+    t, nodes, *_ = _trace.trace(f, args, {}, CPU)
+    natives = [args[n.attr.pos]._data for n in t.inputs]
+    return t, nodes, kfusion.plan_program(t, list(nodes), natives, SMS)
+
+
+def _softmax(a):
+    m = xp.max(a, axis=-1, keepdims=True)
+    e = xp.exp(a - m)
+    return e / xp.sum(e, axis=-1, keepdims=True)
+
+
+def test_split_stages_by_reduction_depth():
+    def lse0(a):
+        m = xp.max(a, axis=0, keepdims=True)
+        return xp.log(xp.sum(xp.exp(a - m), axis=0)) + m[0], m
+
+    t, nodes, plan = _whole(lse0, [(8, 5)])
+    assert plan.rows is None and len(plan.stages) == 3
+    s0, s1, s2 = plan.stages
+    # kernel 0: the max (an intermediate, also output 1); kernel 1: the sum (an
+    # intermediate) reading the max; kernel 2: output 0, reading both
+    ((j0, m_max),), ((j1, m_sum),), ((j2, m2),) = s0.results, s1.results, s2.results
+    assert (j0, j1, j2, m2) == (1, None, 0, None) and {m_max, m_sum} == {0, 1}
+    assert s0.reads == () and s1.reads == (m_max,) and s2.reads == (0, 1)
+    assert [n.attr.kind for n in (s0.outs[0], s1.outs[0])] == ["max", "sum"]
+    first_mid = 1 + max(n.attr.pos for n in t.inputs)
+    assert [n.attr.pos for n in s2.inputs[len(t.inputs):]] == [first_mid, first_mid + 1]
+    assert all(n.op is not Op.REDUCE for n in fp._walk_all(s2.outs))
+    # no reduction feeding other work: one stage, the traced nodes themselves
+    t, nodes, plan = _whole(lambda a: (a * 2, xp.sum(a, axis=1)), [(8, 5)])
+    assert len(plan.stages) == 1 and list(plan.stages[0].outs) == list(nodes)
+
+
+@pytest.mark.parametrize("shape,want", [
+    # (threads, elements per vector, vectors per thread)
+    ((32768, 4096), (256, 4, 4)),
+    ((4096, 32768), (1024, 4, 8)),
+    ((5, 37), (32, 4, 1)),
+    ((3, 4099), (512, 4, 3)),
+    ((2, 3, 129), (32, 4, 2)),
+])
+def test_row_plan_geometry(shape, want):
+    x = xp.asarray(np.zeros(shape, np.float32) + 1)
+    t, nodes, *_ = _trace.trace(_softmax, [x], {}, CPU)
+    rows = kfusion.plan_program(t, list(nodes), [x._data], SMS).rows
+    assert rows is not None and (rows.threads, rows.vec, rows.per_thread) == want
+    assert rows.P * rows.M == x.size and rows.outs == ("row",)
+    assert [r.kind for _, r in rows.reduces] == ["max", "sum"]
+    assert rows.threads * rows.vec * rows.per_thread >= rows.M
+    # exp(x - max) is kept in registers for the division where they allow (not at 32 a thread)
+    kept = [n.attr.name for n in rows.kept]
+    assert kept == ([] if rows.per_thread * rows.vec == 32 else ["exp"]), kept
+
+
+def test_row_plan_fallbacks():
+    def ln(a, w):
+        mu = xp.mean(a, axis=-1, keepdims=True)
+        return (a - mu) / xp.sqrt(xp.mean((a - mu) * (a - mu), axis=-1, keepdims=True)) * w
+
+    assert _whole(ln, [(4, 4096), (4096,)])[2].rows.packed == ((0, True), (1, False))
+    # a row past the registers, or two inputs of 32768 floats: one kernel per depth
+    assert _whole(_softmax, [(2, 70001)])[2].rows is None
+    assert _whole(ln, [(2, 32768), (32768,)])[2].rows is None
+    # a reduction over another axis, a view of the row space, a reduction of another shape
+    assert _whole(lambda a: a - xp.mean(a, axis=0), [(4, 6)])[2].rows is None
+    assert _whole(lambda a: a[:, ::-1] - xp.max(a, axis=1, keepdims=True), [(4, 6)])[2].rows \
+        is None
+    assert _whole(lambda a, b: a - xp.max(a, axis=1, keepdims=True) + xp.sum(b, axis=1,
+                                                                          keepdims=True),
+                  [(4, 6), (4, 2)])[2].rows is None
+    # a per-row value broadcast back through m[..., None], and outputs one per row
+    rows = _whole(lambda a: (xp.log(xp.sum(xp.exp(a - xp.max(a, axis=1)[:, None]), axis=1)),
+                             xp.max(a, axis=1, keepdims=True) * 2), [(4, 6)])[2].rows
+    assert rows is not None and rows.outs == ("one", "one")
+    # (P,) against (P, M) broadcasts along the row, not per row: never the row kernel
+    assert _whole(lambda a: a - xp.max(a, axis=1), [(6, 6)])[2].rows is None
+
+
+def test_lower_rewrites_norms_and_vecdot():
+    t, nodes, plan = _whole(lambda a, b: (a / xp.linalg.vector_norm(a, axis=-1, keepdims=True),
+                                          xp.vecdot(a, b)), [(4, 6), (6,)])
+    reds = [n for n in fp._walk_all(plan.outs) if n.op is Op.REDUCE]
+    kinds = sorted((r.attr.kind, getattr(r.attr.epilogue, "name", "")) for r in reds)
+    assert kinds == [("sum", ""), ("sum", "sqrt")]
+    assert plan.rows is not None  # both reduce the innermost axis of (4, 6)

@@ -19,7 +19,7 @@ from .._kernels._runtime import replayer as _replayer
 from .._kernels import creation as _creation
 from .._kernels import eager as _eager
 from .._kernels.elementwise import Plan as _Plan
-from .._kernels.fusion import Launch as _Launch
+from .._kernels.fusion import fused_launch as _fused_launch
 from .._kernels import reduction as _reduction
 from .._kernels import scan as _scan
 from .._kernels import sort as _sort
@@ -513,7 +513,7 @@ class CudaBackend(Backend):
 
     def fused_launch(self, trace, outs, natives):
         with self._dev:
-            return _Launch(self.xp, trace, outs, natives)
+            return _fused_launch(self.xp, trace, outs, natives)
 
     # ---- creation: our kernels ------------------------------------------------------------
     def empty(self, shape, dtype):

@@ -12,6 +12,13 @@ with the same ranks and broadcast pattern reuses the compiled kernel (load_kerne
 source, and its cubin cache serves new processes). Eager reductions run on the same machinery
 (reduction.reduce_eager).
 
+A fused function's whole program (reductions feeding further work) is planned by
+fusion_plan's whole-program passes (lower, split_stages, plan_rows) into a ProgramPlan and run
+by ``fused_launch``'s choice: one Launch (no reduction feeds other work: the kernel above), a
+row kernel (RowProgram, printed by fusion_render.render_rows, run by the same Launch), or a
+StagedLaunch of one Launch per reduction depth. Fused programs print their constants as
+runtime slots (``const_params``), eager ones as literals (the shipped cubins' sources).
+
 This is the kernel layer: it imports nothing above it; dtypes arrive as objects with a
 ``.name`` (or as names) and are read by name.
 """
@@ -25,9 +32,10 @@ import numpy as np
 from ._runtime import NP_TYPES, device_info, driver_launch, empty_allocator, load_kernels, source
 from .elementwise import CTYPES, OPTIONS, _op_struct, header  # noqa: F401  (names kept)
 from .fusion_ir import Graph, Op  # noqa: F401
-from .fusion_plan import (COL_GROUPS, CONFIGS, RED_WAVES, THREADS, input_layouts,  # noqa: F401
-                          itemsize, plan_kernel, size)
-from .fusion_render import FLAT, identity, literal, render  # noqa: F401
+from .fusion_plan import (COL_GROUPS, CONFIGS, RED_WAVES, THREADS, ContiguousLayout,  # noqa: F401
+                          ProgramPlan, describe_rows, describe_stages, input_layouts, itemsize,
+                          lower, plan_kernel, plan_rows, size, split_stages)
+from .fusion_render import FLAT, identity, literal, render, render_rows  # noqa: F401
 
 TUNE_MIN_BYTES = 2**25  # operand bytes from which a launch is long enough to time (~8 us)
 TUNE_ROUNDS = 3  # timed launches per candidate; the fastest of each counts
@@ -40,9 +48,13 @@ class Program:
     trace: anything with ``.inputs`` (INPUT nodes) and ``.uses`` (parameter uses, each
     (parameter, dtype, convert)): xp_cuda.fusion's Trace or a fusion_ir.Graph. in_arrays: the
     inputs' layouts (``.itemsize``, ``.shape``, ``.strides``, ``.flags.c_contiguous``); sms: the
-    GPU's multiprocessor count (the reduction split targets it)."""
+    GPU's multiprocessor count (the reduction split targets it). const_params: the program's
+    constants are runtime slots, not literals (fused functions: a new constant value reuses
+    the compiled kernel, so the kernel caches do not grow with the user's constants; eager
+    one-node programs keep literals, the shipped cubins' sources)."""
 
-    def __init__(self, trace, kernel_outs, in_arrays, sms, name=KERNEL, config=None):
+    def __init__(self, trace, kernel_outs, in_arrays, sms, name=KERNEL, config=None,
+                 const_params=False):
         self.trace = trace
         self.name = name
         self.config = config or CONFIGS[0]  # (vector bytes, vectors per thread, threads)
@@ -58,7 +70,8 @@ class Program:
         self.scratch = list(plan.scratch)  # (size, numpy dtype) or None: partials, counters
         self.reductions = [(r.out, r.P, r.S) for r in plan.reductions]
         self.in_count = len(plan.inputs)
-        self.kernel, self.structs, self.gvals = render(plan, trace, kernel_outs, name)
+        self.kernel, self.structs, self.gvals = render(plan, trace, kernel_outs, name,
+                                                       const_params)
         self.nslots = max(1, len(self.gvals))
         self.source = translation_unit([self])
 
@@ -72,15 +85,18 @@ def translation_unit(programs) -> str:
                     *(p.kernel for p in programs)])
 
 
-def programs(trace, kernel_outs, in_arrays, sms, tune: bool) -> list:
+def programs(trace, kernel_outs, in_arrays, sms, tune: bool, const_params=False) -> list:
     """The Programs a Launch compiles for these layouts: the default vector shape, and with
     ``tune`` each other shape of CONFIGS that plans a different layout with the same
-    parameters (one parameter block serves them all). tools/prebuild.py ships exactly these."""
-    prog = Program(trace, kernel_outs, in_arrays, sms, name=f"{KERNEL}0")
+    parameters (one parameter block serves them all). tools/prebuild.py ships exactly these.
+    ``const_params``: constants as runtime values (fused functions; see Program)."""
+    prog = Program(trace, kernel_outs, in_arrays, sms, name=f"{KERNEL}0",
+                   const_params=const_params)
     progs = [prog]
     if tune and prog.tunable:
         for k, cfg in enumerate(CONFIGS[1:], 1):
-            p = Program(trace, kernel_outs, in_arrays, sms, name=f"{KERNEL}{k}", config=cfg)
+            p = Program(trace, kernel_outs, in_arrays, sms, name=f"{KERNEL}{k}", config=cfg,
+                        const_params=const_params)
             if p.layout not in [q.layout for q in progs] and p.gvals == prog.gvals:
                 progs.append(p)
     return progs
@@ -142,12 +158,14 @@ class Launch:
     speed only, never a value. The chosen shape is one tuple, ``variant`` (kernel, grid for
     aligned operands, grid for any, threads), so a thread never reads half of another's choice."""
 
-    def __init__(self, cp, trace, kernel_outs, in_arrays):
+    def __init__(self, cp, trace, kernel_outs, in_arrays, progs=None, const_params=False):
         self.cp = cp
-        sms = device_info(cp).sm_count
-        moved = sum(a.nbytes for a in in_arrays) + sum(
-            size(n.shape) * itemsize(n.dtype.name) for n in kernel_outs)
-        progs = programs(trace, kernel_outs, in_arrays, sms, moved >= TUNE_MIN_BYTES)
+        if progs is None:  # (a row kernel comes planned: RowLaunch)
+            sms = device_info(cp).sm_count
+            moved = sum(a.nbytes for a in in_arrays) + sum(
+                size(n.shape) * itemsize(n.dtype.name) for n in kernel_outs)
+            progs = programs(trace, kernel_outs, in_arrays, sms, moved >= TUNE_MIN_BYTES,
+                             const_params)
         prog = progs[0]
         self.source = prog.source
         kernels = load_kernels([(p.source, p.name) for p in progs], OPTIONS)
@@ -220,3 +238,124 @@ class Launch:
                    key=lambda v: min(elapsed(a, b) for a, b in marks[v]))
         self.variant = self.variants[best]
         self.tuned = True
+
+
+# ---- whole programs: several kernels, or one row kernel --------------------------------------
+def _first_mid(trace) -> int:
+    return 1 + max([n.attr.pos for n in trace.inputs] or [-1])
+
+
+def plan_program(trace, outs, in_arrays, sms):
+    """The ProgramPlan of the program computing `outs` (fusion_plan's whole-program passes)."""
+    low = lower(list(outs))
+    stages = split_stages(low, tuple(trace.inputs), _first_mid(trace))
+    rows = None
+    if len(stages) > 1:
+        rows = plan_rows(low, input_layouts(trace.inputs, in_arrays), sms)
+    return ProgramPlan(stages, rows, tuple(low))
+
+
+def _stage_layouts(stage, in_arrays, n_in):
+    return list(in_arrays) + [ContiguousLayout(tuple(n.shape), itemsize(n.dtype.name))
+                              for n in stage.inputs[n_in:]]
+
+
+def stage_programs(trace, plan, in_arrays, sms, name=KERNEL) -> list:
+    """The Programs of a multi-kernel plan, one per stage (for compile tests and describe)."""
+    n_in = len(trace.inputs)
+    return [Program(Graph(list(st.inputs), trace.uses), list(st.outs),
+                    _stage_layouts(st, in_arrays, n_in), sms, name=f"{name}_s{k}",
+                    const_params=True)
+            for k, st in enumerate(plan.stages)]
+
+
+class StagedLaunch:
+    """A program of several kernels (fusion_plan.split_stages): each stage's Launch, run in
+    order on the current stream; a stage reads the function's inputs and the intermediates
+    (reductions) of earlier stages, freshly allocated and dropped after the call."""
+
+    def __init__(self, cp, trace, plan, in_arrays):
+        self.plan = plan
+        n_in = len(trace.inputs)
+        sms = device_info(cp).sm_count
+        staged = []
+        for st in plan.stages:
+            lays = _stage_layouts(st, in_arrays, n_in)
+            g = Graph(list(st.inputs), trace.uses)
+            moved = sum(a.nbytes for a in lays) + sum(
+                size(n.shape) * itemsize(n.dtype.name) for n in st.outs)
+            staged.append((st, g, lays, programs(g, list(st.outs), lays, sms,
+                                                 moved >= TUNE_MIN_BYTES, const_params=True)))
+        # every stage's kernels compile at once, in parallel (a first call waits for the
+        # slowest, not for the sum); each Launch below then finds its kernels loaded
+        load_kernels([(p.source, p.name) for *_, progs in staged for p in progs], OPTIONS)
+        self.launches = [(st, Launch(cp, g, list(st.outs), lays, progs=progs))
+                         for st, g, lays, progs in staged]
+        self.n_out = sum(1 for st in plan.stages for j, _ in st.results if j is not None)
+        self.n_mid = sum(1 for st in plan.stages for _, m in st.results if m is not None)
+
+    def __call__(self, in_datas, values):
+        outs = [None] * self.n_out
+        mids = [None] * self.n_mid
+        for st, launch in self.launches:
+            ins = list(in_datas) + [mids[m] for m in st.reads] if st.reads else in_datas
+            for (j, m), r in zip(st.results, launch(ins, values)):
+                if j is not None:
+                    outs[j] = r
+                if m is not None:
+                    mids[m] = r
+        return outs
+
+
+def fused_launch(cp, trace, outs, in_arrays):
+    """The launcher of a fused function's program for these input layouts: one kernel
+    (Launch) where no reduction feeds other work; else the row kernel (RowLaunch) where
+    plan_rows finds one, else one kernel per stage (StagedLaunch)."""
+    sms = device_info(cp).sm_count
+    plan = plan_program(trace, outs, in_arrays, sms)
+    if plan.rows is not None:
+        return RowLaunch(cp, trace, plan, in_arrays)
+    if len(plan.stages) == 1:
+        return Launch(cp, Graph(list(plan.stages[0].inputs), trace.uses),
+                      list(plan.stages[0].outs), in_arrays, const_params=True)
+    return StagedLaunch(cp, trace, plan, in_arrays)
+
+
+def explain(trace, outs, in_arrays, sms) -> str:
+    """A fused program's plan in words: the kernels, and for each what it computes and how
+    (fuse's ``plan()``)."""
+    plan = plan_program(trace, outs, in_arrays, sms)
+    if plan.rows is not None:
+        return describe_rows(plan.rows)
+    progs = stage_programs(trace, plan, in_arrays, sms)
+    return describe_stages(plan, [p.plan for p in progs])
+
+
+class RowProgram:
+    """Source and runtime layout of a row kernel (fusion_plan.RowPlan), with the attributes
+    Launch reads of a Program (no scratch: a block owns its row)."""
+
+    def __init__(self, trace, plan, outs, name=KERNEL):
+        self.trace, self.name, self.outs = trace, name, outs
+        rows = self.plan = plan.rows
+        self.threads = rows.threads * rows.rows_per_block
+        self.blocks = self.blocks_scalar = rows.blocks
+        self.layout, self.tunable, self.scratch, self.reductions = (), False, [], []
+        self.in_count = len(rows.inputs)
+        self.kernel, self.structs, self.gvals = render_rows(rows, trace, outs, name)
+        self.nslots = max(1, len(self.gvals))
+        self.source = translation_unit([self])
+
+
+def row_program(trace, outs, in_arrays, sms, name=f"{KERNEL}0"):
+    """The RowProgram of a program where plan_rows finds one, else None (compile tests)."""
+    plan = plan_program(trace, outs, in_arrays, sms)
+    return None if plan.rows is None else RowProgram(trace, plan, list(plan.outs), name)
+
+
+def RowLaunch(cp, trace, plan, in_arrays):  # noqa: N802  (a Launch, built from its plan)
+    """The Launch of a row kernel: the whole program, one kernel."""
+    prog = RowProgram(trace, plan, list(plan.outs), f"{KERNEL}0")
+    launch = Launch(cp, trace, list(plan.outs), in_arrays, progs=[prog])
+    launch.plan = plan
+    return launch

@@ -21,8 +21,9 @@ class Op(enum.Enum):
     ASTYPE = "astype"
     CLIP = "clip"
     VIEW = "view"  # x[key] with ints, slices, None, ...: a strided view of x's values
-    REDUCE = "reduce"  # sum, prod, max, min, mean, all, any, argmax, argmin, var, std; only
-    # as a result
+    REDUCE = "reduce"  # sum, prod, max, min, mean, all, any, argmax, argmin, var, std, and (as
+    # traced; fusion_plan.lower rewrites them) vector_norm, vecdot. A reduction may feed further
+    # work: fusion_plan.split_stages ends a kernel at it, or plan_rows keeps it in a row kernel
 
 
 @dataclass(frozen=True)
@@ -103,6 +104,7 @@ class Reduce:
     # (var/std: the moments' float dtype, float64 unless named)
     correction: float = 0.0  # var, std
     epilogue: Optional[Epilogue] = None
+    ord: Optional[float] = None  # vector_norm (as traced, before fusion_plan.lower)
 
 
 ATTR = {Op.INPUT: Input, Op.CONST: Const, Op.PARAM: Param, Op.ELEMENTWISE: Elementwise,

@@ -20,6 +20,10 @@ block to finish an output combines the partials (scratch: P * S partials, P coun
 The reduced operand may be any elementwise expression of the inputs (a prologue, read at the
 same coordinates); argmax/argmin and var/std carry a struct accumulator (STRUCT_ACC), planned
 the same way, their partials held as 8-byte words.
+
+Whole programs (reductions feeding further work) go through three more passes first (lower,
+split_stages, plan_rows: see "whole programs" below) into a ProgramPlan: one kernel as above
+per reduction depth, or one row kernel (RowPlan) for the whole program.
 """
 from __future__ import annotations
 
@@ -28,7 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .fusion_ir import Op
+from .fusion_ir import Const, DName, Elementwise, Epilogue, Input, Node, Op, Reduce
 
 THREADS = 256  # threads per block of kernels with a reduction (the shared-memory tree's size)
 # Flat elementwise sections read and write vectors: (bytes of the widest operand per vector,
@@ -334,3 +338,533 @@ def plan_kernel(kernel_outs, inputs, sms, config) -> KernelPlan:
         scratch += [None if s is None else (s[0], np.dtype(s[1]).type) for s in r.scratch]
     return KernelPlan(tuple(config), T, tuple(inputs), groups, tuple(reds), blocks,
                       blocks_scalar, layout, bool(layout) and not reds, tuple(scratch))
+
+
+# ---- whole programs: reductions that feed further work ----------------------------------------
+# A fused function is a DAG whose reductions may feed elementwise work and further reductions
+# (softmax: max, then sum of exp(x - max), then a division). Three passes, each pure:
+#   lower         rewrites the traced forms the generator has no section for (vector_norm,
+#                 vecdot) into its own (a prologue of elementwise nodes, a sum with an epilogue)
+#   split_stages  ends a kernel at every reduction whose value feeds other nodes: kernel k
+#                 computes the reductions k reductions deep and the outputs of that depth,
+#                 reading the earlier reductions' values as inputs broadcast over their
+#                 consumers (elementwise work is recomputed, never stored)
+#   plan_rows     where every reduction reduces the innermost axis of one shape and a row fits
+#                 in a block's registers, the whole program is one kernel instead: a block per
+#                 row, the row loaded once, each reduction a block-wide tree, then the outputs
+#                 (fusion_render.render_rows)
+# The chosen plan is a ProgramPlan; ``describe`` prints it for people (fuse's ``plan()``).
+
+def transform(outs, fn):
+    """The DAG of `outs` with every node passed through fn(node, new_args) -> a node or None
+    (None: keep the node, copied only where an operand changed). Returns the new outputs;
+    nodes that nothing changed stay the same objects (their kernels print as before)."""
+    memo = {}
+
+    def walk(node):
+        if node is None:
+            return None
+        key = id(node)
+        got = memo.get(key)
+        if got is None:
+            args = tuple(walk(a) for a in node.args)
+            got = fn(node, args)
+            if got is None:
+                got = node if all(a is b for a, b in zip(args, node.args)) else \
+                    Node(node.op, args, node.dtype, node.shape, node.attr)
+            memo[key] = got
+        return got
+    return [walk(n) for n in outs]
+
+
+def norm_node(x, ord, axes, keepdims, out_name):
+    """The REDUCE node of the vector norm of order `ord` of node `x` over `axes`: the prologue
+    abs(x) -> (square | pow p | != 0) as IR nodes feeding one reduction whose epilogue is the
+    final sqrt or pow(., 1/ord). Sums accumulate in float64 whatever the input (NumPy sums
+    float32 pairwise in float32: float64 sums are at least as accurate, and cost nothing on a
+    memory-bound kernel); max/min (ord = +-inf) are exact, taken in the result dtype. The
+    elementwise steps run in x's real dtype as NumPy's (abs(x)**p for float32 in float32);
+    integers and bools are converted to the result dtype first. Eager norms
+    (reduction.norm_graph) and fused ones (lower) build the same nodes."""
+    rd = out_name
+    in_name, shape = x.dtype.name, x.shape
+    cdt = in_name if np.dtype(in_name).kind in "fc" else rd  # abs of an integer in floating: no wrap
+    real = ("float32" if in_name == "complex64" else "float64" if in_name == "complex128"
+            else cdt)
+    axes = tuple(sorted(axes))
+    oshape = tuple(1 if i in axes else s for i, s in enumerate(shape)) if keepdims else \
+        tuple(s for i, s in enumerate(shape) if i not in axes)
+    acc, epi, kind = "float64", None, "sum"
+
+    def ew(name, args, compute, dtype):
+        return Node(Op.ELEMENTWISE, args, DName(dtype), shape, Elementwise(name, compute))
+
+    def const(v, dtype):
+        return Node(Op.CONST, (), DName(dtype), (), Const(v, v))
+    if ord == 0:  # the count of nonzero elements
+        v = ew("not_equal", (x, const(0, in_name)), in_name, "bool")
+    elif ord == 2:
+        if np.dtype(in_name).kind == "c":  # |z|^2 = re^2 + im^2, as NumPy's (conj(x) * x).real
+            re = ew("real", (x,), in_name, real)
+            im = ew("imag", (x,), in_name, real)
+            v = ew("add", (ew("square", (re,), acc, acc), ew("square", (im,), acc, acc)),
+                   acc, acc)
+        else:  # square in float64 (exact for float32 input)
+            v = ew("square", (x,), acc, acc)
+        epi = Epilogue("sqrt")
+    else:
+        v = ew("abs", (x,), cdt, real)
+        if ord in (math.inf, -math.inf):
+            kind, acc = ("max" if ord > 0 else "min"), rd
+        elif ord != 1:
+            v = ew("pow", (v, const(float(ord), real)), real, real)
+            epi = Epilogue("pow", 1.0 / float(ord))
+    return Node(Op.REDUCE, (v,), DName(rd), oshape,
+                Reduce(kind, axes, keepdims, acc=acc, epilogue=epi))
+
+
+def lower(outs):
+    """vector_norm -> reduction.norm_node's prologue and sum (or max/min) with its epilogue;
+    vecdot -> multiply(conj(x1), x2) in the result dtype, summed over the contracted axis."""
+
+    def fn(node, args):
+        if node.op is not Op.REDUCE or node.attr.kind not in ("vector_norm", "vecdot"):
+            return None
+        a = node.attr
+        if a.kind == "vector_norm":
+            return norm_node(args[0], a.ord, a.axes, a.keepdims, node.dtype.name)
+        x1, x2 = args
+        dt = node.dtype.name
+        shape = tuple(np.broadcast_shapes(x1.shape, x2.shape))
+        if np.dtype(dt).kind == "c":
+            x1 = Node(Op.ELEMENTWISE, (x1,), DName(dt), x1.shape, Elementwise("conj", dt))
+        prod = Node(Op.ELEMENTWISE, (x1, x2), DName(dt), shape, Elementwise("multiply", dt))
+        return Node(Op.REDUCE, (prod,), node.dtype, node.shape, Reduce("sum", a.axes, False))
+    return transform(outs, fn)
+
+
+def reduce_depths(outs) -> dict:
+    """id(node) -> the number of reductions on the longest path below the node's value: the
+    kernel that can compute it (a reduction is computed in the kernel of its operand's
+    depth; its consumers one kernel later)."""
+    depth = {}
+
+    def d(node):
+        key = id(node)
+        v = depth.get(key)
+        if v is None:
+            v = 0
+            for a in node.args:
+                if a is not None:
+                    v = max(v, d(a) + (a.op is Op.REDUCE))
+            depth[key] = v
+        return v
+    for n in outs:
+        d(n)
+    return depth
+
+
+@dataclass(frozen=True)
+class ContiguousLayout:
+    """The layout of an intermediate a kernel writes and a later kernel reads: C-contiguous,
+    freshly allocated (aligned)."""
+    shape: tuple
+    itemsize: int
+
+    @property
+    def strides(self):
+        st, acc = [], self.itemsize
+        for n in reversed(self.shape):
+            st.append(acc)
+            acc *= max(n, 1)
+        return tuple(reversed(st))
+
+    @property
+    def nbytes(self):
+        return size(self.shape) * self.itemsize
+
+    class flags:  # noqa: N801  (NumPy's spelling)
+        c_contiguous = True
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One kernel of a multi-kernel program. `outs`: its output nodes, rewritten so that the
+    reductions of earlier kernels it reads are INPUT nodes (positions `first_mid` + m for
+    intermediate m); `inputs`: its INPUT nodes (the function's, then those intermediates);
+    `reads`: the intermediates it reads, by number; `results`: per output, (the program's
+    output index or None, the intermediate number it provides or None)."""
+    outs: tuple
+    inputs: tuple
+    reads: tuple
+    results: tuple
+
+
+def split_stages(outs, inputs, first_mid):
+    """The stages (kernels) of the program computing `outs` (lowered IR) from `inputs` (the
+    trace's INPUT nodes): see the pass list above. One stage where no reduction feeds another
+    node (its outs are then the given nodes themselves)."""
+    depth = reduce_depths(outs)
+    mids = {}  # id(reduction read by another node) -> (number, node)
+
+    def find(node, seen):
+        if node is None or id(node) in seen:
+            return
+        seen.add(id(node))
+        for a in node.args:
+            if a is not None and a.op is Op.REDUCE and id(a) not in mids:
+                mids[id(a)] = (len(mids), a)
+            find(a, seen)
+    seen = set()
+    for n in outs:
+        find(n, seen)
+    if not mids:
+        return (Stage(tuple(outs), tuple(inputs), (), tuple((j, None) for j in range(len(outs)))),)
+    # numbered in the order kernels make them (readable plans)
+    order = sorted(mids.items(), key=lambda kv: (depth[kv[0]], kv[1][0]))
+    mids = {key: (m, node) for m, (key, (_, node)) in enumerate(order)}
+    mid_inputs = {key: Node(Op.INPUT, (), node.dtype, node.shape, Input(first_mid + m))
+                  for key, (m, node) in mids.items()}
+    n_stages = 1 + max(depth[id(n)] for n in outs)
+    stages = []
+    for k in range(n_stages):
+        todo, results = [], []
+        for j, n in enumerate(outs):
+            if depth[id(n)] == k:
+                m = mids.get(id(n))
+                todo.append(n)
+                results.append((j, None if m is None else m[0]))
+        for key, (m, node) in mids.items():
+            if depth[key] == k and not any(node is t for t in todo):
+                todo.append(node)
+                results.append((None, m))
+        if not todo:
+            continue
+        reads = set()
+        memo = {}
+
+        def rewrite(node, top, reads=reads, memo=memo):
+            """A reduction met as an operand is an earlier kernel's intermediate (its own
+            operands are not walked: that kernel computed them)."""
+            if node is None:
+                return None
+            if not top and node.op is Op.REDUCE:
+                reads.add(mids[id(node)][0])
+                return mid_inputs[id(node)]
+            got = memo.get(id(node))
+            if got is None:
+                args = tuple(rewrite(a, False) for a in node.args)
+                got = node if all(x is y for x, y in zip(args, node.args)) else \
+                    Node(node.op, args, node.dtype, node.shape, node.attr)
+                memo[id(node)] = got
+            return got
+        rewritten = [rewrite(n, True) for n in todo]
+        by_num = {m: mid_inputs[key] for key, (m, _) in mids.items()}
+        rd = tuple(sorted(reads))
+        stages.append(Stage(tuple(rewritten), tuple(inputs) + tuple(by_num[m] for m in rd), rd,
+                            tuple(results)))
+    return tuple(stages)
+
+
+# ---- the row kernel ---------------------------------------------------------------------------
+# A block per row holds the row in registers: thread t keeps vectors t, t + T, ... (U vectors
+# of V elements: coalesced 16-byte loads, all issued before any use, so a block keeps U * 16
+# bytes per thread in flight). Threads per block: enough for about ROW_ELEMS_PER_THREAD
+# elements each (fewer threads per row means fewer tree steps; more elements per thread means
+# more registers), at most 1024; a row longer than 1024 * ROW_MAX_VECTORS vectors, or inputs
+# needing more than ROW_REG_BYTES of registers per thread, take the multi-kernel plan instead.
+ROW_ELEMS_VECTORS = 4  # vectors per thread the thread count aims at
+ROW_MAX_VECTORS = 8  # at most this many vectors per thread (32 float32 registers an input)
+ROW_REG_BYTES = 160  # bytes of row data a thread may hold, over all inputs it loads
+ROW_MIN_THREADS = 32
+ROW_MAX_THREADS = 1024
+# Rows short enough for one warp (32 threads) take a warp each, ROW_WARPS rows a block: a
+# 32-thread block per row would cap an SM at 32 resident blocks (1024 threads, a few KiB of
+# loads in flight), and a warp's tree needs no block barrier.
+ROW_WARPS = 8
+
+
+@dataclass(frozen=True)
+class RowReduce:
+    """One reduction of a row kernel (the fields fusion_render._Acc reads)."""
+    out: tuple  # a unique key for its runtime slots
+    index: int  # its place in the kernel's order (variable r{index})
+    kind: str
+    dtype: str  # accumulation dtype
+    result: str  # the node's dtype
+    M: int
+
+
+@dataclass(frozen=True)
+class RowPlan:
+    """The whole program as one kernel over rows of the innermost axis of `shape` (P rows of
+    M elements): a block per row (grid-stride over rows), the row's inputs loaded once into
+    registers, the reductions in dependency order (each a block-wide tree), then the
+    outputs: "row" ones element by element over the row, "one" ones a value per row."""
+    shape: tuple
+    P: int
+    M: int
+    threads: int
+    vec: int  # elements per vector
+    per_thread: int  # vectors per thread (U)
+    packed: tuple  # (input position, full): loaded into registers; full: of the row shape
+    # (offset by the row), else one row-long vector every row reads
+    reduces: tuple  # (REDUCE node, RowReduce) in dependency order
+    outs: tuple  # per output: "row" or "one"
+    blocks: int
+    inputs: tuple  # InputLayout per input
+    rows_per_block: int = 1  # > 1: a warp per row (threads == 32), this many rows a block
+    kept: tuple = ()  # row values one pass computes and later passes read from registers
+    # (softmax's exp(x - max): computed for the sum, read again by the division)
+
+
+@dataclass(frozen=True)
+class ProgramPlan:
+    """A fused function's program: its stages (kernels) as split_stages made them, and the row
+    kernel that replaces them where plan_rows found one (then `rows` is what runs)."""
+    stages: tuple
+    rows: object = None
+    outs: tuple = ()  # the lowered outputs the plans' nodes belong to
+
+
+def _compatible(shape, S) -> bool:
+    """Does `shape` broadcast to S without moving axes (right-aligned, each dim S's or 1)?"""
+    if len(shape) > len(S):
+        return False
+    return all(d == s or d == 1 for d, s in zip(shape[::-1], S[::-1]))
+
+
+def _row_roles(outs, S):
+    """id(node) -> "row" (a value over the row space: broadcasts to S), "red" (a value per row
+    of shape S[:-1]) or "scalar" (one element, anything's operand); None where some node fits
+    none of them (a view, an operand broadcast along another axis)."""
+    roles = {}
+    red_shape = S[:-1]
+
+    def role(node):
+        key = id(node)
+        if key in roles:
+            return roles[key]
+        r = _role(node)
+        roles[key] = r
+        return r
+
+    def _role(node):
+        if node.op is Op.VIEW:
+            # only m[..., None] of a per-row value m (lse: x - max(x, axis=-1)[..., None]):
+            # every source axis taken whole, the row space's shape with one column
+            (src,) = node.args
+            r = role(src)
+            if r == "scalar":
+                return "scalar"
+            whole = all(isinstance(sp, tuple) and len(sp) == 4 and sp.whole
+                        for sp in node.attr.spec)
+            return "row" if r == "red" and whole and node.shape == red_shape + (1,) else None
+        if node.op is Op.REDUCE:
+            (x,) = node.args
+            if role(x) not in ("row", "scalar") or x.shape != S:
+                return None
+            return "row" if node.attr.keepdims else "red"
+        if node.op in (Op.CONST, Op.PARAM):
+            return "scalar"
+        if node.op is Op.INPUT:
+            if size(node.shape) == 1:
+                return "scalar"
+            if _compatible(node.shape, S):
+                return "row"
+            return "red" if node.shape == red_shape else None
+        rs = [role(a) for a in node.args if a is not None]
+        if None in rs:
+            return None
+        if "red" in rs:
+            return "red" if "row" not in rs and node.shape == red_shape else None
+        if "row" in rs:
+            return "row" if _compatible(node.shape, S) else None
+        return "scalar"
+    ok = all(role(n) is not None for n in outs)
+    return roles if ok else None
+
+
+def plan_rows(outs, inputs, sms):
+    """The RowPlan of a lowered program, or None where it has none (see the pass list): every
+    reduction reduces only the innermost axis of operands of one shape S (rows of M >= 2
+    elements), no views, every value either over the row space or one per row, the outputs of
+    shape S or one per row (S[:-1], or S[:-1] + (1,)), and the row fits in registers."""
+    reds, seen = [], set()
+
+    def walk(node):
+        if node is None or id(node) in seen:
+            return
+        seen.add(id(node))
+        for a in node.args:
+            walk(a)
+        if node.op is Op.REDUCE:
+            reds.append(node)
+    for n in outs:
+        walk(n)
+    if not reds:
+        return None
+    S = reds[0].args[0].shape
+    nd = len(S)
+    if nd == 0 or any(r.args[0].shape != S or r.attr.axes != (nd - 1,) for r in reds):
+        return None
+    P, M = size(S[:-1]), S[-1]
+    if P == 0 or M < 2:
+        return None
+    roles = _row_roles(outs, S)
+    if roles is None:
+        return None
+    kinds = []
+    for n in outs:
+        role = roles[id(n)]
+        if role == "row" and n.shape == S:
+            kinds.append("row")
+        elif (role == "red" and n.shape == S[:-1]) or (role == "row" and
+                                                       n.shape == S[:-1] + (1,)):
+            kinds.append("one")
+        else:
+            return None
+    # inputs read into registers: row-shaped and C-contiguous (full), or a contiguous row
+    # vector every row reads; any other input is read through its strides where used
+    used = {id(n) for n in _walk_all(outs)}
+    packed = []
+    for lay in inputs:
+        node = next((n for n in _walk_all(outs) if n.op is Op.INPUT and n.attr.pos == lay.pos),
+                    None)
+        if node is None or id(node) not in used or roles.get(id(node)) != "row":
+            continue
+        if node.shape == S and lay.contiguous:
+            packed.append((lay.pos, True))
+        elif node.shape and node.shape[-1] == M and size(node.shape) == M and lay.strides[-1] == 1:
+            packed.append((lay.pos, False))
+    isz = {lay.pos: lay.itemsize for lay in inputs}
+    widest = max([isz[k] for k, _ in packed] +
+                 [itemsize(n.dtype.name) for n, kd in zip(outs, kinds) if kd == "row"] + [1])
+    V = max(1, 16 // widest)
+    T = 1 << max(0, -(-M // (ROW_ELEMS_VECTORS * V)) - 1).bit_length()
+    T = min(ROW_MAX_THREADS, max(ROW_MIN_THREADS, T))
+    U = -(-M // (T * V))
+    if U > ROW_MAX_VECTORS or U * V * sum(isz[k] for k, _ in packed) > ROW_REG_BYTES:
+        return None
+    depth = reduce_depths(outs)
+    order = sorted(range(len(reds)), key=lambda i: (depth[id(reds[i])], i))
+    reduces = tuple((reds[i], RowReduce(("row", k), k, reds[i].attr.kind,
+                                        accumulation_dtype(reds[i]), reds[i].dtype.name, M))
+                    for k, i in enumerate(order))
+    R = ROW_WARPS if T == 32 else 1
+    blocks = max(1, min(-(-P // R), MAX_GRID))
+    budget = ROW_REG_BYTES - U * V * sum(isz[k] for k, _ in packed)
+    kept = _row_kept([r.args[0] for r, _ in reduces] +
+                     [n for n, kd in zip(outs, kinds) if kd == "row"], S, U * V, [budget])
+    return RowPlan(tuple(S), P, M, T, V, U, tuple(packed), reduces, tuple(kinds), blocks,
+                   tuple(inputs), R, kept)
+
+
+_KEEPABLE = (Op.ELEMENTWISE, Op.WHERE, Op.ASTYPE, Op.CLIP)
+
+
+# Values worth keeping: those whose computation holds a transcendental function (a dozen or more
+# instructions an element). Cheaper ones are recomputed: registers bought occupancy (ptxas,
+# sm_90: softmax over (32768, 4096) takes 48 registers without the kept exp and 64 with it;
+# layer norm's kept x - mean took 80 instead of 64 for one subtraction an element saved).
+TRANSCENDENTAL = frozenset({
+    "exp", "expm1", "log", "log1p", "log2", "log10", "logaddexp", "pow", "sin", "cos", "tan",
+    "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh",
+    "hypot"})
+
+
+def _costly(node, leaves) -> bool:
+    """Does computing `node` (down to `leaves` ids, inputs and reductions) call a
+    transcendental function?"""
+    seen = set()
+
+    def walk(n):
+        if n is None or id(n) in seen or id(n) in leaves or n.op is Op.REDUCE:
+            return False
+        seen.add(id(n))
+        if n.op is Op.ELEMENTWISE and n.attr.name in TRANSCENDENTAL:
+            return True
+        return any(walk(a) for a in n.args)
+    return walk(node)
+
+
+def _row_kept(bodies, S, per_thread, budget):
+    """The row values worth keeping in registers between the row kernel's passes (`bodies`:
+    the values each pass computes, in order): a value of the row shape that an earlier pass
+    computed (the largest such, not its operands) and whose computation is costly, while the
+    registers it takes (per_thread elements) fit `budget` bytes beside the inputs held. At 32
+    float32 a thread the exp of softmax over (4096, 32768) would spill (ptxas: 132 bytes), so
+    the budget stays the inputs' (no reuse of their registers is assumed)."""
+    kept, kept_ids, before = [], set(), set()
+    for root in bodies:
+        here = set()
+
+        def walk(node):
+            if node is None or id(node) in here:
+                return
+            here.add(id(node))
+            if node.op is Op.REDUCE:
+                return  # its value is the reduction's (a scalar per row)
+            if id(node) in before and node.op in _KEEPABLE and node.shape == S:
+                cost = per_thread * itemsize(node.dtype.name)
+                if id(node) not in kept_ids and cost <= budget[0] and _costly(node, kept_ids):
+                    budget[0] -= cost
+                    kept.append(node)
+                    kept_ids.add(id(node))
+                if id(node) in kept_ids:
+                    return
+            for a in node.args:
+                walk(a)
+        walk(root)
+        before |= here
+    return tuple(kept)
+
+
+def _walk_all(outs):
+    seen, order = set(), []
+
+    def walk(node):
+        if node is None or id(node) in seen:
+            return
+        seen.add(id(node))
+        for a in node.args:
+            walk(a)
+        order.append(node)
+    for n in outs:
+        walk(n)
+    return order
+
+
+# ---- plans in words ----------------------------------------------------------------------------
+def _red_words(node) -> str:
+    a = node.attr
+    return f"{a.kind} over axes {a.axes} of {tuple(node.args[0].shape)}"
+
+
+def describe_rows(rows) -> str:
+    reds = "; ".join(f"{_red_words(n)}" for n, _ in rows.reduces)
+    who = (f"one warp per row ({rows.rows_per_block} rows a block)" if rows.rows_per_block > 1
+           else f"one block of {rows.threads} threads per row")
+    return (f"1 kernel (rows): {who}, {rows.P} rows of "
+            f"{rows.M} elements held in registers ({rows.per_thread} x {rows.vec}-element "
+            f"vectors a thread); reductions in the row, in order: {reds}; outputs: "
+            f"{', '.join(rows.outs)}")
+
+
+def describe_stages(plan, kernel_plans) -> str:
+    lines = [f"{len(plan.stages)} kernel{'s' if len(plan.stages) > 1 else ''}"
+             + (" (stages: each ends at reductions later work reads)"
+                if len(plan.stages) > 1 else "")]
+    for k, (st, kp) in enumerate(zip(plan.stages, kernel_plans)):
+        parts = []
+        for r, node in zip(kp.reductions, [st.outs[r.out] for r in kp.reductions]):
+            how = ("rows" if r.row_like else "columns") + (f", split {r.S} ways" if r.S > 1
+                                                            else "")
+            m = st.results[r.out][1]
+            into = "" if m is None else f" -> intermediate {m}"
+            parts.append(f"{_red_words(node)} ({r.P} outputs of {r.M} elements: {how}){into}")
+        for g in kp.groups:
+            parts.append(f"elementwise over {g.shape} ({'flat' if g.flat else 'strided'})")
+        reads = f", reading intermediates {list(st.reads)}" if st.reads else ""
+        lines.append(f"  kernel {k}{reads}: " + "; ".join(parts))
+    return "\n".join(lines)

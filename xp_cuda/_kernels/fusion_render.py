@@ -123,6 +123,9 @@ class _Values:
         self.flat_mode = "scalar"  # how FLAT input loads read: "scalar" (in[i]) or "pack"
         # ("pack": lane q of the u-th vector loaded for input k, p{k}[u].v[q])
         self.flat_var = "i"
+        self.packed = frozenset()  # "rowpack" mode: inputs held in registers (p{k}[u].v[q])
+        self.reduced = {}  # id(REDUCE node) -> the variable holding its value (row kernels)
+        self.const_params = False  # constants as runtime slots (fused programs), not literals
 
     def start(self, flat_mode="scalar", flat_var=None):
         """A new body: fresh temporaries list and memo (slots and temporaries' numbers go on)."""
@@ -168,8 +171,34 @@ class _Values:
         return v
 
     # one printer per Op (the table _PRINT below)
+    def constant(self, value, dtype_name, key) -> str:
+        """A constant of the program: a literal, or (const_params: a fused function's
+        constants) its exact bits read from a runtime slot, so programs that differ only in
+        their constants share one source and one compiled kernel."""
+        if not self.const_params:
+            return literal(value, dtype_name)
+        ct = CTYPES[dtype_name]
+        kind = kind_of(dtype_name)
+        if dtype_name == "bool":
+            return f"({self.slot(key, int(bool(value)))} != 0)"
+        if kind == "int":
+            return f"(({ct}){self.slot(key, int(value))})"
+        if kind == "uint":
+            v = int(value)
+            return f"(({ct})(unsigned long long){self.slot(key, v - 2**64 if v >= 2**63 else v)})"
+        if dtype_name == "float32":
+            bits = int(np.float32(value).view(np.int32))
+            return f"__int_as_float((int){self.slot(key, bits)})"
+        if dtype_name == "float64":
+            bits = int(np.float64(value).view(np.int64))
+            return f"__longlong_as_double({self.slot(key, bits)})"
+        part = "float32" if dtype_name == "complex64" else "float64"
+        c = complex(value)
+        return (f"{ct}({self.constant(c.real, part, key + ('re',))}, "
+                f"{self.constant(c.imag, part, key + ('im',))})")
+
     def _const(self, node, coords):
-        return literal(node.attr.value, node.dtype.name)
+        return self.constant(node.attr.value, node.dtype.name, ("const", id(node)))
 
     def _param(self, node, coords):
         return f"s{node.attr.use}"
@@ -180,6 +209,8 @@ class _Values:
         if coords is FLAT:
             return self.new(ct, f"p{k}[u].v[q]" if self.flat_mode == "pack"
                             else f"in{k}[{self.flat_var}]")
+        if self.flat_mode == "rowpack" and k in self.packed and coords and coords[-1] == "jc":
+            return self.new(ct, f"p{k}[u].v[q]")  # the row's element jc, in registers
         terms = [f"({c}) * {self.slot(('stride', k, a), 0)}"
                  for a, c in enumerate(coords) if c != "0"]
         return self.new(ct, f"in{k}[{' + '.join(terms) or '0'}]")
@@ -233,7 +264,9 @@ class _Values:
         return v
 
     def _reduce(self, node, coords):
-        raise AssertionError("a reduction is a result only; the tracer refuses it as an operand")
+        # a row kernel's reduction, computed before the code reading it (one value per row);
+        # a multi-kernel program reads earlier reductions as inputs (split_stages)
+        return self.reduced[id(node)]
 
 
 _PRINT = {Op.CONST: _Values._const, Op.PARAM: _Values._param, Op.INPUT: _Values._input,
@@ -265,10 +298,12 @@ def _decompose(vals, var, axes_dims, prefix, lines):
 
 
 # ---- the kernel -------------------------------------------------------------------------------
-def render(plan, graph, outs, name):
+def render(plan, graph, outs, name, const_params=False):
     """(kernel source, op structs by name, slot values) of the kernel `name` computing `outs`
-    (IR nodes) from graph.inputs under `plan`."""
+    (IR nodes) from graph.inputs under `plan`; with `const_params` the constants are runtime
+    slots (see _Values.constant)."""
     vals = _Values()
+    vals.const_params = const_params
     in_decl = []
     for node, lay in zip(graph.inputs, plan.inputs):
         k = lay.pos
@@ -451,7 +486,8 @@ class _Acc:
                 value = "{}"
         ep = node.attr.epilogue
         if ep is not None:
-            args = "" if ep.operand is None else f", {literal(ep.operand, acc)}"
+            args = "" if ep.operand is None else \
+                f", {vals.constant(ep.operand, acc, ('epilogue', red.out))}"
             op = vals.op(ep.name, acc, acc, 1 if ep.operand is None else 2)
             value = f"{op}::f({value}{args})"
         if vtype != CTYPES[red.result]:
@@ -745,3 +781,250 @@ def _reduce_scalar_loop(e, vals, red, x, kc, nd, acc):
         lines, v = body("jt")
         e.lines(lines)
         e.line(f"acc = {comb}(acc, {acc.elem(v, 'jt')});")
+
+
+# ---- the row kernel (fusion_plan.RowPlan) -----------------------------------------------------
+# Warp shuffles for the block-wide trees of accumulators the hardware shuffles (arithmetic types
+# of at most 8 bytes): two barriers a reduction instead of log2(T). Printed once per translation
+# unit (it rides with the op structs), so the shared fusion.cuh, and the eager kernels built on
+# it, stay as they are.
+SHUFFLE = """template <typename T>
+__device__ __forceinline__ T xp_shfl_down(T v, int o) { return __shfl_down_sync(0xffffffffu, v, o); }
+__device__ __forceinline__ bool xp_shfl_down(bool v, int o) {
+  return __shfl_down_sync(0xffffffffu, (int)v, o) != 0;
+}
+__device__ __forceinline__ signed char xp_shfl_down(signed char v, int o) {
+  return (signed char)__shfl_down_sync(0xffffffffu, (int)v, o);
+}
+__device__ __forceinline__ unsigned char xp_shfl_down(unsigned char v, int o) {
+  return (unsigned char)__shfl_down_sync(0xffffffffu, (unsigned)v, o);
+}
+__device__ __forceinline__ short xp_shfl_down(short v, int o) {
+  return (short)__shfl_down_sync(0xffffffffu, (int)v, o);
+}
+__device__ __forceinline__ unsigned short xp_shfl_down(unsigned short v, int o) {
+  return (unsigned short)__shfl_down_sync(0xffffffffu, (unsigned)v, o);
+}
+template <typename T>
+__device__ __forceinline__ T xp_shfl0(T v) { return __shfl_sync(0xffffffffu, v, 0); }
+__device__ __forceinline__ bool xp_shfl0(bool v) { return __shfl_sync(0xffffffffu, (int)v, 0) != 0; }
+__device__ __forceinline__ signed char xp_shfl0(signed char v) {
+  return (signed char)__shfl_sync(0xffffffffu, (int)v, 0);
+}
+__device__ __forceinline__ unsigned char xp_shfl0(unsigned char v) {
+  return (unsigned char)__shfl_sync(0xffffffffu, (unsigned)v, 0);
+}
+__device__ __forceinline__ short xp_shfl0(short v) {
+  return (short)__shfl_sync(0xffffffffu, (int)v, 0);
+}
+__device__ __forceinline__ unsigned short xp_shfl0(unsigned short v) {
+  return (unsigned short)__shfl_sync(0xffffffffu, (unsigned)v, 0);
+}
+"""
+_SHUFFLED = {"bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+             "float32", "float64"}
+
+
+def _block_reduce(e, acc, red, T, var, total, warp_rows=False):
+    """`total` = the ordered combination of `var` over the row's T threads (the block, or with
+    `warp_rows` the warp), in every one of them; leaves the shared buffer free again."""
+    comb, ident = acc.comb, acc.ident
+    shuffled = red.kind not in STRUCT_ACC and red.dtype in _SHUFFLED
+    if warp_rows:  # a warp per row: no block barrier at all
+        if shuffled:
+            e.pragma("#pragma unroll")
+            e.line(f"for (int o = 16; o > 0; o >>= 1) {var} = {comb}({var}, "
+                   f"xp_shfl_down({var}, o));")
+            e.line(f"{total} = xp_shfl0({var});")
+            return
+        e.line(f"{acc.ctype}* sh = reinterpret_cast<{acc.ctype}*>(xp_smem) + w * 32;")
+        e.line(f"sh[t] = {var};")
+        e.line("__syncwarp();")
+        with e.block("for (int o = 16; o > 0; o >>= 1) {"):
+            e.line(f"if (t < o) sh[t] = {comb}(sh[t], sh[t + o]);")
+            e.line("__syncwarp();")
+        e.line(f"{total} = sh[0];")
+        e.line("__syncwarp();  // the buffer serves the next reduction")
+        return
+    e.line(f"{acc.ctype}* sh = reinterpret_cast<{acc.ctype}*>(xp_smem);")
+    if shuffled:
+        W = T // 32
+        e.pragma("#pragma unroll")
+        e.line(f"for (int o = 16; o > 0; o >>= 1) {var} = {comb}({var}, xp_shfl_down({var}, o));")
+        e.line(f"if ((t & 31) == 0) sh[t >> 5] = {var};")
+        e.line("__syncthreads();")
+        with e.block("if (t < 32) {"):
+            e.line(f"{var} = t < {W} ? sh[t] : {ident};")
+            e.pragma("#pragma unroll")
+            e.line(f"for (int o = 16; o > 0; o >>= 1) {var} = {comb}({var}, "
+                   f"xp_shfl_down({var}, o));")
+            e.line(f"if (t == 0) sh[0] = {var};")
+    else:  # complex and struct accumulators: a shared-memory tree
+        e.line(f"sh[t] = {var};")
+        e.line("__syncthreads();")
+        with e.block(f"for (int o = {T // 2}; o > 0; o >>= 1) {{"):
+            e.line(f"if (t < o) sh[t] = {comb}(sh[t], sh[t + o]);")
+            e.line("__syncthreads();")
+    e.line("__syncthreads();")
+    e.line(f"{total} = sh[0];")
+    e.line("__syncthreads();  // the buffer serves the next reduction")
+
+
+def render_rows(rows, graph, outs, name):
+    """(kernel source, op structs by name, slot values) of the row kernel `name` computing
+    `outs` under the RowPlan `rows` (see RowPlan); constants are runtime slots (only fused
+    functions have row kernels)."""
+    vals = _Values()
+    vals.const_params = True
+    vals.structs["XpShflDown"] = SHUFFLE
+    in_decl = []
+    for node, lay in zip(graph.inputs, rows.inputs):
+        k = lay.pos
+        for ax, s_ in enumerate(lay.strides):
+            vals.slot(("stride", k, ax), s_)
+        in_decl.append(f"const {CTYPES[node.dtype.name]}* __restrict__ in{k}")
+    T, V, U = rows.threads, rows.vec, rows.per_thread
+    S = rows.shape
+    nd = len(S)
+    vals.packed = frozenset(k for k, _ in rows.packed)
+    e = Emitter(2)
+    e.line(f"const long long P = {vals.slot(('rows',), rows.P)}, "
+           f"M = {vals.slot(('M',), rows.M)};")
+    R = rows.rows_per_block
+    if R > 1:  # a warp per row, R rows a block (short rows: no block barrier)
+        e.line("const int t = threadIdx.x & 31, w = threadIdx.x >> 5;")
+        loop = (f"for (long long p = (long long)blockIdx.x * {R} + w; p < P; "
+                f"p += (long long)gridDim.x * {R}) {{")
+    else:
+        e.line("const int t = threadIdx.x;")
+        loop = "for (long long p = blockIdx.x; p < P; p += gridDim.x) {"
+    with e.block(loop):
+        pre = []
+        rc = _decompose(vals, "p", [(a, S[a], ("rowdim", a)) for a in range(nd - 1)], "k_",
+                        pre)
+        e.lines(pre)
+        rcoords = tuple(rc[a] for a in range(nd - 1))
+        row = rcoords + ("jc",)
+        e.line("(void)p;")
+        # the row's inputs, loaded once: whole vectors where rows are whole vectors and
+        # the input aligned, else element by element (the same registers either way)
+        loads = {k: (f"in{k} + p * M" if full else f"in{k}") for k, full in rows.packed}
+        for k, _ in rows.packed:
+            e.line(f"{_pack(rows.inputs[[i.pos for i in rows.inputs].index(k)].dtype, V)} "
+                   f"p{k}[{U}];")
+        if rows.packed:
+            al = _aligned([(f"in{k}", V * lay.itemsize) for lay in rows.inputs
+                           for k, _ in rows.packed if lay.pos == k])
+            with e.block(f"if ((M % {V}) == 0 && {al}) {{", close=None):
+                e.pragma("#pragma unroll")
+                with e.block(f"for (int u = 0; u < {U}; ++u) {{"):
+                    e.line(f"const long long jv = (long long)u * {T} + t;")
+                    with e.block(f"if (jv * {V} < M) {{"):
+                        for k, _ in rows.packed:
+                            pk = _pack(next(i.dtype for i in rows.inputs if i.pos == k), V)
+                            e.line(f"p{k}[u] = reinterpret_cast<const {pk}*>({loads[k]})[jv];")
+            with e.block("} else {"):
+                e.pragma("#pragma unroll")
+                with e.block(f"for (int u = 0; u < {U}; ++u) {{"):
+                    e.pragma("#pragma unroll")
+                    with e.block(f"for (int q = 0; q < {V}; ++q) {{"):
+                        e.line(f"const long long jc = ((long long)u * {T} + t) * {V} + q;")
+                        with e.block("if (jc < M) {"):
+                            for k, _ in rows.packed:
+                                e.line(f"p{k}[u].v[q] = ({loads[k]})[jc];")
+
+        # row values kept between passes (RowPlan.kept): the first pass computing one stores
+        # it, later passes read it (element u * V + q of the thread's part of the row)
+        for i, node in enumerate(rows.kept):
+            e.line(f"{CTYPES[node.dtype.name]} c{i}[{U * V}];")
+        stored = set()
+
+        def body_of(roots):
+            """The statements computing `roots` over the row (element jc), kept values read
+            or stored; returns (statements, value names)."""
+            vals.start("rowpack")
+            for i, node in enumerate(rows.kept):
+                if i in stored:
+                    vals.memo[(id(node), row)] = f"c{i}[u * {V} + q]"
+            res = [vals.val(r, row) for r in roots]
+            lines = list(vals.lines)
+            for i, node in enumerate(rows.kept):
+                got = vals.memo.get((id(node), row))
+                if i not in stored and got is not None:
+                    lines.append(f"c{i}[u * {V} + q] = {got};")
+                    stored.add(i)
+            return lines, res
+
+        def over_row(emit_body):
+            e.pragma("#pragma unroll")
+            with e.block(f"for (int u = 0; u < {U}; ++u) {{"):
+                e.pragma("#pragma unroll")
+                with e.block(f"for (int q = 0; q < {V}; ++q) {{"):
+                    e.line(f"const long long jc = ((long long)u * {T} + t) * {V} + q;")
+                    with e.block("if (jc < M) {"):
+                        emit_body()
+
+        for node, red in rows.reduces:
+            acc = _Acc(vals, red, node)
+            (x,) = node.args
+            rt = "long long" if red.kind in ("argmax", "argmin") else CTYPES[red.result]
+            e.line(f"{rt} r{red.index};")
+            with e.block(f"{{ // {red.kind} over the row"):
+                e.line(f"{acc.ctype} acc = {acc.ident};")
+                body, (v,) = body_of([x])
+
+                def emit(body=body, v=v, acc=acc):
+                    e.lines(body)
+                    e.line(f"acc = {acc.comb}(acc, {acc.elem(v, 'jc')});")
+                over_row(emit)
+                e.line(f"{acc.ctype} tot;")
+                _block_reduce(e, acc, red, T, "acc", "tot", R > 1)
+                e.line(f"r{red.index} = {acc.value.format('tot')};")
+            vals.reduced[id(node)] = f"r{red.index}"
+        row_outs = [j for j, k in enumerate(rows.outs) if k == "row"]
+        if row_outs:
+            body, res = body_of([outs[j] for j in row_outs])
+            e.pragma("#pragma unroll")
+            with e.block(f"for (int u = 0; u < {U}; ++u) {{"):
+                e.line(f"const long long jv = (long long)u * {T} + t;")
+                for j in row_outs:
+                    e.line(f"{_pack(outs[j].dtype.name, V)} o{j};")
+                e.pragma("#pragma unroll")
+                with e.block(f"for (int q = 0; q < {V}; ++q) {{"):
+                    e.line(f"const long long jc = jv * {V} + q;")
+                    with e.block("if (jc < M) {"):
+                        e.lines(body)
+                        for j, r in zip(row_outs, res):
+                            e.line(f"o{j}.v[q] = {r};")
+                # rows of whole vectors (fresh outputs are aligned): vector stores
+                with e.block(f"if ((M % {V}) == 0) {{", close=None):
+                    with e.block(f"if (jv * {V} < M) {{"):
+                        for j in row_outs:
+                            pk = _pack(outs[j].dtype.name, V)
+                            e.line(f"reinterpret_cast<{pk}*>(out{j} + p * M)[jv] = o{j};")
+                with e.block("} else {"):
+                    e.pragma("#pragma unroll")
+                    with e.block(f"for (int q = 0; q < {V}; ++q) {{"):
+                        e.line(f"const long long jc = jv * {V} + q;")
+                        for j in row_outs:
+                            e.line(f"if (jc < M) out{j}[p * M + jc] = o{j}.v[q];")
+        one_outs = [j for j, k in enumerate(rows.outs) if k == "one"]
+        if one_outs:
+            with e.block("if (t == 0) {"):
+                vals.start("rowpack")
+                res = [vals.val(outs[j], rcoords + (("0",) if len(outs[j].shape) == nd
+                                                    else ())) for j in one_outs]
+                e.lines(vals.lines)
+                for j, r in zip(one_outs, res):
+                    e.line(f"out{j}[p] = {r};")
+    out_decl = [f"{CTYPES[n.dtype.name]}* __restrict__ out{j}" for j, n in enumerate(outs)]
+    par_decl = [f"const {CTYPES[u[1].name]} s{i}" for i, u in enumerate(graph.uses)]
+    nslots = max(1, len(vals.gvals))
+    smem = max([16] + [STRUCT_ACC.get(red.kind, 16) for _, red in rows.reduces])
+    params = in_decl + out_decl + par_decl + [f"const XpG<{nslots}> g"]
+    kernel = "".join([
+        f'extern "C" __global__ void __launch_bounds__({T * R}) {name}(',
+        ", ".join(params), ") {\n",
+        f"  __shared__ __align__(16) unsigned char xp_smem[{T * R * smem}];\n",
+        e.text(), "}\n"])
+    return kernel, vals.structs, vals.gvals

@@ -20,7 +20,8 @@ import math
 import numpy as np
 
 from ._runtime import dtype_name, keep_program, lookup_program
-from .fusion_ir import Const, DName, Elementwise, Epilogue, Graph, Input, Node, Op, Reduce
+from .fusion_ir import Const, DName, Elementwise, Graph, Input, Node, Op, Reduce
+from .fusion_plan import norm_node
 
 KINDS = ("sum", "prod", "max", "min", "mean", "all", "any")
 _EMPTY_VALUE = {"sum": 0, "prod": 1, "mean": float("nan"), "all": True, "any": False}
@@ -219,47 +220,9 @@ def _floating(name):
 
 
 def norm_graph(in_name, shape, ord, axes, keepdims, out_name):
-    """(Graph, output node) of the vector norm of order `ord` over `axes`: the prologue
-    abs(x) -> (square | pow p | != 0) as IR nodes feeding one reduction whose epilogue is the
-    final sqrt or pow(., 1/ord). Sums accumulate in float64 whatever the input (NumPy sums
-    float32 pairwise in float32: float64 sums are at least as accurate, and cost nothing on a
-    memory-bound kernel); max/min (ord = +-inf) are exact, taken in the result dtype. The
-    elementwise steps run in x's real dtype as NumPy's (abs(x)**p for float32 in float32);
-    integers and bools are converted to the result dtype first."""
-    rd = out_name
+    """(Graph, output node) of the vector norm of order `ord` over `axes` (see norm_node)."""
     x = Node(Op.INPUT, (), DName(in_name), shape, Input(0))
-    cdt = in_name if _floating(in_name) else rd  # abs of an integer in floating: no wrap
-    real = ("float32" if in_name == "complex64" else "float64" if in_name == "complex128"
-            else cdt)
-    axes = tuple(sorted(axes))
-    oshape = out_shape(shape, axes, keepdims)
-    acc, epi, kind = "float64", None, "sum"
-
-    def ew(name, args, compute, dtype):
-        return Node(Op.ELEMENTWISE, args, DName(dtype), shape, Elementwise(name, compute))
-
-    def const(v, dtype):
-        return Node(Op.CONST, (), DName(dtype), (), Const(v, v))
-    if ord == 0:  # the count of nonzero elements
-        v = ew("not_equal", (x, const(0, in_name)), in_name, "bool")
-    elif ord == 2:
-        if np.dtype(in_name).kind == "c":  # |z|^2 = re^2 + im^2, as NumPy's (conj(x) * x).real
-            re = ew("real", (x,), in_name, real)
-            im = ew("imag", (x,), in_name, real)
-            v = ew("add", (ew("square", (re,), acc, acc), ew("square", (im,), acc, acc)),
-                   acc, acc)
-        else:  # square in float64 (exact for float32 input)
-            v = ew("square", (x,), acc, acc)
-        epi = Epilogue("sqrt")
-    else:
-        v = ew("abs", (x,), cdt, real)
-        if ord in (math.inf, -math.inf):
-            kind, acc = ("max" if ord > 0 else "min"), rd
-        elif ord != 1:
-            v = ew("pow", (v, const(float(ord), real)), real, real)
-            epi = Epilogue("pow", 1.0 / float(ord))
-    return Graph([x]), Node(Op.REDUCE, (v,), DName(rd), oshape,
-                            Reduce(kind, axes, keepdims, acc=acc, epilogue=epi))
+    return Graph([x]), norm_node(x, ord, axes, keepdims, out_name)
 
 
 def norm_reduce(cp, x, ord, axes, keepdims, out_dtype, device=None):

@@ -16,9 +16,13 @@ import threading
 
 import numpy as np
 
+from .. import _revisions
 from .._array import Array, register_native_type
 from .._backends import Backend, EmptyMask
 from .._dtypes import PROMOTION_TABLE, TypedScalar, check_scalar, clip_scalar, scalar_type_name
+from .._dtypes import from_numpy_dtype
+from .._dtypes import int64 as INDEX_DTYPE  # argmax/argmin: the default index dtype
+from .._kernels.reduction import MOMENTS_ACC
 from .._kernels.fusion_ir import (Clip, Const, Elementwise, Input, Node, Op, Param, Reduce,
                                   Slice, Take, View)
 from .._validation import reduced_shape
@@ -97,9 +101,6 @@ class Tracer(Array):
 
     def __setitem__(self, key, value):
         self._no("item assignment (x[...] = v)")
-
-    def _inplace(self, other, fname, op):
-        self._no(f"the in-place operator {op} (write x = x {op[:-1]} y)")
 
     def to_device(self, device, /, *, stream=None):
         self._no("to_device")
@@ -216,6 +217,23 @@ class Trace:
         self.inputs = []  # input Nodes, by array-argument position
         self.uses = []  # (ScalarParam, DType, convert) per parameter use
         self.n_nodes = 0
+        self.args = {}  # id(Meta) -> argument position, for each array argument's Meta
+        self.writes = {}  # argument position -> its Meta, for each argument updated in place
+        self.viewed = {}  # id(Meta) -> Meta, for each value a view was taken of
+
+    def assign(self, meta, value):
+        """An in-place operator's update (the spec layer checked dtype and shape): the value
+        now names the new node, so every later read of it (through any Python name bound to
+        the same array) sees the update; an argument's final node is written back to the
+        caller's array. A view shares memory with its base, which a rebinding cannot follow:
+        an update of a view, or of a value a view was taken of, is refused."""
+        if meta.node.op is Op.VIEW or id(meta) in self.viewed:
+            raise unsupported("an in-place operator on a view, or on an array a view was taken "
+                              "of (they share memory; write y = x + 1 and use y)")
+        meta.node = value.node
+        pos = self.args.get(id(meta))
+        if pos is not None:
+            self.writes[pos] = meta
 
     def add_use(self, param, dtype, convert):
         self.uses.append((param, dtype, convert))
@@ -240,11 +258,7 @@ def _node_of(x, what):
                 f"{what}: an xp_cuda array that is not an argument of the fused function (a "
                 f"global or closure variable) was used inside it; pass it as an argument "
                 f"({_FUSE} traces arguments only)")
-        node = x._data.node
-        if node.op is Op.REDUCE:
-            raise unsupported(f"using the result of xp.{node.attr.kind} as an input of {what} (a "
-                              f"reduction can only be returned by the fused function)")
-        return node
+        return x._data.node
     if isinstance(x, ParamScalar):
         return Node(Op.PARAM, (), x.dtype, (), Param(x.use))
     if isinstance(x, TypedScalar):  # a Python scalar typed by the operator rules: a constant
@@ -291,12 +305,16 @@ def astype(x, dtype, device):
     return current().tracer(Node(Op.ASTYPE, [_node_of(x, "astype")], dtype, x.shape))
 
 
-def reduce(kind, x, axes, keepdims, rdtype, kwargs):
-    node = _node_of(x, kind)
-    shape = reduced_shape(x.shape, axes, keepdims)
-    eager = tuple(dict(kwargs, keepdims=keepdims).items())  # the replay's keyword arguments
-    return current().tracer(Node(Op.REDUCE, [node], rdtype, shape,
-                                 Reduce(kind, tuple(sorted(axes)), keepdims, eager)))
+def reduce(kind, x, axes, keepdims, rdtype, kwargs, operands=None, shape=None, **fields):
+    """A REDUCE node of `kind` over `axes` of x (or of `operands`, vecdot's two); `kwargs`: the
+    eager function's keyword arguments for the replay; `fields`: the Reduce attribute's
+    kind-specific fields (acc, correction, ord)."""
+    args = [_node_of(o, kind) for o in (operands or [x])]
+    if shape is None:
+        shape = reduced_shape(x.shape, axes, keepdims)
+    eager = tuple(kwargs.items())  # the replay's keyword arguments
+    return current().tracer(Node(Op.REDUCE, args, rdtype, shape,
+                                 Reduce(kind, tuple(sorted(axes)), keepdims, eager, **fields)))
 
 
 def getitem(x, key, k):
@@ -304,6 +322,7 @@ def getitem(x, key, k):
     if isinstance(k, EmptyMask) or (hasattr(k, "dtype") and not isinstance(k, tuple)):
         raise unsupported("boolean-mask indexing (its result shape depends on the data)")
     node = _node_of(x, "__getitem__")
+    current().viewed[id(x._data)] = x._data  # an in-place update of x would miss the view
     parts = k if isinstance(k, tuple) else (k,)
     n_axes = sum(1 for p in parts if p is not None and p is not Ellipsis)
     spec, shape = [], []  # per source axis: Take(index) or Slice(out_axis, start, step, whole)
@@ -337,7 +356,10 @@ def getitem(x, key, k):
 # ---- running the user's function ------------------------------------------------------------
 def trace(fn, args, kwargs, device):
     """Run fn on Tracers for its array arguments and ScalarParams for its Python scalars.
-    Returns (Trace, output nodes, is_tuple)."""
+    Returns (Trace, output nodes, is_tuple, output sources): per output, the position of the
+    argument it is (the same array object, possibly updated in place), else None. The
+    arguments updated in place are ``Trace.writes`` (position -> Meta; ``.node`` the final
+    value)."""
     t = Trace(device)
     names = [("a", i) for i in range(len(args))] + [("k", k) for k in sorted(kwargs)]
     values = list(args) + [kwargs[k] for k in sorted(kwargs)]
@@ -346,7 +368,9 @@ def trace(fn, args, kwargs, device):
         if isinstance(v, Array):
             node = Node(Op.INPUT, (), v.dtype, v.shape, Input(pos))
             t.inputs.append(node)
-            targs.append(t.tracer(node))
+            tr = t.tracer(node)
+            t.args[id(tr._data)] = pos
+            targs.append(tr)
         elif scalar_type_name(v) is not None:
             targs.append(ScalarParam(lambda a, pos=pos: a[pos], v))
         else:
@@ -360,13 +384,17 @@ def trace(fn, args, kwargs, device):
         _local.trace = prev
     is_tuple = isinstance(out, (tuple, list))
     outs = list(out) if is_tuple else [out]
-    nodes = []
+    nodes, sources = [], []
     for o in outs:
         if not isinstance(o, Tracer):
             raise TypeError(f"a function fused with {_FUSE} must return arrays computed from "
                             f"its array arguments (or a tuple of them); got {type(o).__name__}")
         nodes.append(o._data.node)
-    return t, nodes, is_tuple
+        sources.append(t.args.get(id(o._data)))
+    for pos in list(t.writes):
+        if t.writes[pos].node is t.inputs[[n.attr.pos for n in t.inputs].index(pos)]:
+            del t.writes[pos]  # updated back to its own value (x += 0 never records that)
+    return t, nodes, is_tuple, sources
 
 
 # ---- the trace backend: the primitives, recorded -------------------------------------------
@@ -384,6 +412,17 @@ def _arr(data):
     if type(data) is Meta:
         return Tracer._new(data, t.device)
     return Array._new(data, t.device)
+
+
+def _scalar_or_arr(data):
+    """A where operand: from 2024.12 the spec layer makes a Python scalar the 0-d array of the
+    scalar rules before the backend sees it; inside a trace that 0-d array (the only untraced
+    0-d array where can meet under that rule) is a constant of its value."""
+    if type(data) is not Meta and getattr(data, "ndim", None) == 0 and \
+            _revisions.allows("python scalars in elementwise functions"):
+        dtype = from_numpy_dtype(data.dtype)
+        return TypedScalar(dtype._np.type(data.item()), dtype)
+    return _arr(data)
 
 
 def _operand(o):
@@ -405,7 +444,7 @@ class TraceBackend(Backend):
                                  shape))
 
     def where(self, cond, x1, x2, dtype, shape, plan_key=None):
-        return _data(where(_arr(cond), _arr(x1), _arr(x2), dtype, shape))
+        return _data(where(_arr(cond), _scalar_or_arr(x1), _scalar_or_arr(x2), dtype, shape))
 
     def astype(self, data, dtype, copy, plan_key=None):
         return _data(astype(_arr(data), dtype, None))
@@ -423,10 +462,39 @@ class TraceBackend(Backend):
         return _data(clip(_arr(data), bound(lo), bound(hi), shape))
 
     def reduce(self, kind, data, axes, keepdims, dtype, plan_key=None):
-        kwargs = {"axis": tuple(axes)}
+        kwargs = {"axis": tuple(axes), "keepdims": keepdims}
         if kind in ("sum", "prod"):
             kwargs["dtype"] = dtype
         return _data(reduce(kind, _arr(data), axes, keepdims, dtype, kwargs))
+
+    def argreduce(self, kind, data, axis, keepdims, plan_key=None):
+        x = _arr(data)
+        axes = tuple(range(x.ndim)) if axis is None else (axis,)
+        return _data(reduce(kind, x, axes, keepdims, INDEX_DTYPE,
+                            {"axis": axis, "keepdims": keepdims}))
+
+    def var(self, fname, data, axes, dof, keepdims, dtype, plan_key=None):
+        x = _arr(data)
+        n = 1
+        for a in axes:
+            n *= x.shape[a]
+        correction = n - dof  # the spec layer passes N - correction
+        return _data(reduce(fname, x, axes, keepdims, dtype,
+                            {"axis": tuple(axes), "correction": correction,
+                             "keepdims": keepdims},
+                            acc=MOMENTS_ACC, correction=float(correction)))
+
+    def vector_norm(self, data, axes, keepdims, ord, dtype, plan_key=None):
+        return _data(reduce("vector_norm", _arr(data), axes, keepdims, dtype,
+                            {"axis": tuple(axes), "keepdims": keepdims, "ord": ord},
+                            ord=float(ord)))
+
+    def vecdot(self, d1, d2, axis, dtype):
+        x1, x2 = _arr(d1), _arr(d2)
+        shape = tuple(np.broadcast_shapes(x1.shape, x2.shape))
+        ax = len(shape) + axis  # the spec layer made it negative, counted from the end
+        return _data(reduce("vecdot", None, (ax,), False, dtype, {"axis": axis},
+                            operands=[x1, x2], shape=shape[:ax] + shape[ax + 1:]))
 
     def getitem(self, data, key, user_key):
         return _data(getitem(_arr(data), user_key, key))
@@ -436,7 +504,11 @@ class TraceBackend(Backend):
         raise unsupported("item assignment (x[...] = v)")
 
     def assign(self, data, value):
-        raise unsupported("an in-place operator (write x = x + y instead of x += y)")
+        if type(data) is not Meta:
+            raise TypeError(f"an in-place operator on an xp_cuda array that is not an argument "
+                            f"of the fused function (a global or closure variable); pass it as "
+                            f"an argument ({_FUSE} traces arguments only)")
+        current().assign(data, value)
 
     def move(self, data, dst, stream=None):
         raise unsupported("moving a traced array to another device (to_device, device=)")
@@ -448,15 +520,6 @@ class TraceBackend(Backend):
         raise unsupported("reading a traced array's values")
 
 
-    def vecdot(self, d1, d2, axis, dtype):
-        raise unsupported("xp.vecdot")
-
-    def argreduce(self, kind, data, axis, keepdims, plan_key=None):
-        raise unsupported(f"xp.{kind}")
-
-    def var(self, fname, data, axes, dof, keepdims, dtype, plan_key=None):
-        raise unsupported(f"xp.{fname}")
-
     def linalg_checked(self):
         raise unsupported("xp.linalg")
 
@@ -466,7 +529,6 @@ class TraceBackend(Backend):
 REFUSED = {
     "stable_sort": "xp.sort", "stable_argsort": "xp.argsort", "cumulative": "xp.cumulative_sum and xp.cumulative_prod",
     "count_nonzero": "xp.count_nonzero",
-    "vector_norm": "xp.linalg.vector_norm",
     "concat": "xp.concat", "stack": "xp.stack", "copy": "xp.reshape(copy=True)",
     "roll": "xp.roll", "tile": "xp.tile", "repeat": "xp.repeat",
     "bounds": "reading a traced array's values (xp.take, xp.repeat and searchsorted's sorter "
