@@ -6,7 +6,7 @@ import sys
 
 import numpy as np
 
-from . import _dtypes, _revisions
+from . import _dtypes, _memory, _revisions
 from ._backends import EmptyMask, backend
 from ._backends._base import KEPT as _KEPT
 from ._devices import CPU as _CPU
@@ -240,7 +240,11 @@ class Array:
         check_device(device, "to_device")
         if device == self._device:
             return self
-        return _wrap(_move(self, device, stream), device)
+        try:
+            return _wrap(_move(self, device, stream), device)
+        except _memory.errors() as e:  # the out-of-memory guard (xp_cuda._memory)
+            return _memory.recover(e, _move_wrapped, (self, device, stream), None,
+                                   "to_device")
 
     def __dlpack_device__(self):
         return self._device.dlpack
@@ -505,12 +509,21 @@ class Array:
 
     def __getitem__(self, key, /):
         try:  # (no cost without an exception, Python 3.11+)
-            k = self._key(key, setting=False)
-        except _ArrayKey as a:  # integer array indexing (2024.12)
-            return self._take_arrays(a.parts, a.n_axes)
-        return _wrap(self._b.getitem(self._data, k, key), self._device)
+            try:
+                k = self._key(key, setting=False)
+            except _ArrayKey as a:  # integer array indexing (2024.12)
+                return self._take_arrays(a.parts, a.n_axes)
+            return _wrap(self._b.getitem(self._data, k, key), self._device)
+        except _memory.errors() as e:  # the out-of-memory guard (xp_cuda._memory)
+            return _memory.recover(e, Array.__getitem__, (self, key), None, "__getitem__")
 
     def __setitem__(self, key, value, /):
+        try:
+            self._setitem(key, value)
+        except _memory.errors() as e:
+            _memory.recover(e, Array._setitem, (self, key, value), None, "__setitem__")
+
+    def _setitem(self, key, value):
         k = self._key(key, setting=True)
         if isinstance(value, Array):
             if value.device != self._device:
@@ -571,6 +584,10 @@ def scalar_array(value, like: Array, where: str) -> Array:
             raise
         dtype, value = wide, wide._np.type(value)
     return _filled_0d(value, dtype, like._device)
+
+
+def _move_wrapped(x: Array, dst: Device, stream=None) -> Array:
+    return _wrap(_move(x, dst, stream), dst)
 
 
 def _move(x: Array, dst: Device, stream=None):
