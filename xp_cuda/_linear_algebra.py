@@ -193,14 +193,14 @@ def _matmul_op(self, other):
     try:
         return matmul(self, other) if isinstance(other, Array) else _matmul_operand(self, other)
     except _memory.errors() as e:
-        return _memory.recover(e, _matmul_op, (self, other), None, "__matmul__")
+        return _memory.recover(e, _matmul_op, (self, other), None, "@")
 
 
 def _rmatmul_op(self, other):
     try:
         return matmul(other, self) if isinstance(other, Array) else _matmul_operand(self, other)
     except _memory.errors() as e:
-        return _memory.recover(e, _rmatmul_op, (self, other), None, "__rmatmul__")
+        return _memory.recover(e, _rmatmul_op, (self, other), None, "@")
 
 
 def _imatmul_op(self, other):
@@ -214,7 +214,7 @@ def _imatmul_op(self, other):
         _backend_of([self, res]).assign(self._data, res._data)
         return self
     except _memory.errors() as e:
-        return _memory.recover(e, _imatmul_op, (self, other), None, "__imatmul__")
+        return _memory.recover(e, _imatmul_op, (self, other), None, "@=")
 
 
 # Array's @ operators, installed by the module that owns matmul (_array never imports it).

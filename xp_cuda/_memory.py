@@ -18,6 +18,7 @@ from __future__ import annotations
 import gc
 import sys
 import threading
+import traceback
 import types
 
 from . import _backends
@@ -109,8 +110,12 @@ def _error(e, fname: str, asked: int, device: Device) -> OutOfMemory:
         free = _backends.backend(device).free_bytes()
     except Exception:
         free = None
-    what = (f"{asked} bytes were asked for" if asked != _UNKNOWN else
-            f"a library call could not allocate its work space ({type(e).__name__}: {e})")
+    if asked != _UNKNOWN:
+        what = f"{asked} bytes were asked for"
+    elif isinstance(e, MemoryError):
+        what = f"an allocation of unreported size failed ({type(e).__name__}: {e})"
+    else:
+        what = f"a library call could not allocate its work space ({type(e).__name__}: {e})"
     room = (f"{free} bytes are free there" if free is not None else
             f"the free memory of {device} is not known here")
     return OutOfMemory(
@@ -135,6 +140,9 @@ def recover(e, fn, args, kwargs, fname: str):
         raise e
     if getattr(_state, "retrying", False):
         raise _error(e, fname, asked, _device_of(args, kwargs)) from None
+    # The failed attempt's finished frames still hold its arrays (through the traceback):
+    # emptied first, so that their memory is free for the retry.
+    traceback.clear_frames(e.__traceback__)
     release()
     _state.retrying = True
     try:
@@ -223,7 +231,12 @@ def _make_guard(fn, fname):
     return g
 
 
-def install(namespace: str, prefix: str = "") -> None:
+# A function's name in messages: the extensions' functions carry their namespace, as their
+# other errors do ("fft.fft: ..."); xp.matmul, shown in linalg too, stays "matmul".
+_PREFIXES = {"xp_cuda.fft": "fft.", "xp_cuda.linalg": "linalg."}
+
+
+def install(namespace: str) -> None:
     """Guard every public function of the namespace module ``namespace`` (its __all__, the
     names of every revision: call this before _revisions.install hides later ones). Functions
     already guarded inline (``__xp_guarded__``) are kept as they are."""
@@ -231,7 +244,7 @@ def install(namespace: str, prefix: str = "") -> None:
     for name in module.__all__:
         fn = module.__dict__.get(name)
         if isinstance(fn, types.FunctionType) and not getattr(fn, "__xp_guarded__", False):
-            setattr(module, name, guard(fn, prefix + name))
+            setattr(module, name, guard(fn, _PREFIXES.get(fn.__module__, "") + name))
 
 
 def guard_methods(cls, names, prefix: str = "") -> None:

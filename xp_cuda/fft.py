@@ -322,7 +322,7 @@ def ifftshift(x, /, *, axes=None):
     return _shift("ifftshift", x, axes)
 
 
-_memory.install(__name__, "fft.")  # the out-of-memory guard of every function (xp_cuda._memory)
+_memory.install(__name__)  # the out-of-memory guard of every function (xp_cuda._memory)
 _revisions.install(__name__)  # names of later revisions show only while one is in force
 
 

@@ -597,7 +597,7 @@ def eigvals(x, /):
 
 __all__ += ["eig", "eigvals"]
 
-_memory.install(__name__, "linalg.")  # the out-of-memory guard of every function (xp_cuda._memory)
+_memory.install(__name__)  # the out-of-memory guard of every function (xp_cuda._memory)
 _revisions.install(__name__)  # names of later revisions show only while one is in force
 
 
