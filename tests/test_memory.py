@@ -324,12 +324,14 @@ def test_a_memory_error_without_a_size(monkeypatch, releases):
 
 
 def _fake_library(monkeypatch, module, name):
-    """A stand-in for one of CuPy's library error classes (cuBLAS's needs the library)."""
+    """A stand-in for one of CuPy's library error classes (cuBLAS's needs the library): the
+    same module, name and status attribute (cuFFT's is ``result``)."""
     cls = type(name, (RuntimeError,), {"__module__": module})
+    attr = "result" if name == "CuFFTError" else "status"
 
     def init(self, status):
         RuntimeError.__init__(self, f"STATUS {status}")
-        self.status = status
+        setattr(self, attr, status)
     cls.__init__ = init
     mod = types.ModuleType(module)
     setattr(mod, name, cls)
@@ -358,6 +360,26 @@ def test_library_allocation_failures(module, name, alloc_failed, monkeypatch, re
     with pytest.raises(err, match=f"STATUS {alloc_failed + 4}"):
         xp.matmul(a, a)
     assert failing.calls == 1
+
+
+def test_library_handles_are_ours_and_reset(monkeypatch):
+    """The cuBLAS/cuSOLVER handles our launchers use: one per (library, device) and thread,
+    dropped by a reset of their device (the cuda backend's release), made anew on next use."""
+    from xp_cuda._kernels import _runtime
+    created, destroyed = [], []
+    fake = types.ModuleType("fake_blas_library")
+    fake.create = lambda: created.append(len(created) + 100) or created[-1]
+    fake.destroy = destroyed.append
+    monkeypatch.setitem(sys.modules, "fake_blas_library", fake)
+    monkeypatch.setitem(_runtime._HANDLE_LIBRARIES, "cublas", "fake_blas_library")
+    monkeypatch.setattr(_runtime._handles, "by", {})
+    h0 = _runtime.library_handle("cublas", 0)
+    assert _runtime.library_handle("cublas", 0) == h0 and created == [h0]
+    h1 = _runtime.library_handle("cublas", 1)
+    _runtime.reset_library_handles(0)
+    assert destroyed == [h0]
+    assert _runtime.library_handle("cublas", 1) == h1  # another device's handle is kept
+    assert _runtime.library_handle("cublas", 0) not in (h0, h1)
 
 
 def test_other_errors_pass_through(monkeypatch, releases):

@@ -518,25 +518,23 @@ class Array:
             return _memory.recover(e, Array.__getitem__, (self, key), None, "__getitem__")
 
     def __setitem__(self, key, value, /):
-        try:
-            self._setitem(key, value)
+        try:  # the out-of-memory guard (xp_cuda._memory), inline: no cost without a failure
+            k = self._key(key, setting=True)
+            if isinstance(value, Array):
+                if value.device != self._device:
+                    raise ValueError(f"the value is on {value.device} but the array is on "
+                                     f"{self._device}; move one with to_device")
+                if _dtypes.PROMOTION_TABLE.get((self.dtype, value.dtype)) is not self.dtype:
+                    raise TypeError(f"cannot assign {value.dtype} values into a {self.dtype} "
+                                    f"array without changing its dtype; cast the value with "
+                                    f"xp.astype")
+                v = value._data
+            else:
+                v = check_scalar(value, self.dtype, "__setitem__")
+            _backend_of([self, value] if isinstance(value, Array) else [self]).setitem(
+                self._data, k, v, getattr(value, "shape", ()))
         except _memory.errors() as e:
-            _memory.recover(e, Array._setitem, (self, key, value), None, "__setitem__")
-
-    def _setitem(self, key, value):
-        k = self._key(key, setting=True)
-        if isinstance(value, Array):
-            if value.device != self._device:
-                raise ValueError(f"the value is on {value.device} but the array is on "
-                                 f"{self._device}; move one with to_device")
-            if _dtypes.PROMOTION_TABLE.get((self.dtype, value.dtype)) is not self.dtype:
-                raise TypeError(f"cannot assign {value.dtype} values into a {self.dtype} array "
-                                f"without changing its dtype; cast the value with xp.astype")
-            v = value._data
-        else:
-            v = check_scalar(value, self.dtype, "__setitem__")
-        _backend_of([self, value] if isinstance(value, Array) else [self]).setitem(
-            self._data, k, v, getattr(value, "shape", ()))
+            _memory.recover(e, Array.__setitem__, (self, key, value), None, "__setitem__")
 
     # ---- operators -----------------------------------------------------------------------
     def _operand(self, other, op: str):

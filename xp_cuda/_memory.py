@@ -22,7 +22,7 @@ import traceback
 import types
 
 from . import _backends
-from ._devices import Device, default_device
+from ._devices import CPU, Device, default_device
 
 
 class OutOfMemory(MemoryError):
@@ -79,9 +79,11 @@ def _asked(e):
     return None
 
 
-def _device_of(args, kwargs) -> Device:
-    """The device a call allocates on: the device it names (device=, to_device's
-    destination), else its first array's, else the default device."""
+def _device_of(e, args, kwargs) -> Device:
+    """The device that ran out: the host for NumPy's error; else the device the call names
+    (device=, to_device's destination), else its first array's, else the default device."""
+    if type(e).__module__.startswith("numpy"):
+        return CPU
     values = list(args) + list((kwargs or {}).values())
     for v in values:
         if isinstance(v, Device):
@@ -139,7 +141,7 @@ def recover(e, fn, args, kwargs, fname: str):
     if asked is None:
         raise e
     if getattr(_state, "retrying", False):
-        raise _error(e, fname, asked, _device_of(args, kwargs)) from None
+        raise _error(e, fname, asked, _device_of(e, args, kwargs)) from None
     # The failed attempt's finished frames still hold its arrays (through the traceback):
     # emptied first, so that their memory is free for the retry.
     traceback.clear_frames(e.__traceback__)
@@ -153,7 +155,7 @@ def recover(e, fn, args, kwargs, fname: str):
         asked = _asked(e2)
         if asked is None:
             raise
-        raise _error(e2, fname, asked, _device_of(args, kwargs)) from None
+        raise _error(e2, fname, asked, _device_of(e2, args, kwargs)) from None
     finally:
         _state.retrying = False
 
