@@ -119,11 +119,14 @@ class CudaBackend(Backend):
         failing: see _runtime.reset_library_handles)."""
         cp = self.xp
         with self._dev:
+            reset_library_handles(self.device.index)
+            if "cupy.fft" in sys.modules:  # (never loaded: no plans to drop)
+                try:
+                    cp.fft.config.get_plan_cache().clear()
+                except Exception:  # (a cuFFT that does not load holds no plans)
+                    pass
             cp.get_default_memory_pool().free_all_blocks()
             cp.get_default_pinned_memory_pool().free_all_blocks()
-            if "cupy.fft" in sys.modules:  # (never loaded: no plans to drop)
-                cp.fft.config.get_plan_cache().clear()
-            reset_library_handles(self.device.index)
 
     def free_bytes(self):
         """The driver's free bytes plus the blocks CuPy's pool holds unused."""
