@@ -6,7 +6,7 @@ named submodules (``xp_cuda.nonstandard``, ``xp_cuda.fuse``, ``xp_cuda.spatial``
 
 import math as _math
 
-from . import _revisions
+from . import _memory, _revisions
 from . import (_creation, _data_type_functions, _elementwise, _indexing, _linear_algebra,
                _manipulation, _searching, _set, _sorting, _statistical, _utility, fft, linalg)
 from ._creation import *  # noqa: F401,F403
@@ -45,6 +45,7 @@ __all__ = (
     + _set.__all__ + _sorting.__all__ + _statistical.__all__ + _utility.__all__
     + ["linalg", "fft"]
 )
+_memory.install(__name__)  # the out-of-memory guard of every function (xp_cuda._memory)
 _revisions.install(__name__)  # names of later revisions show only while one is in force
 
 

@@ -6,7 +6,7 @@ import sys
 
 import numpy as np
 
-from . import _dtypes, _revisions
+from . import _dtypes, _memory, _revisions
 from ._backends import EmptyMask, backend
 from ._backends._base import KEPT as _KEPT
 from ._devices import CPU as _CPU
@@ -240,7 +240,11 @@ class Array:
         check_device(device, "to_device")
         if device == self._device:
             return self
-        return _wrap(_move(self, device, stream), device)
+        try:
+            return _wrap(_move(self, device, stream), device)
+        except _memory.errors() as e:  # the out-of-memory guard (xp_cuda._memory)
+            return _memory.recover(e, _move_wrapped, (self, device, stream), None,
+                                   "to_device")
 
     def __dlpack_device__(self):
         return self._device.dlpack
@@ -505,25 +509,32 @@ class Array:
 
     def __getitem__(self, key, /):
         try:  # (no cost without an exception, Python 3.11+)
-            k = self._key(key, setting=False)
-        except _ArrayKey as a:  # integer array indexing (2024.12)
-            return self._take_arrays(a.parts, a.n_axes)
-        return _wrap(self._b.getitem(self._data, k, key), self._device)
+            try:
+                k = self._key(key, setting=False)
+            except _ArrayKey as a:  # integer array indexing (2024.12)
+                return self._take_arrays(a.parts, a.n_axes)
+            return _wrap(self._b.getitem(self._data, k, key), self._device)
+        except _memory.errors() as e:  # the out-of-memory guard (xp_cuda._memory)
+            return _memory.recover(e, Array.__getitem__, (self, key), None, "__getitem__")
 
     def __setitem__(self, key, value, /):
-        k = self._key(key, setting=True)
-        if isinstance(value, Array):
-            if value.device != self._device:
-                raise ValueError(f"the value is on {value.device} but the array is on "
-                                 f"{self._device}; move one with to_device")
-            if _dtypes.PROMOTION_TABLE.get((self.dtype, value.dtype)) is not self.dtype:
-                raise TypeError(f"cannot assign {value.dtype} values into a {self.dtype} array "
-                                f"without changing its dtype; cast the value with xp.astype")
-            v = value._data
-        else:
-            v = check_scalar(value, self.dtype, "__setitem__")
-        _backend_of([self, value] if isinstance(value, Array) else [self]).setitem(
-            self._data, k, v, getattr(value, "shape", ()))
+        try:  # the out-of-memory guard (xp_cuda._memory), inline: no cost without a failure
+            k = self._key(key, setting=True)
+            if isinstance(value, Array):
+                if value.device != self._device:
+                    raise ValueError(f"the value is on {value.device} but the array is on "
+                                     f"{self._device}; move one with to_device")
+                if _dtypes.PROMOTION_TABLE.get((self.dtype, value.dtype)) is not self.dtype:
+                    raise TypeError(f"cannot assign {value.dtype} values into a {self.dtype} "
+                                    f"array without changing its dtype; cast the value with "
+                                    f"xp.astype")
+                v = value._data
+            else:
+                v = check_scalar(value, self.dtype, "__setitem__")
+            _backend_of([self, value] if isinstance(value, Array) else [self]).setitem(
+                self._data, k, v, getattr(value, "shape", ()))
+        except _memory.errors() as e:
+            _memory.recover(e, Array.__setitem__, (self, key, value), None, "__setitem__")
 
     # ---- operators -----------------------------------------------------------------------
     def _operand(self, other, op: str):
@@ -571,6 +582,10 @@ def scalar_array(value, like: Array, where: str) -> Array:
             raise
         dtype, value = wide, wide._np.type(value)
     return _filled_0d(value, dtype, like._device)
+
+
+def _move_wrapped(x: Array, dst: Device, stream=None) -> Array:
+    return _wrap(_move(x, dst, stream), dst)
 
 
 def _move(x: Array, dst: Device, stream=None):

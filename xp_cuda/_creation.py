@@ -12,10 +12,9 @@ from ._backends import backend
 from ._backends.cpu import lin_at as _lin_at
 from ._devices import CPU, Device, check_device, cupy_module, default_device
 from ._dtypes import DEFAULT_DTYPES, DType, check_scalar, from_numpy_dtype, scalar_type_name
-from ._validation import (check_copy, check_dtype_arg, check_int, check_shape, common_device,
-                          option_type, planned)
+from ._validation import (MAX_BYTES, check_copy, check_dtype_arg, check_int, check_shape,
+                          check_size, common_device, option_type, planned)
 
-_MAX_BYTES = 2**63 - 1
 _DEFAULT_FLOAT = DEFAULT_DTYPES["real floating"]
 _pybool = bool
 
@@ -25,18 +24,11 @@ def _device_arg(device, fname):
 
 
 def _alloc(b, fname: str, shape, dtype: DType, make):
-    """Run make(), an allocating call of backend b; a MemoryError names the size asked and
-    the size free."""
-    nbytes = math.prod(shape) * dtype._np.itemsize
-    if nbytes > _MAX_BYTES:
-        raise ValueError(f"{fname}: shape {shape} of {dtype} needs {nbytes} bytes, more than "
-                         f"any device can address")
-    try:
-        with b.ctx():
-            return make()
-    except MemoryError:
-        raise MemoryError(f"{fname}: cannot allocate {nbytes} bytes for shape {shape} of "
-                          f"{dtype} on {b.device}{b.free_memory()}") from None
+    """Run make(), an allocating call of backend b, once the result's size passed the one size
+    rule (a MemoryError is handled where every public call's is: xp_cuda._memory)."""
+    check_size(shape, dtype, fname)
+    with b.ctx():
+        return make()
 
 
 # ---- the doors: asarray and from_dlpack -----------------------------------------------------
@@ -216,9 +208,10 @@ def _make(fname, shape, dtype, device, primitive, *args):
 
 
 def _shape_plan(shape, fname):
-    """(checked shape, element count): kept per shape argument (and its items' types)."""
+    """(checked shape, product of its non-zero sizes): kept per shape argument (and its items'
+    types); the product times the item size is the size rule's (check_size) per dtype."""
     shape = check_shape(shape, fname)
-    return shape, math.prod(shape)
+    return shape, math.prod(n for n in shape if n)
 
 
 def _new_filled(fname, shape, dtype, device, value, check_dtype=False):
@@ -228,26 +221,19 @@ def _new_filled(fname, shape, dtype, device, value, check_dtype=False):
     check_dtype)."""
     key = (fname, shape, option_type(shape))
     plan = planned(key, (shape,), _shape_plan, shape, fname)
-    shape, size = plan
+    shape, nonzero = plan
     if check_dtype:
         check_dtype_arg(dtype, fname)
     device = _device_arg(device, fname)
     b = backend(device)
-    if size * dtype._np.itemsize > _MAX_BYTES:
-        _alloc(b, fname, shape, dtype, None)  # raises: more than any device can address
-    try:
-        if b.switch is None:  # no device to make current: no context to enter
+    if nonzero * dtype._np.itemsize > MAX_BYTES:
+        check_size(shape, dtype, fname)  # raises: more than any array can index
+    if b.switch is None:  # no device to make current: no context to enter
+        out = b.empty(shape, dtype) if value is None else b.full(shape, dtype, value)
+    else:
+        with b.ctx():
             out = b.empty(shape, dtype) if value is None else b.full(shape, dtype, value)
-        else:
-            with b.ctx():
-                out = b.empty(shape, dtype) if value is None else b.full(shape, dtype, value)
-    except MemoryError:
-        _alloc(b, fname, shape, dtype, _out_of_memory)  # raises MemoryError, naming sizes
     return _wrap(out, device)
-
-
-def _out_of_memory():
-    raise MemoryError
 
 
 def _filled(fname, shape, value, dtype, device):
@@ -498,6 +484,10 @@ def meshgrid(*arrays, indexing="xy"):
         raise TypeError(f"meshgrid: arrays must share one dtype, got "
                         f"{sorted({a.dtype.name for a in arrays})}; convert with xp.astype")
     device = common_device(list(arrays), fname)
+    shape = [a.shape[0] for a in arrays]
+    if indexing == "xy" and len(shape) > 1:
+        shape[0], shape[1] = shape[1], shape[0]
+    check_size(tuple(shape), arrays[0].dtype, fname)
     b = _backend_of(arrays)
     with b.ctx():
         outs = b.xp.meshgrid(*(a._data for a in arrays), indexing=indexing)

@@ -5,6 +5,7 @@ The backend behind each device (the primitives the spec layer calls) is in xp_cu
 from __future__ import annotations
 
 import os
+import warnings
 
 ENV_DEFAULT_DEVICE = "XP_CUDA_DEFAULT_DEVICE"
 
@@ -61,16 +62,44 @@ CPU = Device("cpu")
 
 _cupy = None
 _cuda_count = None
+# Why CuPy gives no device although it is (or seems) installed: the exception's text, kept so
+# that the default device's fallback to cpu and a refused cuda:N can name it. _LOUD: whether
+# the fallback warns (a broken installation, a driver that refuses), or stays quiet (a machine
+# without an NVIDIA driver: cpu is the ordinary answer there).
+_reason = None
+_loud = False
+_warned = False
+
+# cudaErrorNoDevice; cudaErrorInsufficientDriver (also what the runtime says without any driver)
+_NO_DEVICE, _NO_DRIVER = 100, 35
+
+
+def _driver_present() -> bool:
+    """Whether this machine has an NVIDIA kernel driver (Linux: its /proc entry or its device
+    node), so that a CUDA runtime that finds no driver means a broken setup, not a laptop."""
+    return os.path.exists("/proc/driver/nvidia/version") or os.path.exists("/dev/nvidiactl")
+
+
+def _note(what: str, e: BaseException, loud: bool) -> None:
+    global _reason, _loud
+    _reason = f"{what} failed: {type(e).__name__}: {e}".rstrip()
+    _loud = loud
 
 
 def cupy_module():
-    """CuPy, imported on first need; None when it is not installed."""
+    """CuPy, imported on first need; None when it is not installed or does not import (the
+    reason is kept: cuda_unavailable_reason)."""
     global _cupy
     if _cupy is None:
         try:
             import cupy
-        except Exception:  # not installed, or broken CUDA libraries: no cuda devices
+        except ModuleNotFoundError as e:
             _cupy = False
+            if e.name != "cupy":  # cupy is there, a module it needs is not: a broken install
+                _note("import cupy", e, True)
+        except Exception as e:  # broken CUDA libraries, a failing dependency
+            _cupy = False
+            _note("import cupy", e, True)
         else:
             _cupy = cupy
     return _cupy or None
@@ -83,9 +112,18 @@ def cuda_device_count() -> int:
         cp = cupy_module()
         try:
             _cuda_count = cp.cuda.runtime.getDeviceCount() if cp is not None else 0
-        except Exception:
+        except Exception as e:
             _cuda_count = 0
+            status = getattr(e, "status", None)
+            quiet = status == _NO_DEVICE or (status == _NO_DRIVER and not _driver_present())
+            _note("CuPy's device query (cupy.cuda.runtime.getDeviceCount())", e, not quiet)
     return _cuda_count
+
+
+def cuda_unavailable_reason():
+    """Why no CUDA device is usable although CuPy is installed (text), or None."""
+    cuda_device_count()
+    return _reason
 
 
 def all_devices() -> list:
@@ -118,9 +156,23 @@ def default_device() -> Device:
                 raise ValueError(f"{ENV_DEFAULT_DEVICE}={env!r}: {e}") from None
             check_device(dev, f"{ENV_DEFAULT_DEVICE}={env!r}")
             _default = dev
+        elif cuda_device_count() > 0:
+            _default = Device("cuda", 0)
         else:
-            _default = Device("cuda", 0) if cuda_device_count() > 0 else CPU
+            _default = CPU
+            _warn_fallback()
     return _default
+
+
+def _warn_fallback() -> None:
+    """Once: the default device fell back to cpu because CuPy is broken (not merely absent)."""
+    global _warned
+    if _loud and not _warned:
+        _warned = True
+        warnings.warn(
+            f"xp_cuda: the default device is cpu because no CUDA device is usable: {_reason}. "
+            f"Repair the CuPy/CUDA installation to use the GPU, or set "
+            f"{ENV_DEFAULT_DEVICE}=cpu to choose cpu knowingly", RuntimeWarning, stacklevel=3)
 
 
 def check_device(device, where: str = "device") -> Device:
@@ -132,8 +184,9 @@ def check_device(device, where: str = "device") -> Device:
         )
     if device.kind == "cuda" and device.index >= cuda_device_count():
         n = cuda_device_count()
+        why = f"; CuPy: {_reason}" if n == 0 and _reason else ""
         raise ValueError(
             f"{where}: {device} is not usable here ({n} CUDA device{'s' if n != 1 else ''} "
-            f"visible); use one of {all_devices()}"
+            f"visible{why}); use one of {all_devices()}"
         )
     return device

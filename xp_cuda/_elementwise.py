@@ -7,7 +7,7 @@ The same path serves the array operators (which also admit typed Python scalars)
 """
 from __future__ import annotations
 
-from . import _revisions
+from . import _memory, _revisions
 from ._array import Array, _backend_of, _wrap, check_array
 from ._backends import FAST as _FAST
 from ._backends._base import FAST_ANY_LAYOUT as _FAST_ANY
@@ -259,7 +259,7 @@ def _validate(name, operands):
     """The checks of an elementwise call: (promoted dtype, result dtype, shape, backend fn)."""
     in_out = result_dtype(name, [o.dtype for o in operands])
     arrays = [o for o in operands if isinstance(o, Array)]
-    return in_out + (broadcast_shapes([a.shape for a in arrays], name),
+    return in_out + (broadcast_shapes([a.shape for a in arrays], name, in_out[1]),
                      ROWS[name][3])
 
 
@@ -312,15 +312,24 @@ def _with_scalar(name: str, x1, x2) -> Array:
 
 
 def _make(name: str):
+    # The out-of-memory guard (xp_cuda._memory) inline: a try costs nothing while nothing
+    # fails; a wrapper around f would cost a call on every one.
     arity = ROWS[name][0]
     if arity == 1:
         def f(x, /):
-            return apply(name, (check_array(x, name, "x"),))
+            try:
+                return apply(name, (check_array(x, name, "x"),))
+            except _memory.errors() as e:
+                return _memory.recover(e, f, (x,), None, name)
     else:
         def f(x1, x2, /):
-            if isinstance(x1, Array) and isinstance(x2, Array):  # the common case, inline
-                return apply2(name, x1, x2)
-            return _with_scalar(name, x1, x2)
+            try:
+                if isinstance(x1, Array) and isinstance(x2, Array):  # the common case, inline
+                    return apply2(name, x1, x2)
+                return _with_scalar(name, x1, x2)
+            except _memory.errors() as e:
+                return _memory.recover(e, f, (x1, x2), None, name)
+    f.__xp_guarded__ = True
     f.__name__ = f.__qualname__ = name
     f.__doc__ = f"Array API 2023.12 ``{name}``: elementwise, inputs of {ROWS[name][1]} dtype."
     return f
@@ -405,23 +414,36 @@ def _inplace(self, other, fname, op):
 
 
 def _operator(fname, op, reflected=False, inplace=False):
+    # (the out-of-memory guard inline, as in _make)
     if inplace:
         def method(self, other):
-            return self._inplace(other, fname, op + "=")
+            try:
+                return self._inplace(other, fname, op + "=")
+            except _memory.errors() as e:
+                return _memory.recover(e, method, (self, other), None, op + "=")
     elif reflected:
         def method(self, other):
-            return _binary(self, other, fname, op, True)
+            try:
+                return _binary(self, other, fname, op, True)
+            except _memory.errors() as e:
+                return _memory.recover(e, method, (self, other), None, op)
     else:
         def method(self, other):
-            if type(other) is Array:  # the common case without a Python layer between
-                return apply2(fname, self, other)
-            return _binary(self, other, fname, op)
+            try:
+                if type(other) is Array:  # the common case without a Python layer between
+                    return apply2(fname, self, other)
+                return _binary(self, other, fname, op)
+            except _memory.errors() as e:
+                return _memory.recover(e, method, (self, other), None, op)
     return method
 
 
 def _unary(fname):
     def method(self):
-        return apply(fname, (self,))
+        try:
+            return apply(fname, (self,))
+        except _memory.errors() as e:
+            return _memory.recover(e, method, (self,), None, fname)
     return method
 
 

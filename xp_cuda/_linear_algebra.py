@@ -3,11 +3,12 @@ from __future__ import annotations
 
 import operator
 
+from . import _memory
 from ._array import Array, _backend_of, _wrap, check_array
 from ._dtypes import promote, scalar_type_name
 from ._validation import PLANS as _PLANS
-from ._validation import (broadcast_shapes, check_dtype_category, check_int, common_device,
-                          normalize_axis, planned)
+from ._validation import (broadcast_shapes, check_dtype_category, check_int, check_size,
+                          common_device, normalize_axis, planned)
 
 
 def _check_matmul(x1, x2):
@@ -23,8 +24,11 @@ def _check_matmul(x1, x2):
     if k1 != k2:
         raise ValueError(f"{fname}: the contracted dimensions differ: x1 {x1.shape} has {k1} "
                          f"columns, x2 {x2.shape} has {k2} rows")
+    batch = ()
     if x1.ndim > 2 or x2.ndim > 2:
-        broadcast_shapes([x1.shape[:-2], x2.shape[:-2]], fname)
+        batch = broadcast_shapes([x1.shape[:-2], x2.shape[:-2]], fname)
+    check_size(batch + x1.shape[-2:-1] + x2.shape[-1:] if x2.ndim > 1 else batch +
+               x1.shape[-2:-1], dtype, fname)
     return dtype
 
 
@@ -109,6 +113,8 @@ def tensordot(x1, x2, /, *, axes=2):
             raise ValueError(f"{fname}: contracted axes differ in size: x1 axis {i} has size "
                              f"{x1.shape[i]}, x2 axis {j} has size {x2.shape[j]} (x1 "
                              f"{x1.shape}, x2 {x2.shape}); contracted axes are never broadcast")
+    check_size(tuple(n for i, n in enumerate(x1.shape) if i not in ax1) +
+               tuple(n for i, n in enumerate(x2.shape) if i not in ax2), dtype, fname)
     b = _backend_of([x1, x2])
     with b.ctx():
         a = x1._data.astype(dtype._np, copy=False)
@@ -182,23 +188,33 @@ def _matmul_operand(self, other):
     return self._operand(other, "@")
 
 
+# (each with the out-of-memory guard inline: xp_cuda._memory)
 def _matmul_op(self, other):
-    return matmul(self, other) if isinstance(other, Array) else _matmul_operand(self, other)
+    try:
+        return matmul(self, other) if isinstance(other, Array) else _matmul_operand(self, other)
+    except _memory.errors() as e:
+        return _memory.recover(e, _matmul_op, (self, other), None, "@")
 
 
 def _rmatmul_op(self, other):
-    return matmul(other, self) if isinstance(other, Array) else _matmul_operand(self, other)
+    try:
+        return matmul(other, self) if isinstance(other, Array) else _matmul_operand(self, other)
+    except _memory.errors() as e:
+        return _memory.recover(e, _rmatmul_op, (self, other), None, "@")
 
 
 def _imatmul_op(self, other):
-    res = _matmul_op(self, other)
-    if res is NotImplemented:
-        return res
-    if res.dtype is not self.dtype or res.shape != self.shape:
-        raise ValueError(f"@=: the result ({res.dtype}, shape {res.shape}) cannot be stored "
-                         f"in place into a {self.dtype} array of shape {self.shape}")
-    _backend_of([self, res]).assign(self._data, res._data)
-    return self
+    try:
+        res = _matmul_op(self, other)
+        if res is NotImplemented:
+            return res
+        if res.dtype is not self.dtype or res.shape != self.shape:
+            raise ValueError(f"@=: the result ({res.dtype}, shape {res.shape}) cannot be "
+                             f"stored in place into a {self.dtype} array of shape {self.shape}")
+        _backend_of([self, res]).assign(self._data, res._data)
+        return self
+    except _memory.errors() as e:
+        return _memory.recover(e, _imatmul_op, (self, other), None, "@=")
 
 
 # Array's @ operators, installed by the module that owns matmul (_array never imports it).

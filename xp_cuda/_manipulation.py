@@ -13,8 +13,8 @@ from ._dtypes import int64 as _int64
 from ._dtypes import promote
 from ._revisions import since
 from ._validation import broadcast_shapes as _broadcast_rule  # the public name is 2025.12's
-from ._validation import (check_int, common_device, normalize_axes, normalize_axis, option_type,
-                          planned)
+from ._validation import (MAX_BYTES, check_int, check_size, common_device, normalize_axes,
+                          normalize_axis, option_type, planned)
 
 
 def _check_sequence(arrays, fname: str) -> list:
@@ -66,7 +66,8 @@ def broadcast_arrays(*arrays):
         return sequence()
     dev = common_device(list(arrays), "broadcast_arrays")
     b = _backend_of(arrays)
-    shape = _broadcast_rule([a.shape for a in arrays], "broadcast_arrays")
+    widest = max((a.dtype for a in arrays), key=lambda d: d._np.itemsize)
+    shape = _broadcast_rule([a.shape for a in arrays], "broadcast_arrays", widest)
     with b.ctx():
         return sequence([_wrap(b.xp.broadcast_to(a._data, shape), dev) for a in arrays])
 
@@ -77,7 +78,8 @@ def broadcast_to(x, /, shape) -> Array:
     shape = _int_tuple(shape, "broadcast_to", "shape")
     if any(n < 0 for n in shape):
         raise ValueError(f"broadcast_to: shape {shape} has a negative dimension")
-    if len(shape) < x.ndim or _broadcast_rule([x.shape, shape], "broadcast_to") != shape:
+    if len(shape) < x.ndim or _broadcast_rule([x.shape, shape], "broadcast_to",
+                                              x.dtype) != shape:
         raise ValueError(f"broadcast_to: an array of shape {x.shape} cannot be broadcast to "
                          f"shape {shape}")
     b = x._b
@@ -115,6 +117,7 @@ def _check_concat(arrays, axis):
     arrays = list(arrays)
     dt = _promoted(arrays, "concat")
     if axis is None:
+        check_size((sum(a.size for a in arrays),), dt, "concat")
         return None, dt
     ndim = arrays[0].ndim
     for i, a in enumerate(arrays):
@@ -130,6 +133,7 @@ def _check_concat(arrays, axis):
         if any(n != m for j, (n, m) in enumerate(zip(a.shape, ref)) if j != ax):
             raise ValueError(f"concat: arrays[{i}] has shape {a.shape}, which differs from "
                              f"arrays[0]'s shape {ref} outside axis {ax}")
+    check_size(ref[:ax] + (sum(a.shape[ax] for a in arrays),) + ref[ax + 1:], dt, "concat")
     return ax, dt
 
 
@@ -266,6 +270,7 @@ def repeat(x, repeats, /, *, axis=None) -> Array:
         r = check_int(repeats, "repeat", "repeats")
         if r < 0:
             raise ValueError(f"repeat: repeats={r} must be non-negative")
+        check_size(data.shape[:ax] + (m * r,) + data.shape[ax + 1:], data.dtype, "repeat")
         return _wrap(b.repeat(data, r, ax, kept_key), x.device)
     if repeats.dtype.kind not in ("int", "uint"):
         raise TypeError(f"repeat: repeats has dtype {repeats.dtype}, but it must be an integer "
@@ -278,6 +283,13 @@ def repeat(x, repeats, /, *, axis=None) -> Array:
     lo, hi = b.bounds(r) if r.shape[0] else (0, 0)
     if lo < 0:
         raise ValueError(f"repeat: repeats must be non-negative (it holds {lo})")
+    if r.shape[0] == 1 or m == 0:
+        total = hi * m
+    else:
+        total = hi * m  # a bound; the exact sum where the bound is too large to trust int64
+        if total * data.dtype.itemsize > MAX_BYTES:
+            total = sum(int(v) for v in b.to_host(r).tolist())
+    check_size(data.shape[:ax] + (total,) + data.shape[ax + 1:], data.dtype, "repeat")
     if r.shape[0] == 1 or m == 0:
         return _wrap(b.repeat(data, hi if m else 0, ax), x.device)
     return _wrap(b.repeat(data, r, ax), x.device)
@@ -322,7 +334,9 @@ def _reshape_target(x, shape, copy) -> tuple:
     if known != x.size:
         raise ValueError(f"reshape: an array of shape {x.shape} ({x.size} elements) cannot "
                          f"be reshaped to {shape}")
-    return shape
+    # (only an empty x can have a target whose sizes overflow; the plan is kept per shape, not
+    # per dtype, so the rule's element count: a larger product of non-zero sizes is refused)
+    return check_size(shape, None, "reshape")
 
 
 def _check_roll(x, shift, axis):
@@ -379,7 +393,9 @@ def _check_stack(arrays, axis):
             raise ValueError(f"stack: arrays[{i}] has shape {a.shape} but arrays[0] has "
                              f"{ref}; all arrays need the same shape")
     ax = normalize_axis(axis, len(ref) + 1, "stack")
-    return ax, _promoted(arrays, "stack")
+    dt = _promoted(arrays, "stack")
+    check_size(ref[:ax] + (len(arrays),) + ref[ax:], dt, "stack")
+    return ax, dt
 
 
 def stack(arrays, /, *, axis=0) -> Array:
@@ -397,10 +413,13 @@ def stack(arrays, /, *, axis=0) -> Array:
     return _wrap(b.stack(natives, ax, dt, key), dev)
 
 
-def _check_tile(repetitions):
+def _check_tile(repetitions, shape, dtype):
     reps = _int_tuple(repetitions, "tile", "repetitions")
     if any(r < 0 for r in reps):
         raise ValueError(f"tile: repetitions {reps} must be non-negative")
+    n = max(len(reps), len(shape))
+    padded_reps, padded = (1,) * (n - len(reps)) + reps, (1,) * (n - len(shape)) + shape
+    check_size(tuple(r * s for r, s in zip(padded_reps, padded)), dtype, "tile")
     return reps
 
 
@@ -412,7 +431,7 @@ def tile(x, repetitions, /) -> Array:
     r = kept_one(kept_key, x, d)
     if r is not None:
         return r
-    reps = planned(key, (repetitions,), _check_tile, repetitions)
+    reps = planned(kept_key, (repetitions,), _check_tile, repetitions, d.shape, d.dtype)
     return _wrap(x._b.tile(d, reps, kept_key), x._device)
 
 

@@ -53,8 +53,10 @@ def common_device(arrays, fname: str):
     return dev
 
 
-def broadcast_shapes(shapes, fname: str) -> tuple:
-    """The spec's broadcasting rule; ValueError naming the shapes where it fails."""
+def broadcast_shapes(shapes, fname: str, dtype=None) -> tuple:
+    """The spec's broadcasting rule; ValueError naming the shapes where it fails, or where the
+    result is larger than any array can be (check_size, with the result's ``dtype`` where the
+    caller knows it)."""
     ndim = max((len(s) for s in shapes), default=0)
     out = [1] * ndim
     for s in shapes:
@@ -68,7 +70,32 @@ def broadcast_shapes(shapes, fname: str) -> tuple:
                     f"{fname}: shapes {' and '.join(str(tuple(t)) for t in shapes)} cannot be "
                     f"broadcast together (dimension {i - ndim} has sizes {out[i]} and {n})"
                 )
-    return tuple(out)
+    return check_size(tuple(out), dtype, fname)
+
+
+# The most bytes an array may span: NumPy's and CuPy's sizes and strides are int64 (intp).
+MAX_BYTES = 2**63 - 1
+
+
+def check_size(shape, dtype, fname: str) -> tuple:
+    """The one size rule for every result an array function makes, on every device (NumPy's
+    rule): the product of the shape's non-zero sizes times the element's bytes must fit in
+    int64. A size-0 dimension makes the array empty but does not excuse the other dimensions
+    (NumPy refuses ``empty((0, 2**62, 2**62))`` too). ``dtype``: a DType, a NumPy dtype, or
+    None for a count of elements (a rule on shapes before their dtype is known). A result too
+    large for the memory at hand is a MemoryError later, where the allocation fails."""
+    nbytes = 1 if dtype is None else getattr(dtype, "_np", dtype).itemsize
+    for n in shape:
+        if n:
+            nbytes *= n
+    if nbytes > MAX_BYTES:
+        what = "elements" if dtype is None else f"bytes of {dtype.name}"
+        raise ValueError(
+            f"{fname}: a result of shape {tuple(shape)} would hold {nbytes} {what} (the "
+            f"product of its non-zero sizes{'' if dtype is None else ' times the item size'}),"
+            f" more than 2**63 - 1, the most an array can index on any device; use a "
+            f"smaller shape")
+    return shape
 
 
 def reduced_shape(shape, axes, keepdims: bool) -> tuple:

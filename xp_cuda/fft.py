@@ -11,13 +11,13 @@ import inspect
 import math
 import types
 
-from . import _revisions
+from . import _memory, _revisions
 from ._array import _wrap, check_array
 from ._backends import backend
 from ._devices import check_device, default_device
 from ._dtypes import DEFAULT_DTYPES, complex_dtype, real_dtype
-from ._validation import (check_dtype_arg, check_dtype_category, check_int, normalize_axes,
-                          normalize_axis)
+from ._validation import (check_dtype_arg, check_dtype_category, check_int, check_size,
+                          normalize_axes, normalize_axis)
 
 __all__ = ["fft", "ifft", "fftn", "ifftn", "rfft", "irfft", "rfftn", "irfftn", "hfft", "ihfft",
            "fftfreq", "rfftfreq", "fftshift", "ifftshift"]
@@ -95,7 +95,8 @@ def _transform_1d(fname, x, n, axis, norm):
     else:
         _check_length(check_int(n, f"fft.{fname}", "n"), fname, "n")
     out_len = n // 2 + 1 if kind == "r2c" else n
-    out_shape = x.shape[:ax] + (out_len,) + x.shape[ax + 1:]
+    out_shape = check_size(x.shape[:ax] + (out_len,) + x.shape[ax + 1:], out_dtype,
+                           f"fft.{fname}")
     return _run(x, fname, out_dtype, out_shape,
                 lambda f, a: getattr(f, fname)(a, n=n, axis=ax, norm=norm))
 
@@ -178,6 +179,7 @@ def _transform_nd(fname, x, s, axes, norm):
     out_shape = list(x.shape)
     for i, ax in enumerate(axes):
         out_shape[ax] = sizes[i] // 2 + 1 if kind == "r2c" and i == last else sizes[i]
+    check_size(tuple(out_shape), out_dtype, f)
     if kind == "c2c" or len(axes) == 1:
         c_axes, c_sizes = _ascending(axes, sizes)
         return _run(x, fname, out_dtype, tuple(out_shape),
@@ -245,6 +247,7 @@ def _freq(fname, n, d, dtype, device):
     device = default_device() if device is None else check_device(device, f)
     if dtype is None:
         dtype = DEFAULT_DTYPES["real floating"]
+    check_size((n if fname == "fftfreq" else n // 2 + 1,), dtype, f)
     b = backend(device)
     with b.ctx():
         # computed in float64, then rounded once to dtype
@@ -319,6 +322,7 @@ def ifftshift(x, /, *, axes=None):
     return _shift("ifftshift", x, axes)
 
 
+_memory.install(__name__)  # the out-of-memory guard of every function (xp_cuda._memory)
 _revisions.install(__name__)  # names of later revisions show only while one is in force
 
 

@@ -14,7 +14,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from . import _revisions
+from . import _memory, _revisions
 from ._array import Array, _backend_of, _wrap, check_array, kept_one
 from ._backends._base import _FP_IGNORE, FpQuiet, fp_quiet_off, fp_quiet_on
 from ._dtypes import DEFAULT_DTYPES, complex_dtype, in_category, promote, real_dtype
@@ -23,6 +23,7 @@ from ._linear_algebra import (_numeric_pair, matmul, matrix_transpose, negative_
 from ._statistical import accumulation_dtype
 from ._validation import PLANS as _PLANS
 from ._validation import (broadcast_shapes, check_bool, check_dtype_category, check_int,
+                          check_size,
                           common_device, normalize_axes, option_type, planned)
 
 EighResult = namedtuple("EighResult", ["eigenvalues", "eigenvectors"])
@@ -407,6 +408,7 @@ def outer(x1, x2, /):
     for a, nm in ((x1, "x1"), (x2, "x2")):
         if a.ndim != 1:
             raise ValueError(f"{fname}: {nm} has shape {a.shape}; outer takes 1-D arrays")
+    check_size(x1.shape + x2.shape, dtype, fname)
     b = _backend_of([x1, x2])
     with b.ctx(), FpQuiet():
         out = b.xp.multiply(_cast(x1, dtype)[:, None], _cast(x2, dtype)[None, :])
@@ -596,6 +598,7 @@ def eigvals(x, /):
 
 __all__ += ["eig", "eigvals"]
 
+_memory.install(__name__)  # the out-of-memory guard of every function (xp_cuda._memory)
 _revisions.install(__name__)  # names of later revisions show only while one is in force
 
 

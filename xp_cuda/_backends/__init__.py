@@ -19,7 +19,7 @@ from ._base import FAST, Backend, EmptyMask
 from .cpu import CpuBackend
 from .cuda import CudaBackend
 
-__all__ = ["Backend", "CpuBackend", "CudaBackend", "EmptyMask", "FAST", "backend"]
+__all__ = ["Backend", "CpuBackend", "CudaBackend", "EmptyMask", "FAST", "backend", "existing"]
 
 _backends: dict = {CPU: CpuBackend()}
 
@@ -32,3 +32,8 @@ def backend(device: Device) -> Backend:
         check_device(device)
         b = _backends[device] = CudaBackend(device)
         return b
+
+
+def existing() -> list:
+    """The backends made so far (those that may hold cached memory)."""
+    return list(_backends.values())

@@ -178,9 +178,22 @@ class Backend:
         """A copy of `data` (a native array of this backend) on dst's device."""
         return dst.move_in(data, self, stream)
 
-    def free_memory(self) -> str:
-        """A clause for an out-of-memory message: what is free now (after releasing caches)."""
-        return ""
+    # ---- memory (xp_cuda._memory's out-of-memory path) ------------------------------------
+    def release_memory(self) -> None:
+        """Give back what this backend caches (pools, plans, library handles) so that a retried
+        allocation can succeed."""
+
+    def free_bytes(self):
+        """The bytes free on this device now, or None where that is not known cheaply. Here
+        (the host): Linux's estimate of memory available without swapping."""
+        try:
+            with open("/proc/meminfo") as f:
+                for line in f:
+                    if line.startswith("MemAvailable:"):
+                        return int(line.split()[1]) * 1024
+        except (OSError, ValueError, IndexError):
+            pass
+        return None
 
     # ---- elementwise family ---------------------------------------------------------------
     def where(self, cond, x1, x2, dtype, shape, plan_key=None):

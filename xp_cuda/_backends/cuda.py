@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import sys
 
 import numpy as np
 
@@ -14,7 +15,8 @@ from .._devices import Device, cuda_device_count, cupy_module
 from .._dtypes import PROMOTION_TABLE, TypedScalar, from_numpy_dtype
 from .._dtypes import int64 as _INT64
 from .._kernels import copy as _copy
-from .._kernels._runtime import dtype_name, empty_allocator, noting_programs
+from .._kernels._runtime import (dtype_name, empty_allocator, library_handle, noting_programs,
+                                 reset_library_handles)
 from .._kernels._runtime import replayer as _replayer
 from .._kernels import creation as _creation
 from .._kernels import eager as _eager
@@ -110,11 +112,28 @@ class CudaBackend(Backend):
     def to_host(self, data):
         return data.get()
 
-    def free_memory(self) -> str:
+    def release_memory(self) -> None:
+        """CuPy's cached blocks (device and pinned pools) back to the driver, cuFFT's plans
+        (each holds a work area in the pool) dropped, and the library handles we own made
+        anew on next use (a cuBLAS handle whose lazy workspace allocation failed keeps
+        failing: see _runtime.reset_library_handles)."""
         cp = self.xp
         with self._dev:
+            reset_library_handles(self.device.index)
+            if "cupy.fft" in sys.modules:  # (never loaded: no plans to drop)
+                try:
+                    cp.fft.config.get_plan_cache().clear()
+                except Exception:  # (a cuFFT that does not load holds no plans)
+                    pass
             cp.get_default_memory_pool().free_all_blocks()
-            return f"; {cp.cuda.runtime.memGetInfo()[0]} bytes are free on {self.device}"
+            cp.get_default_pinned_memory_pool().free_all_blocks()
+
+    def free_bytes(self):
+        """The driver's free bytes plus the blocks CuPy's pool holds unused."""
+        cp = self.xp
+        with self._dev:
+            return int(cp.cuda.runtime.memGetInfo()[0]
+                       + cp.get_default_memory_pool().free_bytes())
 
     def move_in(self, data, src_backend, stream=None):
         cp = self.xp
@@ -563,7 +582,7 @@ class CudaBackend(Backend):
             cp = self.xp
             fn, shape, ob, oa, n, m, k, ldb, lda, one, zero, batch, lib = plan
             out = self._alloc(shape, dtype._np)
-            handle = cp.cuda.device.get_cublas_handle()
+            handle = library_handle("cublas", self.device.index)
             lib.setStream(handle, cp.cuda.get_current_stream().ptr)
             lib.setPointerMode(handle, 0)  # host scalars
             if batch is None:

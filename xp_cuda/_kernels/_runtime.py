@@ -36,6 +36,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import hashlib
+import importlib
 import os
 import stat
 import struct
@@ -53,7 +54,8 @@ __all__ = ["SOURCE_DIR", "BASE_OPTIONS", "CACHE_ENV", "KernelCompileError", "CTY
            "source", "source_hash", "instance_units", "kernel_sources", "include_dirs", "nvrtc_compile",
            "cache_dir", "resolve_cache_dir", "pack_entry", "unpack_entry", "read_entry",
            "write_entry", "load_kernel", "load_kernels", "DeviceInfo", "device_info", "grid",
-           "ThreadParams", "driver_launch", "empty_allocator", "PREBUILT_DIR", "shipped_key",
+           "ThreadParams", "driver_launch", "empty_allocator", "library_handle",
+           "reset_library_handles", "PREBUILT_DIR", "shipped_key",
            "shipped_archs", "shipped_cubin"]
 
 SOURCE_DIR = Path(__file__).resolve().parent
@@ -777,6 +779,42 @@ def _probe_allocator(cupy):
         out._init(shape, dtype)
         return out
     return alloc
+
+
+class _Handles(threading.local):
+    def __init__(self):
+        self.by = {}  # (library, device index) -> this thread's handle
+
+
+_handles = _Handles()
+_HANDLE_LIBRARIES = {"cublas": "cupy_backends.cuda.libs.cublas",
+                     "cusolver": "cupy_backends.cuda.libs.cusolver"}
+
+
+def library_handle(library: str, device: int) -> int:
+    """This thread's cuBLAS or cuSOLVER handle (``library``: "cublas", "cusolver") on
+    ``device``, which must be current: made on first use, with the CuPy binding's create().
+    Ours rather than CuPy's (cupy.cuda.device.get_cublas_handle) because CuPy keeps its
+    handles where no one can replace them, and a cuBLAS handle whose workspace could not be
+    allocated (cuBLAS allocates it with cudaMalloc on the handle's first call, outside CuPy's
+    pool: a pool holding the whole GPU makes it fail) kept answering ALLOC_FAILED after the
+    pool was emptied; reset_library_handles drops ours, the next call makes a fresh one."""
+    h = _handles.by.get((library, device))
+    if h is None:
+        h = _handles.by[(library, device)] = importlib.import_module(
+            _HANDLE_LIBRARIES[library]).create()
+    return h
+
+
+def reset_library_handles(device: int) -> None:
+    """Destroy this thread's handles on ``device`` (the device current): the next use makes new
+    ones. (cublasDestroy and cusolverDnDestroy wait for the device: no queued work is lost.)"""
+    for key in [k for k in _handles.by if k[1] == device]:
+        h = _handles.by.pop(key)
+        try:
+            importlib.import_module(_HANDLE_LIBRARIES[key[0]]).destroy(h)
+        except Exception:  # a handle the library no longer knows: dropping it is enough
+            pass
 
 
 # ---- recorded launch programs ----------------------------------------------------------------

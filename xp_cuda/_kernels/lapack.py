@@ -57,7 +57,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import copy as _copy
-from ._runtime import dtype_name, empty_allocator
+from ._runtime import dtype_name, empty_allocator, library_handle
 
 __all__ = ["DTYPES", "BATCHED_MAX_N", "ONE_BATCHED_MAX_N", "INFO_READ_MAX", "PTRS_HOST_MAX",
            "SolvePlan", "choose_method", "plan_solve", "solve"]
@@ -274,7 +274,7 @@ def _plan(cp, a, b, dev, method):
     plan = plan_solve(a.shape, a.strides, b.shape, b.strides, dtype, 0, method)
     if plan.method in ("single", "loop"):  # cuSOLVER: its workspace size, then the regions
         from cupy_backends.cuda.libs import cusolver
-        lwork = _getrf_lwork(cp, cusolver, cp.cuda.device.get_cusolver_handle(),
+        lwork = _getrf_lwork(cp, cusolver, library_handle("cusolver", dev),
                              DTYPES[dtype], dtype, plan.n, dev, a.data.ptr)
         plan = plan_solve(a.shape, a.strides, b.shape, b.strides, dtype, lwork, method)
     if len(_plans) >= _PLAN_CACHE_SIZE:  # bounded: shapes are user data
@@ -326,7 +326,7 @@ def solve(cp, a, b, method: str | None = None):
                             host_ptr)  # (keep: device pointer arrays, alive until the sync)
         else:
             from cupy_backends.cuda.libs import cusolver
-            handle = cp.cuda.device.get_cusolver_handle()
+            handle = library_handle("cusolver", dev)
             cusolver.setStream(handle, stream)
             getrf = getattr(cusolver, letter + "getrf")
             getrs = getattr(cusolver, letter + "getrs")
@@ -386,7 +386,7 @@ def _batched(cp, plan, letter, stream, lu, piv, info, rhs, base, host, host_ptr)
         vb = cp.arange(rhs, rhs + plan.b_step * m, plan.b_step, dtype=np.uint64)
         aptrs, bptrs = va.data.ptr, vb.data.ptr
         keep = (va, vb)
-    handle = cp.cuda.device.get_cublas_handle()
+    handle = library_handle("cublas", cp.cuda.runtime.getDevice())
     cublas.setStream(handle, stream)
     n = plan.n
     getattr(cublas, letter + "getrfBatched")(handle, n, aptrs, n, piv, info, m)

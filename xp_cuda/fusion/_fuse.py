@@ -8,6 +8,7 @@ import functools
 from collections import OrderedDict
 
 from .. import _data_type_functions as dtf
+from .. import _memory
 from .. import _elementwise as ew
 from .. import _linear_algebra as lin
 from .. import linalg
@@ -273,6 +274,11 @@ class Fused:
     def plan(self, *args, **kwargs) -> str:
         """The kernels a call with these arguments runs, in words (nothing is computed)."""
         return self._entry(args, kwargs)[0].plan()
+
+
+# The out-of-memory guard (xp_cuda._memory) around every call of a fused function (a wrapper:
+# a fused call's host time is several microseconds; the guard's frame adds ~40 ns).
+Fused.__call__ = _memory.guard(Fused.__call__, "fused function")
 
 
 def fuse(fn=None, /):

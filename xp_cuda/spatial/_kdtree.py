@@ -21,6 +21,7 @@ import operator
 import numpy as np
 
 import xp_cuda
+from .. import _memory
 from .._array import Array, _wrap
 from .._backends import backend
 from .._devices import CPU, Device, check_device
@@ -582,3 +583,9 @@ class KDTree:
             return sparse_out(np.empty(0, np.intp), np.empty(0, np.intp),
                               np.empty(0, np.float64), (self.n, other.n), output_type)
         return self._engine.sparse_distance_matrix(other._engine, md, p, output_type)
+
+
+# The out-of-memory guard (xp_cuda._memory) around the tree's construction and every query.
+_memory.guard_methods(KDTree, ("__init__", "query", "query_ball_point", "query_ball_tree",
+                               "query_pairs", "count_neighbors", "sparse_distance_matrix"),
+                      "KDTree.")
