@@ -38,7 +38,10 @@ def _same(a, b, loose=False):
     # NumPy's SIMD complex loops may (seen on the GPU machine's host: 1 ulp apart)
     loose = loose or (a.device.kind != b.device.kind and a.dtype.kind == "complex")
     if loose and a.dtype.kind in ("float", "complex"):
-        rtol = 1e-4 if a.dtype in (xp.float32, xp.complex64) else 1e-10
+        # a float tolerance: the narrowest precision a program computed in (a float32 sum
+        # promoted to a complex128 result keeps float32's rounding)
+        rtol = loose if type(loose) is float else (
+            1e-4 if a.dtype in (xp.float32, xp.complex64) else 1e-10)
         np.testing.assert_allclose(na, nb, rtol=rtol, atol=rtol, equal_nan=True)
     else:
         np.testing.assert_array_equal(na, nb)
@@ -210,6 +213,9 @@ def _run_program(seed, device, whole=False):
         for a in args])  # fills `uses`
     loose = device.kind == "cuda" and bool(
         uses & (TRANSCENDENTAL | set(REDUCTIONS) | {"**", "/", "/=", "**="}))
+    if loose and any(isinstance(a, Array) and a.dtype in (xp.float32, xp.complex64)
+                     for a in args):
+        loose = 1e-4
     configs = _configs(device)
     with _vector_shape(configs[seed % len(configs)]):  # each vector shape, seed by seed
         if whole:
@@ -830,8 +836,9 @@ def _program_args(rng, name, shape, dtype, device):
 
 def _plan_kind(f, args):
     text = fuse(f).plan(*args)
-    return "rows" if "(rows)" in text else text.split("\n")[-1 if "replayed" not in text
-                                                           else 1].split(" (")[0]
+    # the first line that counts kernels (on cpu a line before it says the plan is replayed)
+    return "rows" if "(rows)" in text else next(
+        line for line in text.split("\n") if line.split(" ")[0].isdigit()).split(" (")[0]
 
 
 # odd row lengths: a warp per row (37, 129, 33, 8), a block per row (4099: 512 threads;
