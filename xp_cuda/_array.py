@@ -507,8 +507,11 @@ class Array:
         try:  # (no cost without an exception, Python 3.11+)
             k = self._key(key, setting=False)
         except _ArrayKey as a:  # integer array indexing (2024.12)
-            return self._take_arrays(a.parts, a.n_axes)
-        return _wrap(self._b.getitem(self._data, k, key), self._device)
+            taken = a
+        else:
+            return _wrap(self._b.getitem(self._data, k, key), self._device)
+        # outside the handler: an error of the take carries no chained _ArrayKey
+        return self._take_arrays(taken.parts, taken.n_axes)
 
     def __setitem__(self, key, value, /):
         k = self._key(key, setting=True)
