@@ -583,7 +583,8 @@ OP_FUNCTION = {"+": "add", "-": "subtract", "*": "multiply", "/": "divide",
 
 def op_parts(name):
     """An operator target's (symbol, mode): mode "" (x op y), "r" (reflected), "=" (in-place)."""
-    if name in BINARY_OPS or name in ("@", "~", "neg", "pos", "abs", "getitem", "setitem"):
+    if name in BINARY_OPS or name in ("@", "~", "neg", "pos", "abs", "getitem", "setitem",
+                                      "int", "float", "complex", "bool", "index"):
         return name, ""
     if name.startswith("r"):
         return name[1:], "r"
