@@ -180,6 +180,18 @@ def test_integer_array_index_out_of_bounds_chains_no_internal_key(revisions):
     assert "out of bounds" in msg
 
 
+def test_fft_length_given_as_a_0d_integer_array_is_read_as_an_int():
+    # was: the checked n went unused and the 0-d array reached NumPy's FFT ("operand 'Array'
+    # does not support ufuncs"); the standard's n is an int, which operator.index gives
+    x = xp.asarray(np.arange(4.0) + 1j)
+    for f in (xp.fft.fft, xp.fft.ifft, xp.fft.irfft, xp.fft.hfft):
+        r = f(x, n=xp.asarray(3))
+        assert r.shape == f(x, n=3).shape
+        assert np.array_equal(np.asarray(r), np.asarray(f(x, n=3)))
+    for f in (xp.fft.rfft, xp.fft.ihfft):
+        assert f(xp.real(x), n=np.int64(3)).shape == (2,)
+
+
 # ---- mixed devices (a GPU machine) -------------------------------------------------------------
 # functions whose arrays need not share a device (they read dtypes and shapes only)
 DEVICE_FREE = {"ns:result_type", "ns:broadcast_shapes", "ns:can_cast"}
