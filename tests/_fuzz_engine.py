@@ -75,7 +75,7 @@ def leak(exc: BaseException, fname: str) -> str | None:
     return None
 
 
-# ---- recipes --------------------------------------------------------------------------------------
+# ---- recipes ------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Arr:
     """An array: ``base`` (NumPy, dtype ``dtype``) taken through ``steps``: ("getitem", key),
@@ -149,7 +149,7 @@ class Call:
         return f"[{self.revision}] {self.target}({', '.join(a)})"
 
 
-# ---- sides -----------------------------------------------------------------------------------------
+# ---- sides --------------------------------------------------------------------------------------
 class Side:
     """One library on one device: builds arguments and calls."""
 
@@ -248,7 +248,7 @@ def invoke_built(side, call, args, kwargs):
     if name.endswith("=") and name[:-1] in BINARY_SYMBOLS:
         x = args[0]
         r = getattr(x, f"__i{BINARY_SYMBOLS[name[:-1]]}__")(args[1])
-        return (x, r is x)
+        return (x, r)  # the array updated in place, and what the operator returned
     if name in UNARY_SYMBOLS:
         return getattr(args[0], f"__{UNARY_SYMBOLS[name]}__")()
     if name in CONVERSIONS:
@@ -299,8 +299,8 @@ def plain(side, r):
                                           "smallest_normal") if hasattr(r, k)}
         out["dtype"] = plain(side, r.dtype)
         return ("info", out)
-    if type(r).__name__ == "Device" or r == side.device:
-        return ("device", r == side.device)
+    if type(r).__name__ == "Device":  # by name; the reference's CPU_DEVICE reads as cpu
+        return ("device", "cpu" if "CPU_DEVICE" in repr(r) else str(r))
     return ("object", type(r).__name__)
 
 
@@ -381,8 +381,9 @@ def _cmp(a, b, tol, signed_zero, where):
             if m:
                 return m
         return None
-    if isinstance(a, float) and isinstance(b, float):
-        if (math.isnan(a) and math.isnan(b)) or a == b:
+    if isinstance(a, (float, complex)) and type(a) is type(b):
+        pairs = ((a.real, b.real), (a.imag, b.imag)) if isinstance(a, complex) else ((a, b),)
+        if all((math.isnan(p) and math.isnan(q)) or p == q for p, q in pairs):
             return None
         return f"{where}: {a!r} vs {b!r}"
     if isinstance(a, dict) and isinstance(b, dict):

@@ -98,7 +98,7 @@ def shapes(min_dims=0, max_dims=3, min_side=0, max_side=4):
                             max_side=max_side)
 
 
-# ---- argument kinds ---------------------------------------------------------------------------
+# ---- argument kinds -----------------------------------------------------------------------------
 @dataclass
 class A:
     """An array of ``cat`` (sometimes of any dtype). shape: None = random; "like" = the first
@@ -344,7 +344,7 @@ FOREIGN = (
 )
 
 
-# ---- the table of non-elementwise functions ------------------------------------------------------
+# ---- the table of non-elementwise functions -----------------------------------------------------
 @dataclass
 class Spec:
     args: tuple = ()
@@ -564,12 +564,14 @@ SPECS = {
     "op:index": Spec((A(max_dims=1),)),
 }
 
-# The spec's accuracy is open for these elementwise functions (transcendental, and complex
-# arithmetic whose rounding depends on the formula): "ulp" tolerance; the rest are exact.
+# The spec's accuracy is open for these elementwise functions (the transcendental ones of its
+# Accuracy page, and those computed through them or through complex division and
+# multiplication, whose rounding depends on the formula: sign(z) = z/|z|, complex *, /):
+# "ulp" tolerance, signed zeros not compared; the rest are exact.
 ULP_FUNCTIONS = {"acos", "acosh", "asin", "asinh", "atan", "atan2", "atanh", "cos", "cosh",
                  "exp", "expm1", "log", "log1p", "log2", "log10", "logaddexp", "sin", "sinh",
                  "tan", "tanh", "pow", "hypot", "sqrt", "divide", "multiply", "square",
-                 "reciprocal"}
+                 "reciprocal", "sign"}
 
 BINARY_OPS = ("+", "-", "*", "/", "//", "%", "**", "&", "|", "^", "<<", ">>", "<", "<=", ">",
               ">=", "==", "!=")
@@ -621,7 +623,7 @@ def tolerance(target):
     return ("ulp" if name in ULP_FUNCTIONS else "exact"), True
 
 
-# ---- basic indices ---------------------------------------------------------------------------------
+# ---- basic indices ------------------------------------------------------------------------------
 def basic_index(draw, shape, setting=False):
     """A basic index for an array of ``shape``: ints, slices, ..., None; sometimes out of
     range or malformed; sometimes a boolean mask or an integer array (2024.12)."""
@@ -659,7 +661,7 @@ def basic_index(draw, shape, setting=False):
     return tuple(parts)
 
 
-# ---- one call --------------------------------------------------------------------------------------
+# ---- one call -----------------------------------------------------------------------------------
 def draw_call(draw, target, revisions=REVISIONS):
     revision = draw(st.sampled_from(revisions))
     if target.startswith("ns:") and target[3:] in LATER:
@@ -677,7 +679,8 @@ def draw_call(draw, target, revisions=REVISIONS):
                 args.append(k.draw(draw, ctx))
         kwargs = tuple((n, k.draw(draw, ctx)) for n, k in spec.kwargs.items()
                        if draw(st.booleans()))
-        if not draw(st.integers(0, 24)) and args and kind not in ("attr", "op"):  # a foreign value in place of one argument
+        # now and then a foreign value in place of one argument (not an operator's own array)
+        if not draw(st.integers(0, 24)) and args and kind not in ("attr", "op"):
             i = draw(st.integers(0, len(args) - 1))
             args[i] = draw(st.sampled_from(FOREIGN))
         return Call(target, tuple(args), kwargs, revision)

@@ -93,7 +93,7 @@ def check_call(call, side, ref, leaks_only=False):
                          + (f"\n{ref.name} raised:\n{r.tb}" if r.exc is not None else ""))
 
 
-# ---- coverage -----------------------------------------------------------------------------------------
+# ---- coverage -----------------------------------------------------------------------------------
 def public_targets():
     """Every public name of xp_cuda, xp_cuda.linalg and xp_cuda.fft under every revision, as
     fuzz targets (constants, dtypes and the submodules excepted), plus Array's operators."""
@@ -140,12 +140,13 @@ def test_every_operator_of_array_is_fuzzed():
     from xp_cuda._array import Array
     defined = [d for d in _PY_OPERATORS if getattr(Array, d, None) is not None
                and getattr(Array, d) is not getattr(object, d, None)]
-    assert len(defined) >= 56, defined  # 13 binary x 3 forms, 6 comparisons, 4 unary, 5 conversions, [] and []=
+    # 13 binary operators x 3 forms, 6 comparisons, 4 unary, 5 conversions, [] and []=
+    assert len(defined) >= 56, defined
     missing = [d for d in defined if f"op:{_PY_OPERATORS[d]}" not in S.TARGETS]
     assert not missing, f"Array operators with no fuzz target: {missing}"
 
 
-# ---- the fuzzer --------------------------------------------------------------------------------------
+# ---- the fuzzer ---------------------------------------------------------------------------------
 def _targets_for_ci():
     return [pytest.param(t, id=t) for t in S.TARGETS]
 

@@ -30,7 +30,7 @@ from xp_cuda._devices import CPU, Device, cuda_device_count  # noqa: E402
 import _fuzz_engine as E  # noqa: E402
 import _fuzz_pending  # noqa: E402
 import _fuzz_specs as S  # noqa: E402
-from _fuzz_engine import Arr, Call, Foreign, Seq  # noqa: E402
+from _fuzz_engine import Arr, Call, Foreign  # noqa: E402
 
 COLLECT = os.environ.get("XP_CUDA_FUZZ_COLLECT")
 BASELINES = int(os.environ.get("XP_CUDA_SWEEP_BASELINES", "2"))
@@ -192,7 +192,7 @@ def test_fft_length_given_as_a_0d_integer_array_is_read_as_an_int():
         assert f(xp.real(x), n=np.int64(3)).shape == (2,)
 
 
-# ---- mixed devices (a GPU machine) -------------------------------------------------------------
+# ---- mixed devices (a GPU machine) --------------------------------------------------------------
 # functions whose arrays need not share a device (they read dtypes and shapes only)
 DEVICE_FREE = {"ns:result_type", "ns:broadcast_shapes", "ns:can_cast"}
 
