@@ -196,8 +196,8 @@ def strict_side():
 
 
 def xp_side(device=CPU):
-    if device == CPU:
-        return Side("xp_cuda cpu", xp, CPU, lambda a: np.asarray(a))
+    # (to_device: a creation function called without device= makes its array on the default
+    # device, cuda:0 on a GPU machine, whichever side calls it)
     return Side(f"xp_cuda {device}", xp, device, lambda a: np.asarray(a.to_device(CPU)))
 
 

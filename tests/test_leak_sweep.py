@@ -216,14 +216,23 @@ def test_mixed_devices_are_refused(target, revisions):
         cpu.set_revision(call.revision)
         args = [cpu.build(a) for a in call.args]
         kwargs = {k: cpu.build(v) for k, v in call.kwargs}
-        arrays = [i for i, a in enumerate(args) if hasattr(a, "__array_namespace__")]
-        kw_arrays = [k for k, a in kwargs.items() if hasattr(a, "__array_namespace__")]
-        if len(arrays) + len(kw_arrays) < 2:
-            return
-        if len(arrays) >= 2:
+        def is_array(a):
+            return hasattr(a, "__array_namespace__")
+
+        arrays = [i for i, a in enumerate(args) if is_array(a)]
+        kw_arrays = [k for k, a in kwargs.items() if is_array(a)]
+        seqs = [i for i, a in enumerate(args) if isinstance(a, (tuple, list)) and len(a) >= 2
+                and all(is_array(v) for v in a)]
+        if seqs:  # concat, stack: the last array of the sequence moves
+            seq = list(args[seqs[0]])
+            seq[-1] = seq[-1].to_device(gpu)
+            args[seqs[0]] = type(args[seqs[0]])(seq)
+        elif len(arrays) >= 2:
             args[arrays[-1]] = args[arrays[-1]].to_device(gpu)
-        else:
+        elif arrays and kw_arrays:
             kwargs[kw_arrays[0]] = kwargs[kw_arrays[0]].to_device(gpu)
+        else:
+            return  # fewer than two arrays: nothing to mix
         try:
             E.invoke_built(cpu, call, args, kwargs)
         except Exception as e:  # noqa: BLE001
