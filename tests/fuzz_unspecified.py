@@ -69,7 +69,8 @@ UNSPECIFIED = (
           on({"ns:asarray", "ns:full", "ns:full_like", "ns:linspace"},
              xp_only_raises("cannot be combined with a", "expected an array or a Python scalar",
                             "must be a Python int, float or complex",
-                            "complex start/stop need a complex dtype")),
+                            "complex start/stop need a complex dtype",
+                            "casting complex")),
           "If ``dtype`` is not ``None``, then array conversions should obey Type Promotion "
           "rules. Conversions not specified according to Type Promotion rules may or may not "
           "be permitted by a conforming array library.",
@@ -348,6 +349,18 @@ REFERENCE = (
           "result is +infinity. (The norm is computed from |x_i|; the reference's x*conj(x) "
           "gives NaN.)",
           page("abs")),
+    Entry("isin with a Python scalar x2 and invert=True",
+          lambda c, x, r: c.target == "ns:isin" and dict(c.kwargs).get("invert") is True
+          and _isin_inverted(c, x, r),
+          "invert: boolean indicating whether to invert the test criterion. If True, the "
+          "function **must** test whether each element in x1 is *not* in x2. (array_api_strict "
+          "2.6.1 ignores invert when x2 is a Python scalar.)",
+          page("isin", "2025.12")),
+    Entry("tile: repetitions are counts (non-negative)",
+          on({"ns:tile"}, xp_only_raises("must be non-negative")),
+          "repetitions: Tuple[int, ...] number of repetitions along each axis (dimension). "
+          "(A count of repetitions is never negative.)",
+          page("tile")),
     Entry("info.default_dtypes: device must be a device object",
           on({"info:default_dtypes"}, xp_only_raises("expected a device object")),
           "device: device for which to return default data types. If device is None, the "
@@ -439,6 +452,17 @@ def _outside_domain(x, r) -> bool:
         return False
     return any(v[0] == "array" and v[3].size and not np.isfinite(v[3]).all()
                for v in (x.value, r.value))
+
+
+def _isin_inverted(c, x, r) -> bool:
+    """xp_cuda's answer is the exact negation of the reference's, and the reference's is
+    what invert=False gives (it ignored invert)."""
+    import numpy as np
+    if x.exc is not None or r.exc is not None or not isinstance(c.args[1], int):
+        return False
+    v = c.args[0].values()
+    return bool(np.array_equal(r.value[3], v == c.args[1])
+                and np.array_equal(x.value[3], ~r.value[3]))
 
 
 def _big_int_bound(c) -> bool:
