@@ -70,6 +70,14 @@ PENDING = (
                                   "ns:cumulative_prod", "linalg:trace")
      and (_xp_only_raises("would discard part of the values")(c, x, r)
           or _xp_only_raises("is not allowed here; it needs a numeric dtype")(c, x, r))),
+    # The memory helper's part: sizes past what an index can hold. fft.ifft(x, n=2**70) sends
+    # the Python int to NumPy, whose normalisation answers with its _UFuncInputCastingError
+    # ("Cannot cast ufunc 'reciprocal' input from dtype('O')"); fft.fft(x, n=2**70) answers
+    # NumPy's "Maximum allowed dimension exceeded" (a ValueError, but NumPy's words).
+    ("#18 memory: an FFT length past int64 (n=2**70)",
+     lambda c, x, r: c.target.startswith("fft:") and any(
+         type(v) is int and abs(v) >= 2**63 for v in [a for a in c.args]
+         + [v for _, v in c.kwargs])),
     # x[0] on a 2-d array: "the number of provided single-axis indexing expressions (excluding
     # None) should equal N [...] An IndexError exception should be raised if [it] is less
     # than N" (indexing page, multi-axis indexing). xp_cuda fills the remaining axes with ':'
