@@ -230,13 +230,13 @@ REFERENCE = (
           "include_initial: bool, invert: bool, endpoint: bool, copy: bool in astype: the "
           "signatures type these flags as bool)",
           page("sum")),
-    Entry("a real-valued (or boolean) function given complex or other-kind arrays",
+    Entry("an array outside the function's dtype category",
           lambda c, x, r: r.exc is None and x.exc is not None and "requires a" in _msg(x)
           and "dtype (Array API" in _msg(x),
-          "x1: first input array. Should have a real-valued data type. (less, less_equal, "
-          "greater, greater_equal, maximum, minimum; logical_*: Should have a boolean data "
-          "type; matrix_rank: Should have a floating-point data type). array_api_strict 2.6.1 "
-          "skips the check where an operand is broadcast or permuted.",
+          "Each function page names its inputs' category, e.g. less: x1: first input array. "
+          "Should have a real-valued data type. (add, pow: numeric; divide, atan2: floating-"
+          "point; logical_and: boolean; matrix_rank: floating-point). array_api_strict 2.6.1's "
+          "functions do not check it: add(bool, bool) and divide(int8, int8) return.",
           page("less")),
     Entry("a name or keyword a later revision added, used under an earlier one",
           xp_only_raises("revision of the Array API standard"),
