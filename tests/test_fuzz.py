@@ -10,7 +10,7 @@ failure unless tests/fuzz_unspecified.py lists it (what the standard leaves unsp
 its sentence) or tests/_fuzz_pending.py does (a bug another part of #18 owns; to be emptied).
 Every exception xp_cuda raises is checked by the leak rule (_fuzz_engine.leak).
 
-Budget: ``XP_CUDA_FUZZ_EXAMPLES`` examples per target (default 10 in CI, derandomized so a
+Budget: ``XP_CUDA_FUZZ_EXAMPLES`` examples per target (default 25 in CI, derandomized so a
 failure reproduces). ``XP_CUDA_FUZZ_COLLECT=path`` records every difference and leak as a JSON
 line in ``path`` instead of failing (for surveys; see the counts it writes too).
 """
@@ -35,7 +35,7 @@ import _fuzz_pending  # noqa: E402
 import _fuzz_specs as S  # noqa: E402
 import fuzz_unspecified  # noqa: E402
 
-EXAMPLES = int(os.environ.get("XP_CUDA_FUZZ_EXAMPLES", "10"))
+EXAMPLES = int(os.environ.get("XP_CUDA_FUZZ_EXAMPLES", "25"))
 COLLECT = os.environ.get("XP_CUDA_FUZZ_COLLECT")
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
                 suppress_health_check=list(HealthCheck), print_blob=False)
