@@ -316,12 +316,16 @@ RTOL_ULP = {"float32": 4e-6, "complex64": 4e-6, "float64": 8e-15, "complex128": 
 RTOL_SUM = {"float32": 2e-4, "complex64": 2e-4, "float64": 1e-10, "complex128": 1e-10}
 
 
-def _close(a, b, dt, tol, signed_zero):
-    """Where arrays a, b (same dtype and shape) differ beyond the class ``tol``: a message."""
+def _close(a, b, dt, tol, signed_zero, magnitude=None):
+    """Where arrays a, b (same dtype and shape) differ beyond the class ``tol``: a message.
+    A complex result's parts are compared against the magnitude of the whole value (a part
+    that cancels to near 0 carries the error of the whole, not a relative one of its own)."""
     if a.dtype.kind == "c":
+        with np.errstate(all="ignore"):
+            mag = np.abs(b.astype(np.complex128))
         for part, f in (("real", np.real), ("imag", np.imag)):
             m = _close(np.ascontiguousarray(f(a)), np.ascontiguousarray(f(b)),
-                       "float32" if dt == "complex64" else "float64", tol, signed_zero)
+                       "float32" if dt == "complex64" else "float64", tol, signed_zero, mag)
             if m:
                 return f"{part} part: {m}"
         return None
@@ -336,6 +340,9 @@ def _close(a, b, dt, tol, signed_zero):
                 both_inf = np.isinf(a) | np.isinf(b)
                 rt = (RTOL_ULP if tol == "ulp" else RTOL_SUM)[dt]
                 scale = np.abs(b.astype(np.float64))
+                if magnitude is not None:
+                    scale = np.where(np.isfinite(magnitude), np.maximum(scale, magnitude),
+                                     scale)
                 finite = scale[np.isfinite(scale)]
                 big = finite.max() if tol == "sum" and finite.size else 0.0
                 tiny = np.finfo(a.dtype).smallest_normal * 4

@@ -175,3 +175,55 @@ def test_fuzz_cuda_against_cpu(target, revisions):
         check_call(call, side, ref)
 
     run()
+
+
+# ---- the rules the fuzzer applies, on known cases ----------------------------------------------
+def test_the_leak_rule():
+    import numpy as np
+    assert E.leak(TypeError("add: x1 has dtype int8 ..."), "ns:add") is None
+    assert E.leak(OverflowError("full: Python int 300 is out of range"), "ns:full") is None
+    assert "not xp_cuda's or Python's" in E.leak(np.exceptions.AxisError(3, 1), "ns:sum")
+    assert "carries 'ufunc'" in E.leak(TypeError("ufunc 'add' did not contain a loop"), "ns:add")
+    assert "not one a user should get" in E.leak(KeyError("x"), "ns:add")
+    assert "not one a user should get" in E.leak(AttributeError("no .T"), "ns:add")
+    assert E.leak(AttributeError("in the 2024.12 revision"), "linalg:eig") is None
+    try:
+        try:
+            raise KeyError("internal")
+        except KeyError:
+            raise ValueError("sum: axis 3 is out of range")
+    except ValueError as e:
+        assert "chained from builtins.KeyError" in E.leak(e, "ns:sum")
+    try:
+        try:
+            raise KeyError("internal")
+        except KeyError:
+            raise ValueError("sum: axis 3 is out of range") from None
+    except ValueError as e:
+        assert E.leak(e, "ns:sum") is None
+
+
+def test_the_comparison():
+    import numpy as np
+
+    def arr(v, dt):
+        v = np.asarray(v, dtype=dt)
+        return E.Outcome(value=("array", dt, v.shape, v))
+
+    f64 = "float64"
+    assert E.compare(arr([1.0, np.nan], f64), arr([1.0, np.nan], f64)) is None  # NaN == NaN
+    assert E.compare(arr([-0.0], f64), arr([0.0], f64)) is not None  # signed zeros: exact
+    assert E.compare(arr([-0.0], f64), arr([0.0], f64), signed_zero=False) is None
+    assert E.compare(arr([1.0], f64), arr([1.0 + 1e-15], f64)) is not None
+    assert E.compare(arr([1.0], f64), arr([1.0 + 1e-15], f64), "ulp") is None
+    assert E.compare(arr([1.0], f64), arr([1.001], f64), "ulp") is not None
+    assert E.compare(arr([1.0, 1e6], f64), arr([1.0 + 1e-7, 1e6], f64), "sum") is None
+    assert E.compare(arr([np.inf], f64), arr([-np.inf], f64), "sum") is not None
+    assert E.compare(arr([1], "int32"), arr([1], "int64")) is not None  # dtype exactly
+    assert E.compare(arr([[1]], "int32"), arr([1], "int32")) is not None  # shape exactly
+    assert E.compare(E.Outcome(exc=ValueError()), E.Outcome(exc=TypeError())) is None
+    assert E.compare(E.Outcome(exc=ValueError()), arr([1], "int32")).startswith("only xp")
+    # a complex part that cancels to near 0 is compared against the whole value's magnitude
+    c = "complex64"
+    assert E.compare(arr([1e-9 + 1j], c), arr([2e-9 + 1j], c), "ulp") is None
+    assert E.compare(arr([1e-9 + 1j], c), arr([2e-9 + 1j], c)) is not None
