@@ -512,8 +512,11 @@ class Array:
             try:
                 k = self._key(key, setting=False)
             except _ArrayKey as a:  # integer array indexing (2024.12)
-                return self._take_arrays(a.parts, a.n_axes)
-            return _wrap(self._b.getitem(self._data, k, key), self._device)
+                taken = a
+            else:
+                return _wrap(self._b.getitem(self._data, k, key), self._device)
+            # outside the handler: an error of the take carries no chained _ArrayKey
+            return self._take_arrays(taken.parts, taken.n_axes)
         except _memory.errors() as e:  # the out-of-memory guard (xp_cuda._memory)
             return _memory.recover(e, Array.__getitem__, (self, key), None, "__getitem__")
 

@@ -162,7 +162,8 @@ def asarray(obj, /, *, dtype=None, device=None, copy=None):
         nat = np.asarray(memoryview(obj))
     except TypeError:
         raise TypeError(f"{fname}: cannot convert a {type(obj).__name__}; give an array, a "
-                        f"Python scalar or sequence, a buffer, or an object with __dlpack__")
+                        f"Python scalar or sequence, a buffer, or an object with __dlpack__"
+                        ) from None  # (memoryview's own error is no help to the user)
     return _finish(nat, CPU, dtype, device, copy, False, fname)
 
 

@@ -93,7 +93,8 @@ def _transform_1d(fname, x, n, axis, norm):
         n = (_default_c2r_length(m, fname, "n") if kind == "c2r"
              else _check_length(m, fname, f"n (the length {m} of axis {ax})"))
     else:
-        _check_length(check_int(n, f"fft.{fname}", "n"), fname, "n")
+        # the Python int goes on (a 0-d integer array or NumPy integer is no n for the backend)
+        n = _check_length(check_int(n, f"fft.{fname}", "n"), fname, "n")
     out_len = n // 2 + 1 if kind == "r2c" else n
     out_shape = check_size(x.shape[:ax] + (out_len,) + x.shape[ax + 1:], out_dtype,
                            f"fft.{fname}")
