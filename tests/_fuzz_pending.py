@@ -53,31 +53,6 @@ def _complex_special(v):
 _POW = ("ns:pow", "op:**", "op:r**", "op:**=")
 
 PENDING = (
-    # The values helper's fixes (kernels; seen on cuda:0 against cpu): NaN bounds of clip,
-    # hypot, where with subnormal values, complex pow special values.
-    ("#18 values: clip with NaN bounds",
-     lambda c, x, r: c.target == "ns:clip" and r is not None and _any_arg(c, _has_nan)),
-    ("#18 values: hypot", lambda c, x, r: c.target == "ns:hypot" and r is not None),
-    ("#18 values: where with subnormal values",
-     lambda c, x, r: c.target == "ns:where" and r is not None and _any_arg(c, _has_subnormal)),
-    ("#18 values: complex pow special values",
-     lambda c, x, r: c.target in _POW and r is not None and _any_arg(c, _complex_special)),
-    # sum(x, dtype=int8) of a float x: the spec casts x to dtype ("If the data type (either
-    # specified or resolved) differs from the data type of x, the input array should be cast
-    # to the specified data type before computing the sum"); xp_cuda refuses narrower kinds.
-    ("#18 values: sum/prod/cumulative_sum/trace dtype= of a narrower kind",
-     lambda c, x, r: c.target in ("ns:sum", "ns:prod", "ns:cumulative_sum",
-                                  "ns:cumulative_prod", "linalg:trace")
-     and (_xp_only_raises("would discard part of the values")(c, x, r)
-          or _xp_only_raises("is not allowed here; it needs a numeric dtype")(c, x, r))),
-    # The memory helper's part: sizes past what an index can hold. fft.ifft(x, n=2**70) sends
-    # the Python int to NumPy, whose normalisation answers with its _UFuncInputCastingError
-    # ("Cannot cast ufunc 'reciprocal' input from dtype('O')"); fft.fft(x, n=2**70) answers
-    # NumPy's "Maximum allowed dimension exceeded" (a ValueError, but NumPy's words).
-    ("#18 memory: an FFT length past int64 (n=2**70)",
-     lambda c, x, r: c.target.startswith("fft:") and any(
-         type(v) is int and abs(v) >= 2**63 for v in [a for a in c.args]
-         + [v for _, v in c.kwargs])),
     # x[0] on a 2-d array: "the number of provided single-axis indexing expressions (excluding
     # None) should equal N [...] An IndexError exception should be raised if [it] is less
     # than N" (indexing page, multi-axis indexing). xp_cuda fills the remaining axes with ':'

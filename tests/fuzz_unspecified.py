@@ -89,6 +89,13 @@ UNSPECIFIED = (
           "promotion is undefined. (uint64 with int8..int64 has no entry in the mixed "
           "unsigned and signed integer table.)",
           SPEC.format(rev="2023.12", page="type_promotion.html")),
+    Entry("dtype=bool for a sum, product or trace",
+          on({"ns:sum", "ns:prod", "ns:cumulative_sum", "ns:cumulative_prod", "linalg:trace"},
+             xp_only_raises("is not allowed here; it needs a numeric dtype")),
+          "dtype: data type of the returned array. If ``None``, the returned array must have "
+          "the default data type [...] (the input should have a numeric data type; no rule "
+          "names a boolean result of a sum, and array_api_strict returns NumPy's)",
+          page("sum")),
     Entry("isin of real floating arrays (a 'should', not a 'must')",
           on({"ns:isin"}, ref_only_raises("Only integer dtypes are allowed")),
           "x1: first input array. **Should** have an integer data type. [...] Comparison of "
@@ -224,6 +231,13 @@ UNSPECIFIED = (
 )
 
 REFERENCE = (
+    Entry("a real dtype= for the sum, product or trace of a complex array",
+          on({"ns:sum", "ns:prod", "ns:cumulative_sum", "ns:cumulative_prod", "linalg:trace"},
+             xp_only_raises("to a real dtype, which the Array API does not permit")),
+          "[sum] the input array should be cast to the specified data type before computing "
+          "the sum [...] [astype] Casting a complex floating-point array to a real-valued data "
+          "type should not be permitted. (array_api_strict drops the imaginary part)",
+          page("astype")),
     Entry("a bool keyword given a non-bool (0, None)",
           xp_only_raises(*BOOL_KEYWORDS),
           "keepdims: bool = False  (and likewise stable: bool, descending: bool, "
