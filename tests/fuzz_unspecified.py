@@ -194,6 +194,23 @@ UNSPECIFIED = (
           "explicitly checks whether an input array is Hermitian or a symmetric positive-"
           "definite matrix (or a stack of matrices) is implementation-defined.",
           page("linalg.inv")),
+    Entry("factorisations of matrices holding NaN (cuSOLVER against LAPACK)",
+          lambda c, x, r: c.target in ("linalg:det", "linalg:slogdet", "linalg:eigh",
+                                       "linalg:eigvalsh", "linalg:pinv", "linalg:matrix_rank",
+                                       "linalg:svd", "linalg:svdvals", "linalg:inv",
+                                       "linalg:solve", "linalg:cholesky", "linalg:eig",
+                                       "linalg:eigvals") and _nan_input(c),
+          "(The linear algebra pages list no special cases: what a factorisation returns or "
+          "raises for NaN input is not specified; an iteration may stop on it, as cuSOLVER's "
+          "syevd does, or run through it, as LAPACK's does.)",
+          SPEC.format(rev="2023.12", page="extensions/linear_algebra_functions.html")),
+    Entry("which part of a complex mean carries a NaN",
+          lambda c, x, r: c.target == "ns:mean" and _nan_input(c) and _complex_nan_both(x, r),
+          "Special cases: If N is 0, the arithmetic mean is NaN. If x_i is NaN, the arithmetic "
+          "mean is NaN (i.e., NaN values propagate). (Said of real values: for complex input "
+          "nothing says whether a NaN in one part makes the other part NaN; NumPy's complex "
+          "division by N does, a division of each part does not.)",
+          page("mean", "2024.12")),
     Entry("a slice whose bounds are out of range of an empty axis",
           on({"op:getitem", "op:setitem"}, ref_only_raises("out-of-bounds stops are not "
                                                            "specified", "out-of-bounds")),
@@ -453,6 +470,28 @@ def _subnormal_input(c) -> bool:
         if any(((p != 0) & (np.abs(p) < tiny)).any() for p in parts):
             return True
     return False
+
+
+def _nan_input(c) -> bool:
+    import numpy as np
+    for a in list(c.args) + [v for _, v in c.kwargs]:
+        vals = a.values() if hasattr(a, "values") else None
+        if vals is not None and vals.dtype.kind in "fc" and vals.size and np.isnan(vals).any():
+            return True
+    return False
+
+
+def _complex_nan_both(x, r) -> bool:
+    """Both sides returned complex values that are NaN at the same places (a complex value
+    is NaN where either part is), whichever part holds the NaN."""
+    import numpy as np
+    if x.exc is not None or r.exc is not None:
+        return False
+    def values(v):  # an Outcome's array: ("array", dtype, shape, values)
+        return np.asarray(v[3]) if isinstance(v, tuple) and v and v[0] == "array" else None
+    a, b = values(x.value), values(r.value)
+    return a is not None and b is not None and a.shape == b.shape and a.dtype.kind == b.dtype.kind == "c" and \
+        bool(np.array_equal(np.isnan(a), np.isnan(b)))
 
 
 def _outside_domain(x, r) -> bool:

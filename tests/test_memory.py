@@ -675,10 +675,11 @@ def test_cuda_exhaustion_then_recovery():
                                np.linalg.cholesky(s_np), rtol=1e-9, atol=1e-12)
     np.testing.assert_allclose(xp.fft.fft(c).to_device(CPU)._data,
                                np.fft.fft(a_np[0] + 1j * a_np[1]), rtol=1e-9, atol=1e-8)
+    # CUDA's sin and glibc's differ in the last bit (2.2e-16 at 0.02 seen on the H200)
     np.testing.assert_allclose(xp.sin(a[:m]).to_device(CPU)._data, np.sin(a_np[:m]),
-                               rtol=1e-14)
+                               rtol=1e-14, atol=1e-15)
     np.testing.assert_allclose(fused(a[:m], a[:m]).to_device(CPU)._data,
-                               np.sin(a_np[:m]) * a_np[:m] + 1.0, rtol=1e-14)
+                               np.sin(a_np[:m]) * a_np[:m] + 1.0, rtol=1e-14, atol=1e-15)
     scipy_spatial = pytest.importorskip("scipy.spatial")
     dist, idx = tree.query(queries[:1000], k=3)
     ref_d, ref_i = scipy_spatial.cKDTree(pts_np).query(queries[:1000].to_device(CPU)._data,
