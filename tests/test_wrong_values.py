@@ -871,3 +871,20 @@ def test_scan_routes_of_narrower_kinds_precast():
         for o in ("int8", "int32", "int64", "uint8", "uint64"):
             assert r[(i, o)].precast == o, (i, o, r[(i, o)])
     assert not any(i.startswith("complex") and not o.startswith("complex") for i, o in r)
+
+
+@pytest.mark.parametrize("dt", [np.complex64, np.complex128], ids=["complex64", "complex128"])
+def test_complex_mean_divides_each_part(device, v2024, dt):
+    """mean(0 + inf j) is 0 + inf j on every device: the sum's parts are divided by the count
+    one by one (a complex division by n + 0j, NumPy's, made the real part NaN on cpu while
+    cuda gave 0, found by the fuzzer's cuda-against-cpu run)."""
+    vals = np.array([0 + 1j * np.inf, np.inf + 2j, 3 - 4j, -np.inf + 0j], dtype=dt)
+    for v in vals:
+        got = xp.mean(xp.asarray(v, device=device))
+        assert got.dtype == xp.asarray(v).dtype
+        out = np.asarray(got.to_device(xp.__array_namespace_info__().devices()[0])._data)
+        np.testing.assert_array_equal(out, v)
+    x = xp.asarray(np.array([[1 + 1j * np.inf, 3 + 1j]], dtype=dt), device=device)
+    got = np.asarray(xp.mean(x, axis=1).to_device(xp.__array_namespace_info__().devices()[0])
+                     ._data)
+    np.testing.assert_array_equal(got, np.array([2 + 1j * np.inf], dtype=dt))

@@ -263,10 +263,12 @@ class CpuBackend(Backend):
                 if not n:
                     out = np.full(_reduced_shape(data.shape, axes, keepdims), np.nan, dtype=t)
                 else:
-                    out = np.add.reduce(data, axes, None, None, keepdims)
-                    # true division by the count in the sum's dtype, as np.mean rounds
-                    out = np.true_divide(out, n, out=out) if type(out) is np.ndarray \
-                        else out / n
+                    out = np.asarray(np.add.reduce(data, axes, None, None, keepdims))
+                    # true division by the count in the sum's dtype, as np.mean rounds; a
+                    # complex sum part by part (NumPy's complex division by n + 0j turns the
+                    # partner of an infinite part into NaN: mean(0 + inf j) is 0 + inf j)
+                    for part in ((out.real, out.imag) if out.dtype.kind == "c" else (out,)):
+                        np.true_divide(part, n, out=part)
             elif kind in ("sum", "prod"):
                 try:
                     out = _REDUCE[kind](data, axes, t, None, keepdims)
