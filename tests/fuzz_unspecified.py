@@ -381,8 +381,9 @@ REFERENCE = (
           "component is unspecified). [...] If a is -infinity and b is NaN, the result is "
           "-1 + 0j (sign of imaginary component is unspecified).",
           page("expm1")),
-    Entry("vector_norm of a complex infinity with a NaN part is +infinity",
-          lambda c, x, r: c.target == "linalg:vector_norm" and _inf_where_ref_nan(x, r),
+    Entry("vector_norm and matrix_norm of a complex infinity with a NaN part is +infinity",
+          lambda c, x, r: c.target in ("linalg:vector_norm", "linalg:matrix_norm")
+          and _inf_where_ref_nan(x, r),
           "abs: If a is either +infinity or -infinity and b is any value (including NaN), the "
           "result is +infinity. (The norm is computed from |x_i|; the reference's x*conj(x) "
           "gives NaN.)",
