@@ -378,11 +378,9 @@ class CudaBackend(Backend):
                                                     self.device.index)
             if launch is None:
                 return empty
-            if diag.data.ptr != data.data.ptr:
-                plan_key = None
-            if plan_key is not None and self.switch is None:
-                keep_call(plan_key, KeptLaunch(launch, (data.strides,), self.device))
-            return launch((diag,), ())[0]
+            if diag.data.ptr != data.data.ptr:  # not x's address: not kept
+                return launch((diag,), ())[0]
+            return self._launch_kept(launch, (data,), plan_key)
 
     def _flat(self, data):
         return self.reshape(data, (data.size,))

@@ -690,18 +690,7 @@ def plan_rows(outs, inputs, sms):
     reduction reduces only the innermost axis of operands of one shape S (rows of M >= 2
     elements), no views, every value either over the row space or one per row, the outputs of
     shape S or one per row (S[:-1], or S[:-1] + (1,)), and the row fits in registers."""
-    reds, seen = [], set()
-
-    def walk(node):
-        if node is None or id(node) in seen:
-            return
-        seen.add(id(node))
-        for a in node.args:
-            walk(a)
-        if node.op is Op.REDUCE:
-            reds.append(node)
-    for n in outs:
-        walk(n)
+    reds = [n for n in _walk_all(outs) if n.op is Op.REDUCE]
     if not reds:
         return None
     S = reds[0].args[0].shape

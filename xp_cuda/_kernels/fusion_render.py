@@ -298,18 +298,25 @@ def _decompose(vals, var, axes_dims, prefix, lines):
 
 
 # ---- the kernel -------------------------------------------------------------------------------
+def _input_params(vals, inputs, layouts) -> list:
+    """The kernel's input pointer parameters, each input's strides made slots of ``vals``
+    (the elementwise/reduction kernel and the row kernel declare their inputs alike)."""
+    decl = []
+    for node, lay in zip(inputs, layouts):
+        k = lay.pos
+        for ax, s in enumerate(lay.strides):
+            vals.slot(("stride", k, ax), s)
+        decl.append(f"const {CTYPES[node.dtype.name]}* __restrict__ in{k}")
+    return decl
+
+
 def render(plan, graph, outs, name, const_params=False):
     """(kernel source, op structs by name, slot values) of the kernel `name` computing `outs`
     (IR nodes) from graph.inputs under `plan`; with `const_params` the constants are runtime
     slots (see _Values.constant)."""
     vals = _Values()
     vals.const_params = const_params
-    in_decl = []
-    for node, lay in zip(graph.inputs, plan.inputs):
-        k = lay.pos
-        for ax, s in enumerate(lay.strides):
-            vals.slot(("stride", k, ax), s)
-        in_decl.append(f"const {CTYPES[node.dtype.name]}* __restrict__ in{k}")
+    in_decl = _input_params(vals, graph.inputs, plan.inputs)
     T = plan.threads
     body = []
     for grp in plan.groups:
@@ -877,12 +884,7 @@ def render_rows(rows, graph, outs, name):
     vals = _Values()
     vals.const_params = True
     vals.structs["XpShflDown"] = SHUFFLE
-    in_decl = []
-    for node, lay in zip(graph.inputs, rows.inputs):
-        k = lay.pos
-        for ax, s_ in enumerate(lay.strides):
-            vals.slot(("stride", k, ax), s_)
-        in_decl.append(f"const {CTYPES[node.dtype.name]}* __restrict__ in{k}")
+    in_decl = _input_params(vals, graph.inputs, rows.inputs)
     T, V, U = rows.threads, rows.vec, rows.per_thread
     S = rows.shape
     nd = len(S)
