@@ -204,6 +204,14 @@ UNSPECIFIED = (
           "raises for NaN input is not specified; an iteration may stop on it, as cuSOLVER's "
           "syevd does, or run through it, as LAPACK's does.)",
           SPEC.format(rev="2023.12", page="extensions/linear_algebra_functions.html")),
+    Entry("Fourier transforms of input holding NaN or infinity (cuFFT against pocketfft)",
+          lambda c, x, r: c.target.startswith("fft:") and not c.target.endswith(
+              ("freq", "shift")) and _nonfinite_input(c),
+          "(The fft pages list no special cases: which outputs and which parts of them are NaN "
+          "when an input is NaN or infinite is not specified. Each output is a sum over every "
+          "input, so a NaN or an infinity may spread to all of them, as in cuFFT's butterflies, "
+          "or stay where a length-1 or zero-twiddle path leaves it, as in pocketfft's.)",
+          page("fft.fft")),
     Entry("which part of a complex mean carries a NaN",
           lambda c, x, r: c.target == "ns:mean" and _nan_input(c) and _complex_nan_both(x, r),
           "Special cases: If N is 0, the arithmetic mean is NaN. If x_i is NaN, the arithmetic "
@@ -485,6 +493,16 @@ def _nan_input(c) -> bool:
     for a in list(c.args) + [v for _, v in c.kwargs]:
         vals = a.values() if hasattr(a, "values") else None
         if vals is not None and vals.dtype.kind in "fc" and vals.size and np.isnan(vals).any():
+            return True
+    return False
+
+
+def _nonfinite_input(c) -> bool:
+    import numpy as np
+    for a in list(c.args) + [v for _, v in c.kwargs]:
+        vals = a.values() if hasattr(a, "values") else None
+        if vals is not None and vals.dtype.kind in "fc" and vals.size and \
+                not np.isfinite(vals).all():
             return True
     return False
 
