@@ -169,8 +169,10 @@ def _geo_params(arity):
     if arity == 2:
         names += [f"b{i}" for i in range(MAXND)]
     names += [f"q{i}" for i in range(MAXND)]
+    names += ["inner", "in1"] + (["in2"] if arity == 2 else [])
     params = "int nd, " + ", ".join(f"long long {n}" for n in names)
-    fill = (f"XpGeo g; g.nd = nd;\n"
+    fill = (f"XpGeo g; g.nd = nd; g.inner = inner; g.in1 = in1; "
+            f"g.in2 = {'in2' if arity == 2 else '0'};\n"
             + "".join(f"  g.sh[{i}] = d{i}; g.s1[{i}] = a{i}; g.s2[{i}] = "
                       f"{f'b{i}' if arity == 2 else '0'}; g.mg[{i}] = (unsigned int)q{i}; "
                       f"g.sf[{i}] = (int)(q{i} >> 32);\n" for i in range(MAXND)))
@@ -268,8 +270,9 @@ MAX_GRID = 2**31 - 1
 # shared by every Plan: cuLaunchKernel copies it before returning.
 _PARAMS = ThreadParams(4)
 # The strided kernels' blocks: operands, out, n, nd and the geometry (MAXND dims, MAXND strides
-# per operand, MAXND divisors), in 16-byte cells (a complex128 scalar operand takes one whole)
-_STRIDED_PARAMS = {1: ThreadParams(4 + 3 * MAXND, 16), 2: ThreadParams(5 + 4 * MAXND, 16)}
+# per operand, MAXND divisors, the innermost dim and its stride per operand), in 16-byte cells
+# (a complex128 scalar operand takes one whole)
+_STRIDED_PARAMS = {1: ThreadParams(6 + 3 * MAXND, 16), 2: ThreadParams(8 + 4 * MAXND, 16)}
 _M64 = (1 << 64) - 1
 STRIDED_GEOMETRIES = 256  # geometries a Plan keeps packed (cleared when full: bounded)
 
@@ -416,6 +419,7 @@ class Plan:
                 tail += st
             # the divisors (fast_divisor: dims past nd are never divided by, 1 a placeholder)
             tail += [fast_divisor(v if 1 <= v < 2**31 else 1) for v in dims]
+            tail += [dims[nd - 1]] + [st[nd - 1] for st in strides]  # XpGeo's inner, in1, in2
             cells = np.zeros((len(tail), 2), dtype=np.uint64)
             cells[:, 0] = [v & _M64 for v in tail]
             if len(self._geos) >= STRIDED_GEOMETRIES:
