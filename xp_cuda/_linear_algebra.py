@@ -121,12 +121,12 @@ def tensordot(x1, x2, /, *, axes=2):
                              f"{x1.shape}, x2 {x2.shape}); contracted axes are never broadcast")
     check_size(tuple(n for i, n in enumerate(x1.shape) if i not in ax1) +
                tuple(n for i, n in enumerate(x2.shape) if i not in ax2), dtype, fname)
-    b = _backend_of([x1, x2])
     if not ax1:
         # the outer product (CuPy's tensordot refuses 0-d inputs here): our multiply of
         # broadcast views, each operand read in its own dtype
         return _unguarded(_elementwise.multiply)(
             _unguarded(_manipulation.reshape)(x1, x1.shape + (1,) * n2), x2)
+    b = _backend_of([x1, x2])
     with b.ctx():
         # converted by the backend's astype (on cuda our kernel: CuPy's flushes float32
         # subnormals); the contraction is the library's GEMM
