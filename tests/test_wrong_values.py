@@ -12,6 +12,9 @@
    grid of special values (runs here) and the same grid on the GPU.
 5. dtype= of a narrower kind in sum, prod, cumulative_sum, cumulative_prod and linalg.trace
    casts x first (the spec's text); only complex into a real dtype is refused.
+6. Subnormals through paths that ran CuPy's -ftz kernels on cuda: __setitem__ of a narrower
+   dtype, linalg.outer/cross/pinv/matrix_rank/matrix_norm, tensordot, the fft norm scaling
+   and fftfreq's rounding (on every device).
 
 Equality rules: floats compare bit for bit, except that any NaN equals any NaN (sign and
 payload aside). Complex results compare component by component with that rule: a component
@@ -888,3 +891,300 @@ def test_complex_mean_divides_each_part(device, v2024, dt):
     got = np.asarray(xp.mean(x, axis=1).to_device(xp.__array_namespace_info__().devices()[0])
                      ._data)
     np.testing.assert_array_equal(got, np.array([2 + 1j * np.inf], dtype=dt))
+
+
+# ---- 6. subnormals through __setitem__, linalg, tensordot and fft (every device) -------------
+# CuPy's kernels are built with -ftz: a float32 subnormal operand or result of any of its
+# ufuncs, reductions and casts (float32 -> float64 included) becomes 0. These paths used them
+# on cuda; each now computes its float values with our kernels (or a library: cuBLAS, cuSOLVER,
+# cuFFT). Where a library is involved, the inputs are chosen so that it sees no subnormal and
+# the subnormals arise in our part (a conversion, a scaling, a cutoff); the library's own
+# arithmetic on subnormals is unspecified (fuzz_unspecified.py). Exact comparisons (_same)
+# wherever the math is exact; the rest state their tolerance.
+
+C64, C128 = np.complex64, np.complex128
+
+
+def _subnormal_values(rng, dt, n):
+    """n nonzero subnormals of dt (complex: both parts), the issue's values first."""
+    real = np.dtype(dt).kind == "c"
+    part = F32 if dt in (F32, C64) else F64
+    v = _subnormals(rng, part, n)
+    if part == F32:
+        v[:3] = [3e-39, 1e-45, -2.9e-39]
+    if real:
+        v = (v + 1j * _subnormals(rng, part, n)).astype(dt)
+    return v.astype(dt)
+
+
+def _equal_values(got, want, what):
+    """dtype, shape and values equal (a zero's sign aside: a library's sums may differ there)."""
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.dtype == want.dtype and got.shape == want.shape, (what, got.dtype, want.dtype,
+                                                                 got.shape, want.shape)
+    np.testing.assert_array_equal(got, want, err_msg=what)
+
+
+@pytest.mark.parametrize("vdt,tdt", [(F32, F64), (F32, C64), (F32, C128), (C64, C128)],
+                         ids=["float32-into-float64", "float32-into-complex64",
+                              "float32-into-complex128", "complex64-into-complex128"])
+def test_setitem_of_a_narrower_dtype_keeps_subnormals(device, rng, vdt, tdt):
+    """x[key] = v with v of a narrower dtype: converted by our astype, then moved (CuPy's
+    casting assignment flushed float32 subnormals): rows, broadcast rows, strided and reversed
+    slices, a 0-d value, a boolean mask with a 0-d value and with a row, the in-place +=."""
+    n = 37
+    s = _subnormal_values(rng, vdt, n)
+    base = random_numpy(rng, (6, n), xp.asarray(np.zeros(1, tdt)).dtype)
+    x, want = xp.asarray(base, device=device), base.copy()
+    v = xp.asarray(s, device=device)
+    x[1, :] = v
+    want[1, :] = s
+    x[2:4, ...] = v  # one row broadcast to two
+    want[2:4, ...] = s
+    x[4, ::-3] = v[:13]
+    want[4, ::-3] = s[:13]
+    x[0, 5] = v[7]  # a 0-d value
+    want[0, 5] = s[7]
+    _same(to_numpy(x), want, f"slices of {np.dtype(tdt)} set from {np.dtype(vdt)}")
+    mask = rng.random((6, n)) < 0.3
+    x[xp.asarray(mask, device=device)] = v[9]  # a 0-d value into the masked elements
+    want[mask] = s[9]
+    _same(to_numpy(x), want, "a boolean mask and a 0-d value")
+    rows = np.array([True, False, True, False, False, True])
+    x[xp.asarray(rows, device=device)] = v  # a row into the masked rows
+    want[rows] = s
+    _same(to_numpy(x), want, "a boolean mask of rows and a row")
+    want_y = base[5, :] + s.astype(tdt)
+    y = xp.asarray(base[5, :], device=device, copy=True)
+    y += v  # our add, then a move of the same dtype
+    _same(to_numpy(y), want_y, "in-place += of a narrower dtype")
+
+
+@pytest.mark.parametrize("adt,bdt", [(F32, F32), (F32, F64), (C64, C64), (C64, C128),
+                                     (F32, C64), (F64, F64)],
+                         ids=lambda d: np.dtype(d).name)
+def test_outer_keeps_subnormals(device, rng, adt, bdt):
+    """linalg.outer of subnormals (complex: both parts) and values of magnitude >= 1 (complex:
+    zero imaginary parts beside complex subnormals, so every product rounds once, whatever
+    the formula): bit for bit as NumPy, in the promoted dtype. tensordot(axes=0) is the same
+    product."""
+    a = _subnormal_values(rng, adt, 11)
+    b = (rng.integers(1, 9, 7) * np.where(rng.random(7) < 0.5, -1, 1)
+         * (1 + rng.integers(0, 8, 7) / 8)).astype(bdt)
+    if np.dtype(bdt).kind == "c" and np.dtype(adt).kind == "c":
+        b = b.real.astype(bdt)
+    elif np.dtype(bdt).kind == "c":
+        b = (b + 1j * b[::-1].real).astype(bdt)
+    ga, gb = xp.asarray(a, device=device), xp.asarray(b, device=device)
+    _same(to_numpy(xp.linalg.outer(ga, gb)), np.outer(a, b), "outer")
+    _same(to_numpy(xp.tensordot(ga, gb, axes=0)), np.multiply.outer(a, b),
+          "tensordot(axes=0)")
+    _same(to_numpy(xp.tensordot(ga[3], gb, axes=0)), a[3] * b, "tensordot(0-d, axes=0)")
+
+
+@pytest.mark.parametrize("adt,bdt", [(F32, F32), (F32, F64), (C64, C64), (F64, F64)],
+                         ids=lambda d: np.dtype(d).name)
+def test_cross_keeps_subnormals(device, rng, adt, bdt):
+    """linalg.cross of subnormal vectors k * smallest_subnormal (|k| < 2**10) and small
+    integers: every product and difference is exact (a multiple of the smallest subnormal
+    below 2**24 of them), so bit for bit as NumPy's cross (separate products and
+    differences, as ours); along the last axis with broadcasting, and along axis -2."""
+    a = _subnormal_values(rng, adt, 3 * 9).reshape(9, 3)
+    b = rng.integers(-3, 4, (9, 3)).astype(bdt)
+    if np.dtype(bdt).kind == "c":
+        b = (b + 1j * rng.integers(-3, 4, (9, 3))).astype(bdt)
+    ga, gb = xp.asarray(a, device=device), xp.asarray(b, device=device)
+    _same(to_numpy(xp.linalg.cross(ga, gb)), np.cross(a, b), "cross")
+    _same(to_numpy(xp.linalg.cross(ga, gb[4, :])), np.cross(a, b[4]), "cross, broadcast")
+    at, bt = np.ascontiguousarray(a.T), np.ascontiguousarray(b.T)
+    _same(to_numpy(xp.linalg.cross(xp.asarray(at, device=device),
+                                   xp.asarray(bt, device=device), axis=-2)),
+          np.cross(at, bt, axis=0), "cross along axis -2")
+
+
+def test_pinv_and_matrix_rank_keep_a_subnormal_rtol(device):
+    """A float32 rtol holding a subnormal (2**-130) against float64 matrices: rtol converted
+    by our astype (CuPy's float32 -> float64 cast made it 0, keeping a singular value 1e-40
+    below the cutoff 2**-130 * 1). The SVD sees normal float64 matrices only."""
+    x = np.stack([np.diag([1.0, 1e-40, 0.5]), np.diag([1.0, 1e-30, 0.5])])
+    rtol = np.array([2.0 ** -130, 2.0 ** -130], F32)  # the second: 1e-30 is kept
+    assert 0 < rtol[0] < np.finfo(F32).smallest_normal
+    gx, gr = xp.asarray(x, device=device), xp.asarray(rtol, device=device)
+    rank = to_numpy(xp.linalg.matrix_rank(gx, rtol=gr))
+    _same(rank, np.array([2, 3], np.int64), "matrix_rank with a subnormal float32 rtol")
+    p = to_numpy(xp.linalg.pinv(gx, rtol=gr))
+    want = np.stack([np.diag([1.0, 0.0, 2.0]), np.diag([1.0, 1e30, 2.0])])
+    assert p.dtype == F64 and p.shape == (2, 3, 3), (p.dtype, p.shape)
+    # the SVD of a diagonal matrix is exact on both devices in practice; 1e-12 allows for an
+    # iteration that is not
+    np.testing.assert_allclose(p, want, rtol=1e-12, atol=0,
+                               err_msg="pinv with a subnormal float32 rtol")
+    # a 0-d rtol broadcast over the stack
+    p0 = to_numpy(xp.linalg.pinv(gx, rtol=gr[0]))
+    np.testing.assert_allclose(p0, want, rtol=1e-12, atol=0, err_msg="pinv, 0-d rtol")
+
+
+def _norm_ref(a, ord):
+    """matrix_norm of the exact values: in float64 / complex128, rounded once."""
+    wide = a.astype(C128 if a.dtype.kind == "c" else F64)
+    out = np.linalg.norm(wide, ord=ord, axis=(-2, -1))
+    return out.astype(np.finfo(a.dtype).dtype)
+
+
+@pytest.mark.parametrize("dt", [F32, F64, C64, C128], ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("ord", [1, -1, float("inf"), -float("inf")],
+                         ids=["1", "-1", "inf", "-inf"])
+def test_matrix_norm_sums_of_subnormals(device, rng, dt, ord):
+    """The 1 and inf norms (and -1, -inf) of stacks of subnormal matrices: sums of
+    |x| = k * smallest_subnormal (complex parts 3k and 4k: |x| = 5k exactly), exact in any
+    order; their largest or smallest: exact. Bit for bit as NumPy in float64, rounded once;
+    with keepdims."""
+    part = F32 if dt in (F32, C64) else F64
+    tiny = np.finfo(part).smallest_subnormal
+    k = rng.integers(1, 40, (3, 5, 4)) * np.where(rng.random((3, 5, 4)) < 0.5, -1, 1)
+    if np.dtype(dt).kind == "c":
+        a = (3 * k * tiny + 1j * 4 * k * tiny * np.where(rng.random(k.shape) < 0.5, -1, 1))
+    else:
+        a = k * tiny
+    a = a.astype(dt)
+    assert (np.abs(a) < np.finfo(part).smallest_normal).all()
+    ga = xp.asarray(a, device=device)
+    want = _norm_ref(a, ord)
+    _same(to_numpy(xp.linalg.matrix_norm(ga, ord=ord)), want, f"matrix_norm ord={ord}")
+    _same(to_numpy(xp.linalg.matrix_norm(ga, ord=ord, keepdims=True)), want[:, None, None],
+          f"matrix_norm ord={ord}, keepdims")
+    # a transposed (strided) view
+    _same(to_numpy(xp.linalg.matrix_norm(ga.mT, ord=ord)), _norm_ref(np.swapaxes(a, -1, -2),
+                                                                      ord),
+          f"matrix_norm ord={ord} of a transposed view")
+
+
+@pytest.mark.parametrize("dt", [F32, C64], ids=["float32", "complex64"])
+def test_matrix_norm_fro_keeps_subnormal_squares(device, dt):
+    """'fro' of normal float32 entries whose squares are subnormal: 3u, 4u, 12u with u =
+    2**-66 give 13u exactly when the squares are kept (flushed, the norm was 0); one matrix
+    holding subnormal entries beside normal ones. Tolerance: 2 ulp (a norm kernel may scale
+    by the largest element first); the flushed answer is far outside it."""
+    u = 2.0 ** -66
+    if dt == C64:
+        a = np.array([[[3 * u + 4j * u, 0], [0, 12 * u]], [[3e-39, 1], [2, 1e-45j]]], dt)
+        want = np.array([13 * u, np.sqrt(5.0)], F32)
+    else:
+        a = np.array([[[3 * u, 4 * u], [0, 12 * u]], [[3e-39, 1], [2, -1e-45]]], dt)
+        want = np.array([13 * u, np.sqrt(5.0)], F32)
+    got = to_numpy(xp.linalg.matrix_norm(xp.asarray(a, device=device), ord="fro"))
+    assert got.dtype == F32 and got.shape == (2,), (got.dtype, got.shape)
+    np.testing.assert_allclose(got, want, rtol=2 * np.finfo(F32).eps, atol=0,
+                               err_msg="matrix_norm 'fro'")
+
+
+@pytest.mark.parametrize("adt,bdt", [(F32, F64), (C64, C128), (F32, F32)],
+                         ids=lambda d: np.dtype(d).name)
+def test_tensordot_converts_subnormals_exactly(device, rng, adt, bdt):
+    """tensordot of subnormal float32 (complex64) values with float64 (complex128) small
+    nonzero integers: x converted by our astype (CuPy's cast flushed it to 0), then the
+    library's GEMM on normal float64 values: every partial sum is exact, so NumPy's in any
+    order (a zero's sign aside). float32 with float32: the GEMM sees subnormals, compared
+    only for not being flushed where the exact result is far from 0."""
+    a = _subnormal_values(rng, adt, 4 * 5).reshape(4, 5)
+    m = rng.integers(1, 4, (5, 3)) * np.where(rng.random((5, 3)) < 0.5, -1, 1)
+    b = m.astype(bdt)
+    if np.dtype(bdt).kind == "c":
+        b = (m + 1j * m[::-1]).astype(bdt)
+    ga, gb = xp.asarray(a, device=device), xp.asarray(b, device=device)
+    got = to_numpy(xp.tensordot(ga, gb, axes=1))
+    wide = np.tensordot(a.astype(b.dtype if b.dtype.itemsize >= a.dtype.itemsize else a.dtype),
+                        b, axes=1)
+    if adt == bdt == F32:
+        # (cuBLAS's own arithmetic on subnormals is unspecified: not compared here)
+        assert got.dtype == F32 and got.shape == (4, 3), (got.dtype, got.shape)
+        return
+    _equal_values(got, wide, "tensordot(axes=1)")
+    a3 = _subnormal_values(rng, adt, 2 * 3 * 5).reshape(2, 3, 5)
+    b3 = np.broadcast_to(b[None, :, :], (3, 5, 3)).copy()
+    got = to_numpy(xp.tensordot(xp.asarray(a3, device=device), xp.asarray(b3, device=device),
+                                axes=((1, 2), (0, 1))))
+    _equal_values(got, np.tensordot(a3.astype(b3.dtype), b3, axes=((1, 2), (0, 1))),
+                  "tensordot over two axes")
+
+
+# Transforms whose every intermediate is a multiple of u (or 0): u = 2**-127 / factor keeps
+# them all normal, and the scaling (ours) lands them on multiples of 2**-127, many subnormal.
+# (name, input kind, norm, factor, call arguments)
+_FFT_CASES = [
+    ("fft", "c", "forward", 0.25, {}), ("fft", "c", "ortho", 0.5, {}),
+    ("ifft", "c", "backward", 0.25, {}), ("ifft", "c", "ortho", 0.5, {}),
+    ("rfft", "r", "forward", 0.25, {}), ("rfft", "r", "ortho", 0.5, {}),
+    ("irfft", "h", "backward", 0.25, {"n": 4}), ("irfft", "h", "ortho", 0.5, {"n": 4}),
+    ("hfft", "h", "forward", 0.25, {"n": 4}), ("ihfft", "r", "backward", 0.25, {}),
+    ("fftn", "c2", "forward", 0.25, {}), ("ifftn", "c2", "backward", 0.25, {}),
+    ("rfftn", "r2", "forward", 0.125, {}), ("irfftn", "h2", "backward", 0.125,
+                                            {"s": (2, 4), "axes": (0, 1)}),
+]
+
+
+def _fft_input(rng, kind, u):
+    def ints(shape):
+        return rng.integers(-2, 3, shape).astype(F64)
+    if kind == "c":
+        return (ints(4) + 1j * ints(4)) * u
+    if kind == "r":
+        return ints(4) * u
+    if kind == "h":  # 3 points of a Hermitian signal of 4: real first and last
+        v = ints(3) + 1j * ints(3)
+        v[0], v[-1] = v[0].real, v[-1].real
+        return v * u
+    if kind == "c2":
+        return (ints((2, 2)) + 1j * ints((2, 2))) * u
+    if kind == "r2":
+        return ints((2, 4)) * u
+    assert kind == "h2", kind
+    v = ints((2, 3)) + 1j * ints((2, 3))
+    v[:, 0], v[:, -1] = v[:, 0].real, v[:, -1].real
+    v[1, 0] = v[1, 0].real  # (the (1, 0) point of a 2 x 4 signal's half spectrum is its own
+    v[1, -1] = v[1, -1].real  # conjugate's partner: kept real, any order of the axes agrees)
+    return v * u
+
+
+@pytest.mark.parametrize("case", _FFT_CASES, ids=lambda c: f"{c[0]}-{c[2]}")
+def test_fft_scaling_keeps_subnormals(device, rng, case):
+    """The norm scaling (and hfft/ihfft's conjugation) by our kernels after the library's
+    unscaled transform: small transforms (2 and 4 points: additions only) of multiples of
+    u, scaled onto multiples of 2**-127, many of them subnormal, in float32 precision;
+    against NumPy's pocketfft on the same values in float64, rounded once to float32 (both
+    exact). Tolerance: 2 subnormal steps and 2 ulp (a library that rounds an intermediate);
+    a flushed output (0 where the reference is >= 2**-127) is far outside it."""
+    name, kind, norm, factor, kw = case
+    u = 2.0 ** -127 / factor
+
+    def subnormal_outputs(w):
+        parts = (w.real, w.imag) if w.dtype.kind == "c" else (w,)
+        return any(((p != 0) & (np.abs(p) < np.finfo(F32).smallest_normal)).any()
+                   for p in parts)
+    for _ in range(200):  # (the seeded rng: the same input every run)
+        v = _fft_input(rng, kind, u)
+        want = getattr(np.fft, name)(v, norm=norm, **kw)
+        want = want.astype(C64 if want.dtype.kind == "c" else F32)
+        if subnormal_outputs(want):
+            break
+    assert subnormal_outputs(want), "the case must have subnormal outputs"
+    assert np.abs(v[v != 0]).min() >= np.finfo(F32).smallest_normal
+    x = xp.asarray(v.astype(F32 if kind in ("r", "r2") else C64), device=device)
+    got = to_numpy(getattr(xp.fft, name)(x, norm=norm, **kw))
+    assert got.dtype == want.dtype and got.shape == want.shape, (got.dtype, want.dtype,
+                                                                 got.shape, want.shape)
+    tiny = np.finfo(F32).smallest_subnormal
+    np.testing.assert_allclose(got, want, rtol=2 * np.finfo(F32).eps, atol=2 * tiny,
+                               err_msg=f"fft.{name}(norm={norm!r})")
+
+
+def test_fftfreq_rounds_subnormal_frequencies(device, v2024):
+    """fftfreq / rfftfreq with dtype=float32 and a spacing that puts the frequencies k / (d n)
+    on multiples of 2**-127: computed in float64, rounded by our astype (CuPy's flushed
+    them), bit for bit as NumPy's float64 values rounded once."""
+    d = 2.0 ** 125
+    for fname in ("fftfreq", "rfftfreq"):
+        got = to_numpy(getattr(xp.fft, fname)(4, d=d, dtype=xp.float32, device=device))
+        want = getattr(np.fft, fname)(4, d).astype(F32)
+        assert (np.abs(want[want != 0]) < np.finfo(F32).smallest_normal).any()
+        _same(got, want, f"fft.{fname}(4, d=2**125, dtype=float32)")

@@ -4,6 +4,12 @@ Every transform validates its input (dtype category, n/s, axis/axes, norm) again
 text, resolves the transform sizes itself (so NumPy and CuPy see the same explicit arguments),
 makes one call into ``x._b.xp.fft`` and casts to the spec's result dtype, which keeps
 the input precision (complex64 <-> float32).
+
+The library computes only the unscaled transform (cuFFT on cuda, pocketfft on cpu): the
+``norm`` scaling, hfft's and ihfft's conjugation and any dtype conversion run through the
+namespace's own functions and the backend's astype, on every device alike. On cuda those are
+our kernels; CuPy's (the scaling and conjugation inside cupy.fft) are built with -ftz and would
+flush float32 subnormal results to 0.
 """
 from __future__ import annotations
 
@@ -11,7 +17,7 @@ import inspect
 import math
 import types
 
-from . import _memory, _revisions
+from . import _elementwise, _memory, _revisions
 from ._array import _wrap, check_array
 from ._backends import backend
 from ._devices import check_device, default_device
@@ -44,6 +50,59 @@ _TRANSFORMS = {
 }
 
 
+# The norm under which the library's call leaves its transform unscaled: "backward" for a
+# forward transform, "forward" for an inverse one (hfft is an inverse real transform of the
+# conjugate; ihfft the conjugate of a forward real one).
+_LIBRARY_INVERSE = {"ifft", "ifftn", "irfft", "irfftn", "hfft"}
+# The functions whose "backward" norm scales by 1/n (the inverse transforms of the spec).
+_INVERSE = {"ifft", "ifftn", "irfft", "irfftn", "ihfft"}
+
+
+def _unguarded(f):
+    return getattr(f, "__wrapped__", f)  # (the caller's guard names the fft function)
+
+
+_conj = _unguarded(_elementwise.conj)
+
+
+def _times(a, factor):
+    """a * factor (a Python float) without the operator's guard: multiply's own path, which
+    takes the scalar under every revision (multiply() itself takes one from 2024.12)."""
+    return _elementwise._binary(a, factor, "multiply", "*")
+
+
+def _factor(fname, norm, sizes):
+    """The scale factor of a transform of `sizes` points under `norm`, or None (unscaled)."""
+    if norm == "ortho":
+        return 1.0 / math.sqrt(math.prod(sizes))
+    if (norm == "backward") == (fname in _INVERSE):
+        return 1.0 / math.prod(sizes)
+    return None
+
+
+def _scaled(b, res, factor, out_dtype, device):
+    """The Array of the native result ``res`` times the Python float ``factor`` (our multiply
+    in res's precision, factor rounded to it, as pocketfft's scaling is). A complex result is
+    scaled part by part, through a real view of its memory: a complex product with
+    factor + 0j would give an infinite part's partner a NaN (inf * 0)."""
+    if factor is None:
+        return _wrap(res, device)
+    if res.dtype.kind != "c":
+        return _times(_wrap(res, device), factor)
+    # the axes in memory order (cuFFT's results along an inner axis are swapped views of a
+    # C-contiguous buffer): the whole buffer is scaled as one flat real array
+    order = sorted(range(res.ndim), key=lambda i: res.strides[i], reverse=True)
+    t = res.transpose(order)
+    if not t.flags.c_contiguous:
+        t = b.copy(t)
+    real = t.reshape(-1).view(real_dtype(out_dtype)._np)
+    flat = _times(_wrap(real, device), factor)._data.view(t.dtype).reshape(t.shape)
+    back = [0] * res.ndim
+    for i, o in enumerate(order):
+        back[o] = i
+    return _wrap(flat.transpose(back), device)
+
+
 def _check_input(x, fname):
     check_array(x, f"fft.{fname}")
     category, result, _ = _TRANSFORMS[fname]
@@ -70,15 +129,20 @@ def _default_c2r_length(m, fname, argname):
                          f"input points", f"; pass {argname} explicitly")
 
 
-def _run(x, fname, out_dtype, out_shape, call):
-    """One backend call; an empty result needs no transform (cuFFT rejects a batch of 0)."""
+def _run(x, fname, out_dtype, out_shape, call, norm, sizes):
+    """One backend call of the unscaled transform, ``call(xp.fft, data, norm)``, then the
+    scaling of ``norm`` for transforms of ``sizes`` points; an empty result needs no transform
+    (cuFFT rejects a batch of 0)."""
     b = x._b
     with b.ctx():
         if math.prod(out_shape) == 0 or x.size == 0:
             # Either nothing to compute, or the (padded) input is all zeros: so is its transform.
             return _wrap(b.xp.zeros(out_shape, dtype=out_dtype._np), x.device)
-        res = call(b.xp.fft, x._data)
-        return _wrap(res.astype(out_dtype._np, copy=False), x.device)
+        data = _conj(x)._data if fname == "hfft" else x._data
+        res = call(b.xp.fft, data, "forward" if fname in _LIBRARY_INVERSE else "backward")
+        res = b.astype(res, out_dtype, False)  # (the library keeps the precision: no work)
+        out = _scaled(b, res, _factor(fname, norm, sizes), out_dtype, x.device)
+        return _conj(out) if fname == "ihfft" else out
 
 
 # ---- one-dimensional transforms ---------------------------------------------------------------
@@ -98,8 +162,9 @@ def _transform_1d(fname, x, n, axis, norm):
     out_len = n // 2 + 1 if kind == "r2c" else n
     out_shape = check_size(x.shape[:ax] + (out_len,) + x.shape[ax + 1:], out_dtype,
                            f"fft.{fname}")
+    library = {"hfft": "irfft", "ihfft": "rfft"}.get(fname, fname)
     return _run(x, fname, out_dtype, out_shape,
-                lambda f, a: getattr(f, fname)(a, n=n, axis=ax, norm=norm))
+                lambda f, a, nn: getattr(f, library)(a, n=n, axis=ax, norm=nn), norm, (n,))
 
 
 def fft(x, /, *, n=None, axis=-1, norm="backward"):
@@ -163,7 +228,7 @@ def _transform_nd(fname, x, s, axes, norm):
                              f"{x.shape} and axes is empty)")
         b = x._b
         with b.ctx():  # nothing to transform: the result is a copy
-            return _wrap(x._data.astype(out_dtype._np, copy=True), x.device)
+            return _wrap(b.astype(x._data, out_dtype, True), x.device)
     last = len(axes) - 1
     sizes = []
     for i, ax in enumerate(axes):
@@ -184,18 +249,19 @@ def _transform_nd(fname, x, s, axes, norm):
     if kind == "c2c" or len(axes) == 1:
         c_axes, c_sizes = _ascending(axes, sizes)
         return _run(x, fname, out_dtype, tuple(out_shape),
-                    lambda fm, a: getattr(fm, fname)(a, s=c_sizes, axes=c_axes, norm=norm))
+                    lambda fm, a, nn: getattr(fm, fname)(a, s=c_sizes, axes=c_axes, norm=nn),
+                    norm, sizes)
 
     # Real n-D transforms by their definition: a real transform over the last listed axis and
     # complex ones over the others. (CuPy's own rfftn returns wrong shapes for axes listed out
     # of order, e.g. axes=[0, 2, 1].)
-    def split(fm, a):
+    def split(fm, a, nn):
         c_axes, c_sizes = _ascending(axes[:-1], sizes[:-1])
-        rest = dict(s=c_sizes, axes=c_axes, norm=norm)
+        rest = dict(s=c_sizes, axes=c_axes, norm=nn)
         if kind == "r2c":
-            return fm.fftn(fm.rfft(a, n=sizes[-1], axis=axes[-1], norm=norm), **rest)
-        return fm.irfft(fm.ifftn(a, **rest), n=sizes[-1], axis=axes[-1], norm=norm)
-    return _run(x, fname, out_dtype, tuple(out_shape), split)
+            return fm.fftn(fm.rfft(a, n=sizes[-1], axis=axes[-1], norm=nn), **rest)
+        return fm.irfft(fm.ifftn(a, **rest), n=sizes[-1], axis=axes[-1], norm=nn)
+    return _run(x, fname, out_dtype, tuple(out_shape), split, norm, sizes)
 
 
 def _ascending(axes, sizes):
@@ -251,9 +317,10 @@ def _freq(fname, n, d, dtype, device):
     check_size((n if fname == "fftfreq" else n // 2 + 1,), dtype, f)
     b = backend(device)
     with b.ctx():
-        # computed in float64, then rounded once to dtype
+        # computed in float64 (no float64 operation flushes), then rounded once to dtype by
+        # the backend's astype (CuPy's float32 rounding flushes subnormal results to 0)
         res = getattr(b.xp.fft, fname)(n, d)
-        return _wrap(res.astype(dtype._np, copy=False), device)
+        return _wrap(b.astype(res, dtype, False), device)
 
 
 class _SignatureOfRevision(inspect.Signature):

@@ -14,7 +14,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from . import _memory, _revisions
+from . import _elementwise, _manipulation, _memory, _revisions, _searching
 from ._array import Array, _backend_of, _wrap, check_array, kept_one
 from ._backends._base import _FP_IGNORE, FpQuiet, fp_quiet_off, fp_quiet_on
 from ._dtypes import DEFAULT_DTYPES, complex_dtype, in_category, promote, real_dtype
@@ -25,6 +25,24 @@ from ._validation import PLANS as _PLANS
 from ._validation import (broadcast_shapes, check_bool, check_dtype_category, check_int,
                           check_size,
                           common_device, normalize_axes, option_type, planned)
+
+# The namespace's own functions, unguarded (this module's guard names the linalg function in
+# an out-of-memory error). Every float value computed here outside a library call goes
+# through them (on cuda, our kernels: CuPy's are built with -ftz and flush float32 subnormals),
+# the same code on every device.
+def _unguarded(f):
+    return getattr(f, "__wrapped__", f)
+
+
+_conj = _unguarded(_elementwise.conj)
+_greater = _unguarded(_elementwise.greater)
+_multiply = _unguarded(_elementwise.multiply)
+_subtract = _unguarded(_elementwise.subtract)
+_moveaxis = _unguarded(_manipulation.moveaxis)
+_reshape = _unguarded(_manipulation.reshape)
+_stack = _unguarded(_manipulation.stack)
+_where = _unguarded(_searching.where)
+_matmul = _unguarded(matmul)
 
 EighResult = namedtuple("EighResult", ["eigenvalues", "eigenvectors"])
 QRResult = namedtuple("QRResult", ["Q", "R"])
@@ -75,10 +93,6 @@ def _run(b, fname, failure, fn, check=True):
         fp_quiet_off(token)
 
 
-def _cast(x, dtype):
-    return x._data.astype(dtype._np, copy=False)
-
-
 def _zeros(x, shape, dtype):
     b = x._b
     with b.ctx():
@@ -89,9 +103,9 @@ def _eye_stack(xp, stack, n, dtype):
     return xp.broadcast_to(xp.eye(n, dtype=dtype._np), tuple(stack) + (n, n)).copy()
 
 
-def _conj_t(xp, a):
-    a = xp.swapaxes(a, -1, -2)
-    return xp.conj(a) if a.dtype.kind == "c" else a
+def _conj_t(a):
+    """The conjugate transpose of the Array a (our conj: a view for real dtypes)."""
+    return (_conj(a) if a.dtype.kind == "complex" else a).mT
 
 
 # ---- decompositions and solvers ---------------------------------------------------------------
@@ -103,12 +117,9 @@ def cholesky(x, /, *, upper=False):
     if x.size == 0:
         return _zeros(x, x.shape, x.dtype)
 
-    def f(xp):
-        low = xp.linalg.cholesky(x._data)
-        out = _conj_t(xp, low) if upper else low
-        return out.astype(x.dtype._np, copy=False)
-    out = _run(x._b, fname, "x is not Hermitian positive-definite", f)
-    return _wrap(out, x.device)
+    low = _wrap(_run(x._b, fname, "x is not Hermitian positive-definite",
+                     lambda xp: xp.linalg.cholesky(x._data)), x.device)
+    return _conj_t(low) if upper else low
 
 
 def det(x, /):
@@ -121,7 +132,7 @@ def det(x, /):
             fill = b.xp.ones if x.shape[-1] == 0 else b.xp.zeros
             return _wrap(fill(stack, dtype=x.dtype._np), x.device)
     out = _run(b, fname, "the LU factorization failed",
-               lambda xp: xp.asarray(xp.linalg.det(x._data)).astype(x.dtype._np, copy=False),
+               lambda xp: b.astype(xp.asarray(xp.linalg.det(x._data)), x.dtype, False),
                check=False)
     return _wrap(out, x.device)
 
@@ -140,8 +151,7 @@ def slogdet(x, /):
 
     def f(xp):
         s, l = xp.linalg.slogdet(x._data)
-        return (xp.asarray(s).astype(x.dtype._np, copy=False),
-                xp.asarray(l).astype(rdt._np, copy=False))
+        return (b.astype(xp.asarray(s), x.dtype, False), b.astype(xp.asarray(l), rdt, False))
     s, l = _run(b, fname, "the LU factorization failed", f, check=False)
     return SlogdetResult(_wrap(s, x.device), _wrap(l, x.device))
 
@@ -155,8 +165,9 @@ def eigh(x, /):
 
     def f(xp):
         w, v = xp.linalg.eigh(x._data)
-        return w.astype(rdt._np, copy=False), v.astype(x.dtype._np, copy=False)
-    w, v = _run(x._b, fname, "the eigenvalue iteration did not converge", f)
+        return b.astype(w, rdt, False), b.astype(v, x.dtype, False)
+    b = x._b
+    w, v = _run(b, fname, "the eigenvalue iteration did not converge", f)
     return EighResult(_wrap(w, x.device), _wrap(v, x.device))
 
 
@@ -166,8 +177,9 @@ def eigvalsh(x, /):
     rdt = real_dtype(x.dtype)
     if x.size == 0:
         return _zeros(x, x.shape[:-1], rdt)
-    out = _run(x._b, fname, "the eigenvalue iteration did not converge",
-               lambda xp: xp.linalg.eigvalsh(x._data).astype(rdt._np, copy=False))
+    b = x._b
+    out = _run(b, fname, "the eigenvalue iteration did not converge",
+               lambda xp: b.astype(xp.linalg.eigvalsh(x._data), rdt, False))
     return _wrap(out, x.device)
 
 
@@ -176,8 +188,9 @@ def inv(x, /):
     _square(_floating(x, fname), fname)
     if x.size == 0:
         return _zeros(x, x.shape, x.dtype)
-    out = _run(x._b, fname, "x is singular (not invertible)",
-               lambda xp: xp.linalg.inv(x._data).astype(x.dtype._np, copy=False))
+    b = x._b
+    out = _run(b, fname, "x is singular (not invertible)",
+               lambda xp: b.astype(xp.linalg.inv(x._data), x.dtype, False))
     return _wrap(out, x.device)
 
 
@@ -259,8 +272,9 @@ def qr(x, /, *, mode="reduced"):
 
     def f(xp):
         q, r = xp.linalg.qr(x._data, mode=mode)
-        return q.astype(x.dtype._np, copy=False), r.astype(x.dtype._np, copy=False)
-    q, r = _run(x._b, fname, "the factorization failed", f)
+        return b.astype(q, x.dtype, False), b.astype(r, x.dtype, False)
+    b = x._b
+    q, r = _run(b, fname, "the factorization failed", f)
     return QRResult(_wrap(q, x.device), _wrap(r, x.device))
 
 
@@ -270,10 +284,10 @@ def _svd_native(b, fname, x, full_matrices, compute_uv):
 
     def f(xp):
         if not compute_uv:
-            return xp.linalg.svd(x._data, compute_uv=False).astype(rdt._np, copy=False)
+            return b.astype(xp.linalg.svd(x._data, compute_uv=False), rdt, False)
         u, s, vh = xp.linalg.svd(x._data, full_matrices=full_matrices)
-        return (u.astype(x.dtype._np, copy=False), s.astype(rdt._np, copy=False),
-                vh.astype(x.dtype._np, copy=False))
+        return (b.astype(u, x.dtype, False), b.astype(s, rdt, False),
+                b.astype(vh, x.dtype, False))
     return _run(b, fname, "the singular value iteration did not converge", f)
 
 
@@ -312,7 +326,8 @@ def svdvals(x, /):
 # ---- functions built on the SVD: rank and pseudo-inverse ------------------------------------
 
 def _rtol_native(fname, x, rtol, rdt, stack):
-    """rtol as a native array broadcastable against the stack shape (None: max(M, N) * eps)."""
+    """rtol as a Python float or an Array of the promoted dtype broadcastable against the
+    stack shape (None: max(M, N) * eps)."""
     b = x._b
     if rtol is None:
         return rdt, max(x.shape[-2:]) * float(np.finfo(rdt._np).eps), stack
@@ -323,12 +338,21 @@ def _rtol_native(fname, x, rtol, rdt, stack):
         common_device([x, rtol], fname)
         out_stack = broadcast_shapes([stack, rtol.shape], fname)
         dt = promote(rdt, rtol.dtype)
-        with b.ctx():
-            return dt, rtol._data.astype(dt._np, copy=False), out_stack
+        return dt, _wrap(b.astype(rtol._data, dt, False), rtol.device), out_stack
     if isinstance(rtol, bool) or not isinstance(rtol, (int, float)):
         raise TypeError(f"{fname}: rtol must be a Python float, a real floating-point array "
                         f"or None, got {rtol!r}")
     return rdt, float(rtol), stack
+
+
+def _kept_values(s, tol):
+    """A bool Array: which singular values of the Array s (each stack's in descending order)
+    exceed tol (a Python float or an Array) times that stack's largest; in the promoted
+    dtype of both, as the product is."""
+    smax = s[..., :1]
+    cutoff = (_multiply(tol[..., None], smax) if isinstance(tol, Array)
+              else _elementwise._binary(smax, tol, "multiply", "*"))
+    return _greater(s, cutoff)
 
 
 def matrix_rank(x, /, *, rtol=None):
@@ -341,14 +365,12 @@ def matrix_rank(x, /, *, rtol=None):
     if x.size == 0:
         return _zeros(x, out_stack, idt)
     b = x._b
-    s = _svd_native(b, fname, x, False, False)
-    with b.ctx(), FpQuiet():
-        xp = b.xp
-        s = s.astype(dt._np, copy=False)
-        cutoff = xp.asarray(tol, dtype=dt._np)[..., None] * s[..., :1]
-        out = xp.sum(s > cutoff, axis=-1, dtype=idt._np)
-        out = xp.broadcast_to(out, out_stack).astype(idt._np)
-    return _wrap(out, x.device)
+    s = _wrap(_svd_native(b, fname, x, False, False), x.device)
+    with FpQuiet():
+        keep = _kept_values(s, tol)  # of shape out_stack + (K,): rtol broadcast in
+    # a count, as the default index dtype (int64)
+    assert idt.name == "int64", idt
+    return _wrap(b.count_nonzero(keep._data, (keep.ndim - 1,), False), x.device)
 
 
 def pinv(x, /, *, rtol=None):
@@ -361,17 +383,18 @@ def pinv(x, /, *, rtol=None):
     if x.size == 0:
         return _zeros(x, tuple(out_stack) + (n, m), out_dt)
     b = x._b
-    u, s, vh = _svd_native(b, fname, x, False, True)
-    with b.ctx(), FpQuiet():
-        xp = b.xp
-        cutoff = xp.asarray(tol, dtype=dt._np)[..., None] * s[..., :1]
-        keep = s > cutoff
-        # 1/s only where s is kept; elsewhere 0 (the pseudo-inverse of a zero singular value).
-        sinv = xp.where(keep, 1 / xp.where(keep, s, xp.ones_like(s)), xp.zeros_like(s))
-        out = xp.matmul(_conj_t(xp, vh) * sinv[..., None, :].astype(x.dtype._np),
-                        _conj_t(xp, u))
-        out = xp.broadcast_to(out, tuple(out_stack) + (n, m)).astype(out_dt._np)
-    return _wrap(out, x.device)
+    u, s, vh = (_wrap(a, x.device) for a in _svd_native(b, fname, x, False, True))
+    with FpQuiet():
+        keep = _kept_values(s, tol)
+        # 1/s where s is kept; elsewhere 0 (the pseudo-inverse of a zero singular value;
+        # 1/0 = inf there is never picked)
+        sinv = _where(keep, _elementwise._binary(s, 1.0, "divide", "/", True),
+                      _zeros(x, (), rdt))
+        # V diag(sinv) U^H: sinv (real) scales V's columns, then one product; the batch
+        # shapes broadcast to out_stack (an rtol array's stack), and the result is x's dtype
+        out = _matmul(_multiply(_conj_t(vh), sinv[..., None, :]), _conj_t(u))
+    assert out.dtype == out_dt and out.shape == tuple(out_stack) + (n, m), (out, out_stack)
+    return out
 
 
 # ---- powers and products ---------------------------------------------------------------------
@@ -388,18 +411,19 @@ def matrix_power(x, n, /):
     if x.size == 0:
         return _zeros(x, x.shape, x.dtype)
     e = -n if n < 0 else n
-    with b.ctx(), FpQuiet():
-        xp = b.xp
-        a, out = base._data, None
-        while True:  # binary exponentiation: O(log n) batched products
+    with FpQuiet():
+        a, out = base, None
+        while True:  # binary exponentiation: O(log n) batched products (cuBLAS on cuda)
             if e & 1:
-                out = a if out is None else xp.matmul(out, a)
+                out = a if out is None else _matmul(out, a)
             e >>= 1
             if not e:
                 break
-            a = xp.matmul(a, a)
-        out = out.astype(x.dtype._np, copy=True)
-    return _wrap(out, x.device)
+            a = _matmul(a, a)
+    if out is x:  # n == 1: a new array all the same
+        with b.ctx():
+            return _wrap(b.copy(x._data), x.device)
+    return out
 
 
 def outer(x1, x2, /):
@@ -409,11 +433,9 @@ def outer(x1, x2, /):
         if a.ndim != 1:
             raise ValueError(f"{fname}: {nm} has shape {a.shape}; outer takes 1-D arrays")
     check_size(x1.shape + x2.shape, dtype, fname)
-    b = _backend_of([x1, x2])
-    with b.ctx(), FpQuiet():
-        out = b.xp.multiply(_cast(x1, dtype)[:, None], _cast(x2, dtype)[None, :])
-        out = out.astype(dtype._np, copy=False)
-    return _wrap(out, device)
+    # one product of the (M, 1) and (1, N) views, each operand read in its own dtype
+    with FpQuiet():
+        return _multiply(x1[:, None], x2[None, :])
 
 
 def cross(x1, x2, /, *, axis=-1):
@@ -425,16 +447,16 @@ def cross(x1, x2, /, *, axis=-1):
                          f"size {x2.shape[axis]} in x2 {x2.shape}; both must be 3 (the cross "
                          f"product is of 3-element vectors, and that axis is never broadcast)")
     broadcast_shapes([x1.shape, x2.shape], fname)
-    b = _backend_of([x1, x2])
-    with b.ctx(), FpQuiet():
-        xp = b.xp
-        a = xp.moveaxis(_cast(x1, dtype), axis, -1)
-        c = xp.moveaxis(_cast(x2, dtype), axis, -1)
+    with FpQuiet():
+        # the components are views; each operand is read in its own dtype by the products
+        a = _moveaxis(x1, axis, -1)
+        c = _moveaxis(x2, axis, -1)
         a0, a1, a2 = a[..., 0], a[..., 1], a[..., 2]
         c0, c1, c2 = c[..., 0], c[..., 1], c[..., 2]
-        out = xp.stack([a1 * c2 - a2 * c1, a2 * c0 - a0 * c2, a0 * c1 - a1 * c0], axis=-1)
-        out = xp.moveaxis(out, -1, axis).astype(dtype._np, copy=False)
-    return _wrap(out, device)
+        parts = [_subtract(_multiply(p, q), _multiply(r, t))
+                 for p, q, r, t in ((a1, c2, a2, c1), (a2, c0, a0, c2), (a0, c1, a1, c0))]
+        # stacked straight into place: the new axis lands at `axis` (negative, from the end)
+        return _stack(parts, axis=axis)
 
 
 # ---- diagonals and norms ---------------------------------------------------------------------
@@ -538,20 +560,19 @@ def matrix_norm(x, /, *, keepdims=False, ord="fro"):
         out = _zeros(x, stack, rdt)._data
     elif ord in ("nuc", 2, -2):
         s = _svd_native(b, fname, x, False, False)
-        with b.ctx():
-            xp = b.xp
-            out = (xp.sum(s, axis=-1) if ord == "nuc" else s[..., 0] if ord == 2
-                   else s[..., -1])
+        out = (b.reduce("sum", s, (s.ndim - 1,), False, rdt) if ord == "nuc"
+               else s[..., 0] if ord == 2 else s[..., -1])
     elif ord == "fro":  # the 2-norm of the matrix's elements: one reduction
         return _wrap(b.vector_norm(d, axes, keepdims, 2, rdt, key), x._device)
     else:
-        with b.ctx(), FpQuiet():
-            xp = b.xp
-            a = xp.abs(x._data).astype(rdt._np, copy=False)
-            sums = xp.sum(a, axis=-2 if ord in (1, -1) else -1)
-            out = xp.max(sums, axis=-1) if ord > 0 else xp.min(sums, axis=-1)
+        # 1, -1: the column sums of |x| (inf, -inf: the row sums), each one vector 1-norm
+        # (|x| read inside the reduction), then their largest or smallest
+        with FpQuiet():
+            summed = axes[0] if ord in (1, -1) else axes[1]
+            sums = b.vector_norm(d, (summed,), True, 1, rdt)
+            return _wrap(b.reduce("max" if ord > 0 else "min", sums, axes, keepdims, rdt),
+                         x._device)
     with b.ctx():
-        out = b.xp.asarray(out).astype(rdt._np, copy=False)
         out = _keep(out, keepdims, x.shape, axes)
     return _wrap(out, x.device)
 

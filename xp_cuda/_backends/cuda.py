@@ -276,14 +276,26 @@ class CudaBackend(Backend):
         return super().getitem(data, key, user_key)
 
     def setitem(self, data, key, value, value_shape):
+        if type(value) is type(data) and value.dtype != data.dtype:
+            # a value of a narrower dtype (float32 into float64 or complex): converted by our
+            # kernel, so that CuPy's assignment only moves elements (its casting kernel is
+            # built with -ftz and flushes float32 subnormals to 0)
+            value = self.astype(value, from_numpy_dtype(data.dtype), False)
         if type(key) is type(data) and (isinstance(value, np.generic) or (
-                type(value) is type(data) and value.ndim == 0 and value.dtype == data.dtype)):
+                type(value) is type(data) and value.ndim == 0)):
             with self.ctx():  # a scalar (or 0-d array) into the masked elements
                 _scan.mask_assign(self.xp, data, key, value)
             return
         if isinstance(value, np.generic):  # a device scalar: CuPy's fill() loses -0.0
             value = self.move_in(np.asarray(value), None)
         super().setitem(data, key, value, value_shape)
+
+    def assign(self, data, value):
+        if value.dtype is not data.dtype and value.dtype != data.dtype:
+            # (no caller passes another dtype today; if one does, our kernel converts, as in
+            # setitem: CuPy's casting assignment flushes float32 subnormals)
+            value = self.astype(value, from_numpy_dtype(data.dtype), False)
+        super().assign(data, value)
 
     def bounds(self, data):
         # our min and max reductions, both results brought back in one transfer
