@@ -299,6 +299,15 @@ class _DevArray:
         self.flags = types.SimpleNamespace(c_contiguous=strides is None)
         self.data = types.SimpleNamespace(ptr=(1 << 20) * _DevArray.n)
 
+    def transpose(self, perm):
+        """The view of the same memory with its axes in perm's order."""
+        t = _DevArray.__new__(_DevArray)
+        t.__dict__.update(self.__dict__)
+        t.shape = tuple(self.shape[a] for a in perm)
+        t.strides = tuple(self.strides[a] for a in perm)
+        t.flags = types.SimpleNamespace(c_contiguous=False)
+        return t
+
 
 def _stand_in(monkeypatch):
     launches = []
@@ -372,6 +381,9 @@ def test_reduce_eager_builds_and_caches_one_launch(monkeypatch):
     assert out.shape == (1, 5, 1) and out.dtype == np.int64 and len(R._programs) == 1
     launch = next(iter(R._programs.values()))
     assert "xp_cvt<long long>" in launch.source and "reduction 0: sum" in launch.source
+    # x's smallest stride is on kept axis 1: the kernel reads x as (6, 4, 5), axes (0, 1),
+    # a column-like reduction; the result keeps the caller's shape
+    assert launch.out_specs[0][0] == (1, 5, 1)
     kred.reduce_eager(cp, "sum", x, (0, 2), True, "int8", "int64")
     assert len(R._programs) == 1 and len(launches) == 2
     with pytest.raises(ValueError, match="dtype"):

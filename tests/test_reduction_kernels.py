@@ -643,3 +643,25 @@ def test_struct_accumulators_algebra_on_host(tmp_path):
                 w0, w1 = np.var(x), (np.var(x, ddof=1) if x.size > 1 else np.nan)
             np.testing.assert_allclose([v0, v1], [w0, w1], rtol=1e-12, equal_nan=True)
             assert math.isnan(vn)  # N - correction == 0
+
+
+def test_orientation_trades_the_groups_where_the_smallest_stride_lies():
+    """A reduction reads x with its reduced and kept axes as two groups, the group of the
+    smallest stride last, each in its own order (None: x's own order)."""
+    from xp_cuda._kernels.reduction import orientation
+    f4 = 4
+    # sum over axis 1 of x.T (x C-contiguous (8, 6)): a strided row per output -> a column read
+    assert orientation((6, 8), (f4, 6 * f4), (1,)) == (1, 0)
+    # sum over axis 0 of x.T: lanes over outputs 8 floats apart -> a row read
+    assert orientation((6, 8), (f4, 6 * f4), (0,)) == (1, 0)
+    # C-contiguous: already right, either way
+    assert orientation((6, 8), (8 * f4, f4), (1,)) is None
+    assert orientation((6, 8), (8 * f4, f4), (0,)) is None
+    # every axis or none reduced: nothing to trade
+    assert orientation((6, 8), (f4, 6 * f4), (0, 1)) is None
+    assert orientation((6, 8), (f4, 6 * f4), ()) is None
+    # 3-d, the middle axis kept and smallest: reduced (0, 2) go first, kept order unchanged
+    assert orientation((6, 5, 4), (20, 1, 5), (0, 2)) == (0, 2, 1)
+    # broadcast (stride 0) and size-1 axes never decide
+    assert orientation((6, 8), (0, f4), (1,)) is None
+    assert orientation((1, 8, 3), (4, 12, 4), (2,)) is None

@@ -111,12 +111,13 @@ def eager_launch(cp, kind, x, axes, keepdims, in_dtype, acc_dtype, device=None):
         device = cp.cuda.runtime.getDevice()
     key = (kind, in_name, acc_name, shape, x.strides, axes, keepdims, device)
     return _layout_launch(cp, key, x, axes, keepdims, acc_name, _EMPTY_VALUE.get(kind, kind),
-                          lambda: _build(cp, kind, in_name, acc_name, x, axes, keepdims))
+                          lambda xv, ax: _build(cp, kind, in_name, acc_name, xv, ax, keepdims))
 
 
 def _layout_launch(cp, key, x, axes, keepdims, out_name, empty_range, build):
     """The reductions' one way to their launch: (the launch kept under ``key``, None), built by
-    ``build()`` on first sight; or (None, the result) where no kernel runs: an empty result, or
+    ``build(x or a transposed view of it, axes in that view)`` (see ``orientation``) on
+    first sight; or (None, the result) where no kernel runs: an empty result, or
     an empty range, whose value is ``empty_range`` (a str: the reduction's name, which has
     none: a ValueError). A cached layout is never empty, so a hit needs no other test."""
     launch = lookup(key)
@@ -129,7 +130,33 @@ def _layout_launch(cp, key, x, axes, keepdims, out_name, empty_range, build):
         if type(empty_range) is str:
             raise ValueError(f"{empty_range} of an empty range has no value")
         return None, cp.full(out_shape(shape, axes, keepdims), empty_range, dtype=out_name)
-    return keep(key, build()), None
+    perm = orientation(shape, x.strides, axes)
+    if perm is None:
+        return keep(key, build(x, tuple(axes))), None
+    launch = build(x.transpose(perm), tuple(perm.index(a) for a in axes))
+    if keepdims:  # the kernel writes its output flat: only where the 1s stand differs
+        launch.out_specs = [(out_shape(shape, axes, True), dt) for _, dt in launch.out_specs]
+    return keep(key, launch), None
+
+
+def orientation(shape, strides, axes):
+    """The axis order a reduction reads x in, or None for x's own. The kernels know two
+    layouts: row-like (the last axis reduced: lanes walk it) and column-like (the last axis
+    kept: lanes cover neighbouring outputs). When x's smallest stride lies in the other group
+    (a sum over axis 1 of x.T), the two groups trade places, each keeping its own order, so
+    the lanes walk memory: sum(x.T, axis=1) of (8192, 8192) float32 read x as a strided row
+    per output, 0.465 ms on the H200, torch 0.074."""
+    nd = len(shape)
+    live = [(abs(st), a) for a, (n, st) in enumerate(zip(shape, strides)) if n > 1 and st]
+    if not live or not axes or len(axes) == nd:
+        return None
+    inner = min(live)[1]
+    row_like = nd - 1 in axes
+    if row_like == (inner in axes):
+        return None
+    red = [a for a in range(nd) if a in axes]
+    kept = [a for a in range(nd) if a not in axes]
+    return tuple(red + kept) if row_like else tuple(kept + red)
 
 
 # ---- struct accumulators and prologues --------------------------------------------------------
@@ -165,8 +192,9 @@ def arg_launch(cp, kind, x, axis, keepdims, device=None):
            cp.cuda.runtime.getDevice() if device is None else device)
     assert kind in ("argmax", "argmin") and x.dtype.kind in "biuf", (kind, x.dtype)
     axes = tuple(range(len(shape))) if axis is None else (axis,)
-    return _layout_launch(cp, key, x, axes, keepdims, "int64", kind, lambda: _launch(
-        cp, *arg_graph(kind, dtype_name(x.dtype), tuple(shape), axis, keepdims), x))
+    return _layout_launch(cp, key, x, axes, keepdims, "int64", kind, lambda xv, ax: _launch(
+        cp, *arg_graph(kind, dtype_name(x.dtype), tuple(xv.shape),
+                       None if axis is None else ax[0], keepdims), xv))
 
 
 # var/std accumulate their moments in float64 for float32 input too: the kernel is bound by
@@ -210,9 +238,9 @@ def moments_launch(cp, kind, x, axes, correction, keepdims, out_dtype, device=No
     key = (kind, x.dtype, out_name, shape, x.strides, axes, keepdims, correction,
            cp.cuda.runtime.getDevice() if device is None else device)
     assert kind in ("var", "std") and x.dtype.kind == "f", (kind, x.dtype)
-    return _layout_launch(cp, key, x, axes, keepdims, out_name, math.nan, lambda: _launch(
-        cp, *moments_graph(kind, dtype_name(x.dtype), tuple(shape), axes, correction, keepdims,
-                           out_name), x))
+    return _layout_launch(cp, key, x, axes, keepdims, out_name, math.nan, lambda xv, ax: _launch(
+        cp, *moments_graph(kind, dtype_name(x.dtype), tuple(xv.shape), ax, correction, keepdims,
+                           out_name), xv))
 
 
 def _floating(name):
@@ -248,8 +276,9 @@ def norm_launch(cp, x, ord, axes, keepdims, out_dtype, device=None):
     key = ("norm", x.dtype, out_name, shape, x.strides, axes, keepdims, ord,
            cp.cuda.runtime.getDevice() if device is None else device)
     return _layout_launch(cp, key, x, axes, keepdims, out_name, math.inf if ord < 0 else 0.0,
-                          lambda: _launch(cp, *norm_graph(dtype_name(x.dtype), tuple(shape), ord,
-                                                          axes, keepdims, out_name), x))
+                          lambda xv, ax: _launch(cp, *norm_graph(dtype_name(x.dtype),
+                                                                 tuple(xv.shape), ord, ax,
+                                                                 keepdims, out_name), xv))
 
 
 # ---- count_nonzero: the predicate fused into the read ---------------------------------------
@@ -287,5 +316,5 @@ def count_launch(cp, x, axes, keepdims, device=None):
     axes = tuple(sorted(axes))
     key = ("count_nonzero", x.dtype, shape, x.strides, axes, keepdims,
            cp.cuda.runtime.getDevice() if device is None else device)
-    return _layout_launch(cp, key, x, axes, keepdims, COUNT_DTYPE, 0, lambda: _launch(
-        cp, *count_graph(dtype_name(x.dtype), tuple(shape), axes, keepdims), x))
+    return _layout_launch(cp, key, x, axes, keepdims, COUNT_DTYPE, 0, lambda xv, ax: _launch(
+        cp, *count_graph(dtype_name(x.dtype), tuple(xv.shape), ax, keepdims), xv))
