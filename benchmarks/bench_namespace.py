@@ -178,6 +178,8 @@ def unique_cases() -> list[Case]:
 
 
 CASES: list[Case] = reduction_cases() + [
+    Case("sum(x.T, axis=1)", lambda s: {"x": normal(s.sq)},  # a transposed view's rows
+         lambda xp, a: xp.sum(xp.permute_dims(a["x"], (1, 0)), axis=1)),
     Case("linalg.vector_norm(x, axis=-1)", lambda s: {"x": normal(s.sq)},
          lambda xp, a: xp.linalg.vector_norm(a["x"], axis=-1)),
     Case("linalg.matrix_norm(x, ord='fro')", lambda s: {"x": normal(s.sq)},
@@ -237,6 +239,8 @@ CASES: list[Case] = reduction_cases() + [
     Case("(n, 1) + (1, m)", lambda s: {"u": normal((s.bcast[0], 1)),
                                        "v": other((1, s.bcast[1]))},
          lambda xp, a: a["u"] + a["v"], check="exact"),
+    Case("x.T + y", lambda s: {"x": normal(s.sq), "y": other(s.sq[::-1])},  # transposed x
+         lambda xp, a: xp.permute_dims(a["x"], (1, 0)) + a["y"], check="exact"),
     Case("matmul(a, b)", lambda s: {"a": normal((s.mat, s.mat)),
                                     "b": other((s.mat, s.mat))},
          lambda xp, a: a["a"] @ a["b"], bytes=None, flops=lambda s: 2.0 * s.mat ** 3),
