@@ -545,3 +545,50 @@ def test_complex_arithmetic_rounds_as_fused(device, rng, dtype):
     x, y = xp.asarray(a, device=device), xp.asarray(b, device=device)
     for f in (lambda p, q: p * q, lambda p, q: p / q, lambda p, q: p / p, lambda p, q: p * q + p):
         np.testing.assert_array_equal(to_numpy(fuse(f)(x, y)), to_numpy(f(x, y)))
+
+
+@pytest.mark.parametrize("dtype", [xp.int8, xp.float32, xp.float64, xp.complex128], ids=str)
+def test_transposed_operands_are_copied_first(device, rng, dtype, monkeypatch):
+    """Operands read against their memory order (x.T, a permuted 3-d array), of results of at
+    least TRANSPOSED_MIN elements, are copied C-contiguous by the copy kernels first; the
+    values are NumPy's exactly, broadcast and strided operands included."""
+    if device.kind != "cuda":
+        pytest.skip("the strided plan is the cuda backend's")
+    import xp_cuda._backends.cuda as cuda_backend
+    monkeypatch.setattr(cuda_backend, "_EAGER_STRIDED_MAX", 0)
+    monkeypatch.setattr(gen, "TRANSPOSED_MIN", 1)
+    a, b = random_numpy(rng, (37, 53), dtype), random_numpy(rng, (53, 37), dtype)
+    c, w = random_numpy(rng, (4, 5, 6), dtype), random_numpy(rng, (6, 4, 5), dtype)
+    x, y = xp.asarray(a, device=device), xp.asarray(b, device=device)
+    z, v = xp.asarray(c, device=device), xp.asarray(w, device=device)
+    xt = xp.permute_dims(x, (1, 0))
+    cases = [
+        (xt + y, a.T + b), (y - xt, b - a.T), (xp.negative(xt), np.negative(a.T)),
+        (xt[::2, ...] + y[::2, ...], a.T[::2] + b[::2]),
+        (xt[None, ...] + xp.stack([y, y]), a.T[None] + np.stack([b, b])),
+        (xp.permute_dims(z, (2, 0, 1)) + v, c.transpose(2, 0, 1) + w),
+        (xp.multiply(xp.permute_dims(z, (2, 0, 1)), v[:, :1, :]),
+         np.multiply(c.transpose(2, 0, 1), w[:, :1, :])),
+    ]
+    for got, want in cases:
+        assert got.shape == want.shape
+        np.testing.assert_array_equal(to_numpy(got), want)
+    # one real one: above TRANSPOSED_MIN without the monkeypatch
+    monkeypatch.setattr(gen, "TRANSPOSED_MIN", 1 << 20)
+    big_a = random_numpy(rng, (1100, 1000), dtype)
+    big_b = random_numpy(rng, (1000, 1100), dtype)
+    got = xp.permute_dims(xp.asarray(big_a, device=device), (1, 0)) + \
+        xp.asarray(big_b, device=device)
+    np.testing.assert_array_equal(to_numpy(got), big_a.T + big_b)
+
+
+def test_transposed_is_a_layout_test():
+    """_transposed: an operand whose contiguous axis is not its last."""
+    a = np.zeros((64, 48), np.float32)
+    b = np.zeros((4, 5, 6), np.float64)
+    assert gen._transposed(a.T) and gen._transposed(b.transpose(0, 2, 1))
+    assert gen._transposed(b.transpose(2, 0, 1))
+    assert not gen._transposed(a) and not gen._transposed(a[::2])
+    assert not gen._transposed(a[:, ::2])  # no contiguous axis at all: the strided kernel
+    assert not gen._transposed(np.broadcast_to(a[:1], (64, 48)))
+    assert not gen._transposed(np.zeros((5, 1), np.float32))
