@@ -85,20 +85,40 @@ def translation_unit(programs) -> str:
                     *(p.kernel for p in programs)])
 
 
-def programs(trace, kernel_outs, in_arrays, sms, tune: bool, const_params=False) -> list:
+def programs(trace, kernel_outs, in_arrays, sms, tune: bool, const_params=False,
+             prefix=KERNEL) -> list:
     """The Programs a Launch compiles for these layouts: the default vector shape, and with
     ``tune`` each other shape of CONFIGS that plans a different layout with the same
     parameters (one parameter block serves them all). tools/prebuild.py ships exactly these.
-    ``const_params``: constants as runtime values (fused functions; see Program)."""
-    prog = Program(trace, kernel_outs, in_arrays, sms, name=f"{KERNEL}0",
+    ``const_params``: constants as runtime values (fused functions; see Program). Kernel
+    names: ``prefix`` and the shape's number."""
+    prog = Program(trace, kernel_outs, in_arrays, sms, name=f"{prefix}0",
                    const_params=const_params)
     progs = [prog]
     if tune and prog.tunable:
         for k, cfg in enumerate(CONFIGS[1:], 1):
-            p = Program(trace, kernel_outs, in_arrays, sms, name=f"{KERNEL}{k}", config=cfg,
+            p = Program(trace, kernel_outs, in_arrays, sms, name=f"{prefix}{k}", config=cfg,
                         const_params=const_params)
             if p.layout not in [q.layout for q in progs] and p.gvals == prog.gvals:
                 progs.append(p)
+    return progs
+
+
+# A fused function's kernels (its stages, their vector shapes) compile as ONE NVRTC program:
+# each program pays NVRTC's fixed cost (the helpers' and CuPy's complex headers parsed: about
+# 60 ms of a 2-core box's 90 for an empty kernel) once, not once a kernel, and NVRTC programs
+# compiled in parallel threads scaled poorly there (log-sum-exp's 3 stages: 3 units one after
+# another 416 ms, in 3 threads 358, one unit 222). tools/fuse_first_call.py measures the three
+# ways on any machine. Not for eager launches: their sources are the shipped cubins' keys.
+ONE_UNIT = True
+
+
+def one_unit(progs) -> list:
+    """``progs`` (distinct kernel names) sharing one translation unit, where ONE_UNIT."""
+    if ONE_UNIT and len(progs) > 1:
+        src = translation_unit(progs)
+        for p in progs:
+            p.source = src
     return progs
 
 
@@ -166,6 +186,8 @@ class Launch:
                 size(n.shape) * itemsize(n.dtype.name) for n in kernel_outs)
             progs = programs(trace, kernel_outs, in_arrays, sms, moved >= TUNE_MIN_BYTES,
                              const_params)
+            if const_params:  # a fused function's (eager sources stay the shipped ones)
+                one_unit(progs)
         prog = progs[0]
         self.source = prog.source
         kernels = load_kernels([(p.source, p.name) for p in progs], OPTIONS)
@@ -269,6 +291,23 @@ def stage_programs(trace, plan, in_arrays, sms, name=KERNEL) -> list:
             for k, st in enumerate(plan.stages)]
 
 
+def staged_programs(trace, plan, in_arrays, sms, tune) -> list:
+    """(stage, graph, layouts, Programs) per stage of a multi-kernel plan, every kernel
+    named apart (stage k, shape v: xp_fused_s{k}v{v}) and, where ONE_UNIT, all in one
+    translation unit. tune(bytes moved) -> whether a stage compiles every vector shape."""
+    n_in = len(trace.inputs)
+    staged = []
+    for k, st in enumerate(plan.stages):
+        lays = _stage_layouts(st, in_arrays, n_in)
+        g = Graph(list(st.inputs), trace.uses)
+        moved = sum(a.nbytes for a in lays) + sum(
+            size(n.shape) * itemsize(n.dtype.name) for n in st.outs)
+        staged.append((st, g, lays, programs(g, list(st.outs), lays, sms, tune(moved),
+                                             const_params=True, prefix=f"{KERNEL}_s{k}v")))
+    one_unit([p for *_, progs in staged for p in progs])
+    return staged
+
+
 class StagedLaunch:
     """A program of several kernels (fusion_plan.split_stages): each stage's Launch, run in
     order on the current stream; a stage reads the function's inputs and the intermediates
@@ -276,18 +315,11 @@ class StagedLaunch:
 
     def __init__(self, cp, trace, plan, in_arrays):
         self.plan = plan
-        n_in = len(trace.inputs)
         sms = device_info(cp).sm_count
-        staged = []
-        for st in plan.stages:
-            lays = _stage_layouts(st, in_arrays, n_in)
-            g = Graph(list(st.inputs), trace.uses)
-            moved = sum(a.nbytes for a in lays) + sum(
-                size(n.shape) * itemsize(n.dtype.name) for n in st.outs)
-            staged.append((st, g, lays, programs(g, list(st.outs), lays, sms,
-                                                 moved >= TUNE_MIN_BYTES, const_params=True)))
-        # every stage's kernels compile at once, in parallel (a first call waits for the
-        # slowest, not for the sum); each Launch below then finds its kernels loaded
+        staged = staged_programs(trace, plan, in_arrays, sms,
+                                 lambda moved: moved >= TUNE_MIN_BYTES)
+        # every stage's kernels compile at once (one unit: see ONE_UNIT); each Launch below
+        # then finds its kernels loaded
         load_kernels([(p.source, p.name) for *_, progs in staged for p in progs], OPTIONS)
         self.launches = [(st, Launch(cp, g, list(st.outs), lays, progs=progs))
                          for st, g, lays, progs in staged]
