@@ -1099,3 +1099,75 @@ def test_whole_programs_with_0d_and_one_element_arrays(device, rng):
         _check(lambda a, b: (a - xp.sum(a), b + xp.max(a) * xp.min(b)), [s, v], loose=True)
         _check(lambda a, b: (b * xp.sum(a, axis=1, keepdims=True), xp.prod(a) + a),
                [one, v], loose=True)
+
+
+def _eager_and_fused(f, fused, args):
+    """(eager result on cpu copies, fused result), or the errors each raised."""
+    ref = [a.to_device(CPU) if isinstance(a, Array) else a for a in args]
+    out = []
+    for g, a in ((f, ref), (fused, args)):
+        try:
+            out.append(g(*a))
+        except (TypeError, ValueError, OverflowError) as e:
+            out.append(e)
+    return out
+
+
+def _same_outcome(f, fused, args):
+    want, got = _eager_and_fused(f, fused, args)
+    if isinstance(want, Exception):
+        assert type(got) is type(want) and str(got) == str(want), (want, got)
+    else:
+        assert not isinstance(got, Exception), got
+        _same(got, want, loose=True)
+    return want
+
+
+def _scalar_argument_programs():
+    """(function, array dtype, scalar arguments per call): a Python scalar passed to the fused
+    function (a kernel parameter, not a constant) in where and clip."""
+    return [
+        (lambda c, x, s: xp.where(c, x, s), xp.float32, [2.0, -3.5, float("nan")]),
+        (lambda c, x, s: xp.where(c, s, x), xp.float32, [0.25, float("-inf")]),
+        (lambda c, x, s: xp.where(c, x, s), xp.float64, [3, -7]),  # an int beside floats
+        (lambda c, x, s: xp.where(c, x, s), xp.int8, [100, -128, 1000]),  # 1000: overflow
+        (lambda c, x, s: xp.where(c, x, s), xp.uint16, [65535, 0]),
+        (lambda c, x, s: xp.where(c, x, s), xp.bool, [True, False]),
+        (lambda c, x, s: xp.where(c, x, s), xp.float32, [1 - 2j]),  # 2024.12: complex64
+        (lambda c, x, s: xp.where(c, x, s), xp.complex128, [1 - 2j, 0.5]),
+        (lambda c, x, s: xp.where(c, x, s * 2 + 1), xp.float32, [2.0]),  # arithmetic on it
+        (lambda c, x, s: xp.where(c, x - xp.max(x, axis=-1, keepdims=True), s),
+         xp.float32, [0.5]),  # beside a reduction (a row program)
+        (lambda c, x, s: xp.where(c, s, 1.5) + x, xp.float32, [2.0]),  # two scalars
+        (lambda c, x, s: xp.clip(x, min=s, max=s + 1), xp.float32, [-0.5, float("nan")]),
+        (lambda c, x, s: xp.clip(x, min=s), xp.int8, [-3, -1000]),  # clamps to the range
+        (lambda c, x, s: xp.clip(x, max=s), xp.int16, [2.5]),  # a float bound: refused
+        (lambda c, x, s: xp.clip(x * 2, min=-s, max=s) - xp.mean(x, axis=-1, keepdims=True),
+         xp.float64, [0.75]),
+    ]
+
+
+@pytest.mark.parametrize("rev", ["2023.12", "2024.12"])
+def test_scalar_arguments_in_where_and_clip_follow_the_revision(device, rng, revision, rev):
+    """A Python scalar ARGUMENT of the fused function in where (x1 or x2) and in clip's
+    bounds does exactly what it does eagerly under the revision in force: 2023.12 refuses it
+    in where with eager's message, 2024.12 types it by the scalar rules (a complex beside a
+    real array widens); clip took scalar bounds in both. Each call's value is a parameter:
+    several values through one cached program, each equal to its eager result."""
+    from xp_cuda import set_api_version
+    set_api_version(rev)
+    for k, (f, dt, values) in enumerate(_scalar_argument_programs()):
+        x = _arr(rng, (5, 9), dt, device)
+        c = _arr(rng, (5, 9), xp.bool, device)
+        fused = fuse(f)
+        outcomes = [_same_outcome(f, fused, [c, x, s]) for s in values]
+        if rev == "2023.12" and k <= 10:  # where: refused, with eager's TypeError
+            assert all(isinstance(o, TypeError) for o in outcomes), (k, outcomes)
+        if rev == "2024.12" and k <= 9 and all(type(s) is type(values[0]) for s in values):
+            assert len(fused._cache) == 1, k  # the values are parameters: one program
+    if rev == "2024.12":  # the typing: an int beside int8 stays int8; a complex widens
+        x = _arr(rng, (3,), xp.float32, device)
+        c = _arr(rng, (3,), xp.bool, device)
+        assert fuse(lambda c, x, s: xp.where(c, x, s))(c, x, 1j).dtype == xp.complex64
+        x8 = _arr(rng, (3,), xp.int8, device)
+        assert fuse(lambda c, x, s: xp.where(c, s, x))(c, x8, 7).dtype == xp.int8
