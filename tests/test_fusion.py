@@ -1171,3 +1171,177 @@ def test_scalar_arguments_in_where_and_clip_follow_the_revision(device, rng, rev
         assert fuse(lambda c, x, s: xp.where(c, x, s))(c, x, 1j).dtype == xp.complex64
         x8 = _arr(rng, (3,), xp.int8, device)
         assert fuse(lambda c, x, s: xp.where(c, s, x))(c, x8, 7).dtype == xp.int8
+
+
+# ---- in place on cuda: the kernel writes the argument directly where that is safe -------------
+def _counting_copies(monkeypatch, x):
+    """A list that grows by one each time fuse copies a computed value into an argument."""
+    copies = []
+    cls = type(x._b)
+    orig = cls.assign
+
+    def assign(self, data, value):
+        copies.append(tuple(data.shape))
+        return orig(self, data, value)
+    monkeypatch.setattr(cls, "assign", assign)
+    return copies
+
+
+def _inplace_numeric(a, b):
+    b += a * 2  # (bool: b ^= a, see _inplace_body)
+    return a + b
+
+
+def _inplace_body(dtype):
+    if dtype == xp.bool:
+        def f(a, b):
+            b ^= a
+            return a & b
+        return f
+    return _inplace_numeric
+
+
+INPLACE_DTYPES = [xp.bool, xp.int8, xp.int16, xp.int32, xp.int64, xp.uint8, xp.uint16,
+                  xp.uint32, xp.uint64, xp.float32, xp.float64, xp.complex64, xp.complex128]
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(cuda_device_count() == 0, reason="no usable CUDA GPU here")
+@pytest.mark.parametrize("dtype", INPLACE_DTYPES, ids=str)
+@pytest.mark.parametrize("shape", [(), (0,), (1,), (7, 33), (3, 4099), (1000003,)], ids=str)
+def test_inplace_cuda_writes_the_argument_directly(monkeypatch, rng, dtype, shape):
+    """Elementwise in-place updates of a contiguous aligned argument: the kernel writes the
+    caller's array itself (no copy), and it holds exactly the eager result."""
+    dev = Device("cuda:0")
+    a = _arr(rng, shape, dtype, dev)
+    b = _arr(rng, shape, dtype, dev)
+    copies = _counting_copies(monkeypatch, b)
+    f = _inplace_body(dtype)
+    fused = fuse(f)
+    for k in range(3):  # (the first call of a launch big enough to time tunes: not in place)
+        ref = [xp.asarray(v.to_device(CPU), copy=True) for v in (a, b)]
+        arg = xp.asarray(b, copy=True)
+        want = f(*ref)
+        before = len(copies)
+        _same(fused(a, arg), want)
+        _same(arg, ref[1])
+        if k:
+            assert len(copies) == before, \
+                f"{dtype} {shape}: copied {copies[before:]} instead of writing in place"
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(cuda_device_count() == 0, reason="no usable CUDA GPU here")
+def test_inplace_cuda_copies_where_it_must(monkeypatch, rng):
+    """Arguments a direct write would corrupt (read at other indices in the same kernel) or
+    that the kernel cannot write in its C order (strided, transposed, negative strides) or
+    that are not 16-byte aligned: computed into a new array and copied; values and the
+    caller's array object as eagerly."""
+    dev = Device("cuda:0")
+    x = _arr(rng, (7, 33), xp.float32, dev)
+    b = _arr(rng, (7, 33), xp.float32, dev)
+    copies = _counting_copies(monkeypatch, b)
+
+    def reduce_reads(a, b):
+        b += 1.5
+        return xp.sum(b, axis=1) + xp.sum(b, axis=0)[0]  # other indices of the new b
+
+    def view_reads(a, b):
+        b += 1.0
+        return b[::-1, :] * a
+
+    def elementwise(a, b):
+        b += a * 2
+        return a + b
+    big = _arr(rng, (7, 70), xp.float32, dev)
+    flat = _arr(rng, (1001,), xp.float32, dev)
+    other = _arr(rng, (1001,), xp.float32, dev)
+    cases = [(reduce_reads, lambda: [x, xp.asarray(b, copy=True)]),
+             (view_reads, lambda: [x, xp.asarray(b, copy=True)]),
+             (elementwise, lambda: [x, big[:, 1:67:2]]),  # strided
+             (elementwise, lambda: [x, xp.matrix_transpose(_arr(rng, (33, 7), xp.float32,
+                                                               dev))]),
+             (elementwise, lambda: [x, big[::-1, :33]]),  # negative strides
+             (elementwise, lambda: [flat[:1000], other[1:]])]  # 4 bytes past alignment
+    for k, (f, make) in enumerate(cases):
+        args = make()
+        before = len(copies)
+        keep = args[1]
+        ref = [xp.asarray(v.to_device(CPU), copy=True) for v in args]
+        want = f(*ref)
+        got = fuse(f)(*args)
+        _same(got, want, loose=True)
+        _same(keep, ref[1], loose=True)  # the caller's array (a view: its base) holds it
+        assert len(copies) == before + 1, f"case {k}: expected one copy, got {copies[before:]}"
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(cuda_device_count() == 0, reason="no usable CUDA GPU here")
+@pytest.mark.parametrize("shape", [(5, 33), (64, 1000), (3, 4099), (2, 3, 257)], ids=str)
+@pytest.mark.parametrize("dtype", [xp.float32, xp.float64, xp.int32], ids=str)
+def test_inplace_cuda_row_kernel_writes_rows_directly(monkeypatch, rng, shape, dtype):
+    """a += s; a -= max(a) over the row: the row kernel holds each row in registers before
+    it writes the row back into the argument (no copy), the values the eager ones."""
+    dev = Device("cuda:0")
+    a = _arr(rng, shape, dtype, dev)
+    copies = _counting_copies(monkeypatch, a)
+
+    def g(a, s):
+        a += s
+        a -= xp.max(a, axis=-1, keepdims=True)
+        return a
+    assert "(rows)" in fuse(g).plan(a, 3)
+    mine, got = _inplace_check(g, [a, 3], loose=False)
+    assert got is mine[0] and copies == []
+    # the strided argument of the same program: copied, still right, the view's base holds it
+    wide = _arr(rng, shape[:-1] + (shape[-1] + 5,), dtype, dev)
+    view = wide[..., :shape[-1]]
+    ref = xp.asarray(view.to_device(CPU), copy=True)
+    tail = xp.asarray(wide.to_device(CPU), copy=True)[..., shape[-1]:]
+    want = g(ref, 3)
+    got = fuse(g)(view, 3)
+    assert got is view and len(copies) == 1
+    _same(view, want)
+    _same(wide[..., shape[-1]:], tail)  # the columns outside the view untouched
+
+
+@pytest.mark.skipif(_nvrtc_reason() is not None, reason="NVRTC not available")
+def test_inplace_direct_kernels_compile_with_nvrtc():
+    """The kernels that write an argument in place (their aliased pointers not restrict):
+    the flat kernel and the row kernel, each in every dtype the test above runs."""
+    from xp_cuda._kernels import nvrtc_compile
+    from xp_cuda._kernels.fusion import (OPTIONS, Graph, RowProgram, alias_of, direct_writes,
+                                         plan_program, programs, translation_unit)
+    from xp_cuda.fusion import _trace
+    rng = np.random.default_rng(3)
+    progs = []
+    for i, dt in enumerate(INPLACE_DTYPES):
+        a, b = _arr(rng, (7, 33), dt, CPU), _arr(rng, (7, 33), dt, CPU)
+        f = _inplace_body(dt)
+
+        def g(a, s):
+            a += s
+            a -= xp.max(a, axis=-1, keepdims=True)
+            return a
+        runs = [(f, [a, b])]
+        if dt in (xp.float32, xp.float64, xp.int32):
+            runs.append((g, [a, 3]))
+        for k, (fn, args) in enumerate(runs):
+            t, nodes, _, sources = _trace.trace(fn, args, {}, CPU)
+            outs = [n for n, s in zip(nodes, sources) if s is None]
+            outs += [m.node for m in t.writes.values()]
+            lays = [args[n.attr.pos]._data for n in t.inputs]
+            plan = plan_program(t, outs, lays, 132)
+            direct, why = direct_writes(t, outs, plan, lays)
+            assert direct and not why, (dt, k, why)
+            if plan.rows is not None:
+                progs.append(RowProgram(t, plan, list(plan.outs), f"ip{i}_{k}",
+                                        alias_of(t, direct)))
+            else:
+                st = plan.stages[0]
+                progs += programs(Graph(list(st.inputs), t.uses), list(st.outs), lays, 132,
+                                  False, const_params=True, prefix=f"ip{i}_{k}_",
+                                  alias=alias_of(t, direct))
+    ptx = nvrtc_compile(translation_unit(progs), name="inplace.cu", options=OPTIONS)
+    for p_ in progs:
+        assert f".entry {p_.name}(" in ptx

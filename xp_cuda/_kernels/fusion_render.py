@@ -315,32 +315,43 @@ def _decompose(vals, var, axes_dims, prefix, lines):
 
 
 # ---- the kernel -------------------------------------------------------------------------------
-def _input_params(vals, inputs, layouts) -> list:
+NO_ALIAS = ((), ())
+
+
+def _input_params(vals, inputs, layouts, alias=NO_ALIAS) -> list:
     """The kernel's input pointer parameters, each input's strides made slots of ``vals``
-    (the elementwise/reduction kernel and the row kernel declare their inputs alike)."""
+    (the elementwise/reduction kernel and the row kernel declare their inputs alike).
+    ``alias``: (input positions, output numbers) of arguments the kernel updates in place,
+    written through their own memory: those pointers are not __restrict__ (they alias)."""
     decl = []
     for node, lay in zip(inputs, layouts):
         k = lay.pos
         for ax, s in enumerate(lay.strides):
             vals.slot(("stride", k, ax), s)
-        decl.append(f"const {CTYPES[node.dtype.name]}* __restrict__ in{k}")
+        r = "" if k in alias[0] else " __restrict__"
+        decl.append(f"const {CTYPES[node.dtype.name]}*{r} in{k}")
     return decl
 
 
-def render(plan, graph, outs, name, const_params=False):
+def _output_params(outs, alias=NO_ALIAS) -> list:
+    return [f"{CTYPES[n.dtype.name]}*{'' if j in alias[1] else ' __restrict__'} out{j}"
+            for j, n in enumerate(outs)]
+
+
+def render(plan, graph, outs, name, const_params=False, alias=NO_ALIAS):
     """(kernel source, op structs by name, slot values) of the kernel `name` computing `outs`
     (IR nodes) from graph.inputs under `plan`; with `const_params` the constants are runtime
-    slots (see _Values.constant)."""
+    slots (see _Values.constant); `alias`: see _input_params."""
     vals = _Values()
     vals.const_params = const_params
-    in_decl = _input_params(vals, graph.inputs, plan.inputs)
+    in_decl = _input_params(vals, graph.inputs, plan.inputs, alias)
     T = plan.threads
     body = []
     for grp in plan.groups:
         body.append(_group_section(vals, plan, grp, outs, T))
     for red in plan.reductions:
         body.append(_reduce_section(vals, plan, red, outs[red.out]))
-    out_decl = [f"{CTYPES[n.dtype.name]}* __restrict__ out{j}" for j, n in enumerate(outs)]
+    out_decl = _output_params(outs, alias)
     scr_decl = []
     for red in plan.reductions:
         a = acc_ctype(red)
@@ -894,14 +905,14 @@ def _block_reduce(e, acc, red, T, var, total, warp_rows=False):
     e.line("__syncthreads();  // the buffer serves the next reduction")
 
 
-def render_rows(rows, graph, outs, name):
+def render_rows(rows, graph, outs, name, alias=NO_ALIAS):
     """(kernel source, op structs by name, slot values) of the row kernel `name` computing
     `outs` under the RowPlan `rows` (see RowPlan); constants are runtime slots (only fused
-    functions have row kernels)."""
+    functions have row kernels); `alias`: see _input_params."""
     vals = _Values()
     vals.const_params = True
     vals.structs["XpShflDown"] = SHUFFLE
-    in_decl = _input_params(vals, graph.inputs, rows.inputs)
+    in_decl = _input_params(vals, graph.inputs, rows.inputs, alias)
     T, V, U = rows.threads, rows.vec, rows.per_thread
     S = rows.shape
     nd = len(S)
@@ -1036,7 +1047,7 @@ def render_rows(rows, graph, outs, name):
                 e.lines(vals.lines)
                 for j, r in zip(one_outs, res):
                     e.line(f"out{j}[p] = {r};")
-    out_decl = [f"{CTYPES[n.dtype.name]}* __restrict__ out{j}" for j, n in enumerate(outs)]
+    out_decl = _output_params(outs, alias)
     par_decl = [f"const {CTYPES[u[1].name]} s{i}" for i, u in enumerate(graph.uses)]
     nslots = max(1, len(vals.gvals))
     smem = max([16] + [STRUCT_ACC.get(red.kind, 16) for _, red in rows.reduces])

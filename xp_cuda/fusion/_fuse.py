@@ -188,7 +188,8 @@ class _Entry:
                 outs[j] = r
         for k, pos in enumerate(self.writes):  # in place: into the caller's array
             dst, val = values[pos], outs[self.n_out + k]
-            dst._b.assign(dst._data, val._data)
+            if val._data is not dst._data:  # (a kernel that wrote it there: nothing to copy)
+                dst._b.assign(dst._data, val._data)
         for j, pos in self.arg_outs:
             outs[j] = values[pos]
         outs = outs[:self.n_out]
