@@ -235,7 +235,7 @@ def main(argv=None) -> int:
             rows.append(child(name, shape, a.arch, extra, a.units, device))
             continue
         cmd = [sys.executable, str(Path(__file__).resolve()), "--child", name, "--shape",
-               a.shape, "--arch", a.arch, "--options", a.options, "--device", device]
+               a.shape, "--arch", a.arch, f"--options={a.options}", "--device", device]
         if a.units:
             cmd.append("--units")
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(
