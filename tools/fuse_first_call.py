@@ -16,10 +16,10 @@ which prints, in milliseconds:
            in the cache, which computes its key with NVRTC's version)
   store    writing the cubin into a (temporary) disk cache, as the runtime does
   total    the sum, what a first call on a GPU waits for besides loading the module
-With a GPU (and --device cuda:N, the default where one exists) the process then runs the real
+With a GPU (--device cuda:N, the default where one exists) another new process runs the real
 first call of the fused function, with XP_CUDA_KERNEL_CACHE a fresh temporary folder (the
-program is new; every other kernel is warmed first by the unfused call), synchronised, and a
-second call.
+program is new; every other kernel is warmed first by the unfused call), synchronised: its
+wall time, the NVRTC and module-load time inside it, and a second call.
 
 Programs (float32, --shape (P, M)): softmax over the last axis, layer norm with a scale,
 log-sum-exp over axis 0, x / vector_norm(x, axis=1, keepdims=True) (benchmarks/bench_fusion.py
@@ -184,28 +184,63 @@ def child(name: str, shape, arch: str, extra: tuple, units: bool, device: str) -
         R._compile(F.translation_unit(progs), "all.cu", arch, opts, "cubin")
         row["one_unit"] = (time.perf_counter() - t) * ms
 
-    if dev.kind == "cuda":  # the real first call: a fresh cache folder, all else warmed
-        import cupy as cp
-        os.environ[R.CACHE_ENV] = str(tmp / "cache")
-        f(*args)  # the unfused program: every eager kernel it needs is loaded now
-        cp.cuda.Device().synchronize()
-        from xp_cuda.fusion import fuse
-        g = fuse(f)
-        t = time.perf_counter()
-        g(*args)
-        cp.cuda.Device().synchronize()
-        row["gpu_first_call"] = (time.perf_counter() - t) * ms
-        t = time.perf_counter()
-        g(*args)
-        cp.cuda.Device().synchronize()
-        row["gpu_second_call"] = (time.perf_counter() - t) * ms
-        row["device"] = str(dev)
     return row
+
+
+def gpu_child(name: str, shape, device: str) -> dict:
+    """The real first call on a GPU, in a process of its own: a fresh kernel cache folder
+    (the program is new), every other kernel warmed by the unfused call first; the time
+    NVRTC took inside it (the runtime's _compile, wrapped) and the module loads beside."""
+    import time
+
+    import numpy as np
+
+    import cupy as cp
+
+    import xp_cuda as xp
+    from xp_cuda._devices import parse_device
+    from xp_cuda._kernels import _runtime as R
+    from xp_cuda.fusion import fuse
+
+    ms = 1e3
+    fns = _functions(xp)
+    f = fns["chain"](int(name[5:])) if name.startswith("chain") else fns[name]
+    dev = parse_device(device)
+    rng = np.random.default_rng(0)
+    x = xp.asarray(rng.standard_normal(shape, dtype=np.float32), device=dev)
+    args = (x, xp.asarray(rng.random(shape[-1], dtype=np.float32) + 0.5, device=dev)) \
+        if name == "layer_norm" else (x,)
+    os.environ[R.CACHE_ENV] = tempfile.mkdtemp(prefix="xp_fuse_first_gpu_")
+    f(*args)  # the unfused program: the eager kernels it needs are loaded now
+    cp.cuda.Device().synchronize()
+    spent = {"compile": 0.0, "load": 0.0}
+
+    def timed(fn, key):
+        def wrapper(*a, **k):
+            t = time.perf_counter()
+            try:
+                return fn(*a, **k)
+            finally:
+                spent[key] += time.perf_counter() - t
+        return wrapper
+    R._compile = timed(R._compile, "compile")
+    R._load_module = timed(R._load_module, "load")
+    g = fuse(f)
+    t = time.perf_counter()
+    g(*args)
+    cp.cuda.Device().synchronize()
+    first = time.perf_counter() - t
+    t = time.perf_counter()
+    g(*args)
+    cp.cuda.Device().synchronize()
+    return {"program": name, "gpu_first_call": first * ms, "gpu_nvrtc": spent["compile"] * ms,
+            "gpu_module_load": spent["load"] * ms,
+            "gpu_second_call": (time.perf_counter() - t) * ms, "device": str(dev)}
 
 
 COLUMNS = ("kernels", "units", "trace", "plan", "render", "nvrtc_load", "nvrtc", "frontend",
            "nvvm", "ptxas", "store", "total", "nvrtc_again", "units_in_turn", "units_in_threads",
-           "one_unit", "gpu_first_call", "gpu_second_call")
+           "one_unit", "gpu_first_call", "gpu_nvrtc", "gpu_module_load", "gpu_second_call")
 
 
 def main(argv=None) -> int:
@@ -219,6 +254,7 @@ def main(argv=None) -> int:
     ap.add_argument("--in-process", action="store_true", help="no new process per program")
     ap.add_argument("--json", default=None, help="write the rows here")
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--gpu-child", default=None, help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     shape = tuple(int(s) for s in a.shape.split(","))
     extra = tuple(a.options.split())
@@ -229,31 +265,44 @@ def main(argv=None) -> int:
     if a.child:
         print(json.dumps(child(a.child, shape, a.arch, extra, a.units, device)))
         return 0
+    if a.gpu_child:
+        print(json.dumps(gpu_child(a.gpu_child, shape, device)))
+        return 0
     rows = []
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [str(ROOT)] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
     for name in a.programs.split(","):
         if a.in_process:
-            rows.append(child(name, shape, a.arch, extra, a.units, device))
-            continue
-        cmd = [sys.executable, str(Path(__file__).resolve()), "--child", name, "--shape",
-               a.shape, "--arch", a.arch, f"--options={a.options}", "--device", device]
-        if a.units:
-            cmd.append("--units")
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-            [str(ROOT)] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
-        res = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=str(ROOT))
-        if res.returncode != 0:
-            print(f"{name}: failed\n{res.stderr[-2000:]}", file=sys.stderr)
-            continue
-        rows.append(json.loads(res.stdout.strip().splitlines()[-1]))
+            row = child(name, shape, a.arch, extra, a.units, device)
+        else:
+            cmd = [sys.executable, str(Path(__file__).resolve()), "--child", name, "--shape",
+                   a.shape, "--arch", a.arch, f"--options={a.options}", "--device", device]
+            if a.units:
+                cmd.append("--units")
+            res = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=str(ROOT))
+            if res.returncode != 0:
+                print(f"{name}: failed\n{res.stderr[-2000:]}", file=sys.stderr)
+                continue
+            row = json.loads(res.stdout.strip().splitlines()[-1])
+        if device.startswith("cuda"):  # the real first call, in a process of its own
+            cmd = [sys.executable, str(Path(__file__).resolve()), "--gpu-child", name,
+                   "--shape", a.shape, "--device", device]
+            res = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=str(ROOT))
+            if res.returncode != 0:
+                print(f"{name} on {device}: failed\n{res.stderr[-2000:]}", file=sys.stderr)
+            else:
+                row.update(json.loads(res.stdout.strip().splitlines()[-1]))
+        rows.append(row)
     cols = [c for c in COLUMNS if any(c in r for r in rows)]
     print(f"ms per step; {a.arch}; NVRTC options +{list(extra)}; shape {shape}; device {device}")
-    print(f"{'program':12s}" + "".join(f"{c:>12s}" for c in cols))
+    print(f"{'program':12s}" + "".join(f"{c:>{max(9, len(c) + 1)}s}" for c in cols))
     for r in rows:
         cells = []
         for c in cols:
             v = r.get(c)
-            cells.append(f"{'':>12s}" if v is None else
-                         f"{v:12d}" if isinstance(v, int) else f"{v:12.1f}")
+            w = max(9, len(c) + 1)
+            cells.append(f"{'':>{w}s}" if v is None else
+                         f"{v:{w}d}" if isinstance(v, int) else f"{v:{w}.1f}")
         print(f"{r['program']:12s}" + "".join(cells))
     if a.json:
         Path(a.json).write_text(json.dumps(rows, indent=1))
