@@ -1345,3 +1345,26 @@ def test_inplace_direct_kernels_compile_with_nvrtc():
     ptx = nvrtc_compile(translation_unit(progs), name="inplace.cu", options=OPTIONS)
     for p_ in progs:
         assert f".entry {p_.name}(" in ptx
+
+
+@pytest.mark.skipif(_nvrtc_reason() is not None, reason="NVRTC not available")
+def test_fast_compile_option_is_off_by_default_and_keyed(monkeypatch):
+    """fusion.FAST_COMPILE (NVRTC's --Ofast-compile, unverified kernel speed) is off unless
+    set; set, a fused kernel still compiles and its cache key differs (a cubin built with it
+    is never served to a run without it)."""
+    from xp_cuda._kernels import _runtime as R
+    from xp_cuda._kernels import nvrtc_compile
+    from xp_cuda._kernels.fusion import OPTIONS, fused_options, row_program
+    from xp_cuda.fusion import _trace
+    assert kfusion.FAST_COMPILE is None and fused_options() == OPTIONS
+    monkeypatch.setattr(kfusion, "FAST_COMPILE", "mid")
+    opts = fused_options()
+    if tuple(R._nvrtc_version_key()) < (12, 8):
+        assert opts == OPTIONS  # this NVRTC has no such option: left out
+        return
+    assert opts == OPTIONS + ("--Ofast-compile=mid",)
+    x = xp.asarray(np.random.default_rng(0).standard_normal((6, 37)).astype(np.float32))
+    t, nodes, *_ = _trace.trace(softmax, [x], {}, CPU)
+    rp = row_program(t, list(nodes), [x._data], 132)
+    assert f".entry {rp.name}(" in nvrtc_compile(rp.source, name="fast.cu", options=opts)
+    assert R._entry_key(rp.source, opts, "sm_90") != R._entry_key(rp.source, OPTIONS, "sm_90")

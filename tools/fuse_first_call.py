@@ -28,8 +28,9 @@ first-call row draws D from 3..59).
 
 --units also times the other ways to compile a multi-kernel program: one NVRTC program per
 kernel one after another, and in parallel threads (the runtime uses one unit: fusion.ONE_UNIT).
---options adds NVRTC options (e.g. --Ofast-compile=max: faster, but it may change the SASS,
-so only a GPU run can say whether the kernel stays as fast; the runtime does not use it).
+--options adds NVRTC options (e.g. --options=--Ofast-compile=mid: faster, but it may change
+the SASS, so only a GPU run can say whether the kernels stay as fast; the runtime adds it only
+where xp_cuda._kernels.fusion.FAST_COMPILE is set, "mid" say, off by default).
 Runs without a GPU (NVRTC only). Never asserts a time.
 """
 from __future__ import annotations

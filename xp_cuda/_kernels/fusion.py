@@ -114,6 +114,25 @@ def programs(trace, kernel_outs, in_arrays, sms, tune: bool, const_params=False,
 ONE_UNIT = True
 
 
+# NVRTC 12.8+'s --Ofast-compile=LEVEL ("min", "mid", "max") for a fused function's kernels:
+# None (the default) leaves it out. On a 2-core box "mid" cut a first compile from 175-226 ms
+# to 102-134 (softmax, layer norm, lse, row norm); it may change the SASS, so whether the
+# kernels stay as fast is for a GPU run to say (unverified: hence off). Never an option that
+# changes a float result. The options are part of the kernel cache's key.
+FAST_COMPILE = None
+
+
+def fused_options() -> tuple:
+    """NVRTC options of a fused function's kernels: OPTIONS, and FAST_COMPILE's where set
+    (and this NVRTC has it)."""
+    if FAST_COMPILE is None:
+        return OPTIONS
+    from ._runtime import _nvrtc_version_key
+    if tuple(_nvrtc_version_key()) < (12, 8):
+        return OPTIONS
+    return OPTIONS + (f"--Ofast-compile={FAST_COMPILE}",)
+
+
 def one_unit(progs) -> list:
     """``progs`` (distinct kernel names) sharing one translation unit, where ONE_UNIT."""
     if ONE_UNIT and len(progs) > 1:
@@ -271,6 +290,7 @@ class Launch:
         # {output number: input cell}: outputs written straight into an argument updated in
         # place (direct_writes), while its pointer is 16-byte aligned (vector stores)
         self.direct = tuple(sorted((direct or {}).items()))
+        planned_here = progs is None
         if progs is None:  # (a row kernel comes planned: RowLaunch)
             sms = device_info(cp).sm_count
             moved = sum(a.nbytes for a in in_arrays) + sum(
@@ -281,7 +301,11 @@ class Launch:
                 one_unit(progs)
         prog = progs[0]
         self.source = prog.source
-        kernels = load_kernels([(p.source, p.name) for p in progs], OPTIONS)
+        # a fused function's (planned here with constants as parameters, or by RowLaunch,
+        # StagedLaunch): fused_options; an eager reduction's: OPTIONS (the shipped cubins)
+        fused = const_params or not planned_here
+        kernels = load_kernels([(p.source, p.name) for p in progs],
+                               fused_options() if fused else OPTIONS)
         self.variants = [(k.kernel.ptr, p.blocks, p.blocks_scalar, p.threads)
                          for k, p in zip(kernels, progs)]
         self.variant = self.variants[0]
@@ -423,7 +447,8 @@ class StagedLaunch:
                                  lambda moved: moved >= TUNE_MIN_BYTES)
         # every stage's kernels compile at once (one unit: see ONE_UNIT); each Launch below
         # then finds its kernels loaded
-        load_kernels([(p.source, p.name) for *_, progs in staged for p in progs], OPTIONS)
+        load_kernels([(p.source, p.name) for *_, progs in staged for p in progs],
+                     fused_options())
         self.launches = [(st, Launch(cp, g, list(st.outs), lays, progs=progs))
                          for st, g, lays, progs in staged]
         self.n_out = sum(1 for st in plan.stages for j, _ in st.results if j is not None)
