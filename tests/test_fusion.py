@@ -1256,19 +1256,21 @@ def test_inplace_cuda_copies_where_it_must(monkeypatch, rng):
     big = _arr(rng, (7, 70), xp.float32, dev)
     flat = _arr(rng, (1001,), xp.float32, dev)
     other = _arr(rng, (1001,), xp.float32, dev)
+    shared = _arr(rng, (8, 32), xp.float32, dev)  # two aligned views that overlap
     cases = [(reduce_reads, lambda: [x, xp.asarray(b, copy=True)]),
              (view_reads, lambda: [x, xp.asarray(b, copy=True)]),
              (elementwise, lambda: [x, big[:, 1:67:2]]),  # strided
              (elementwise, lambda: [x, xp.matrix_transpose(_arr(rng, (33, 7), xp.float32,
                                                                dev))]),
              (elementwise, lambda: [x, big[::-1, :33]]),  # negative strides
-             (elementwise, lambda: [flat[:1000], other[1:]])]  # 4 bytes past alignment
+             (elementwise, lambda: [flat[:1000], other[1:]]),  # 4 bytes past alignment
+             (elementwise, lambda: [shared[:7], shared[1:]])]  # b's memory is a's too
     for k, (f, make) in enumerate(cases):
         args = make()
         before = len(copies)
         keep = args[1]
         ref = [xp.asarray(v.to_device(CPU), copy=True) for v in args]
-        want = f(*ref)
+        want = f(*ref)  # (the overlapping views: every read sees the values before the call)
         got = fuse(f)(*args)
         _same(got, want, loose=True)
         _same(keep, ref[1], loose=True)  # the caller's array (a view: its base) holds it

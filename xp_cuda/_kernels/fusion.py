@@ -209,6 +209,12 @@ def _reads(node, pos, shape, memo):
     return got
 
 
+def _shares(d, datas, cell) -> bool:
+    """Is another input a view of d's allocation (it could overlap d)?"""
+    m = d.data.mem
+    return any(k != cell and e.data.mem is m for k, e in enumerate(datas))
+
+
 def alias_of(trace, direct) -> tuple:
     """The render's alias argument for `direct` ({output number: input cell})."""
     if not direct:
@@ -350,10 +356,11 @@ class Launch:
                 o = nd(shape, dt)
                 buf[c] = o.data.ptr
                 outs.append(o)
-        else:  # into the argument itself where aligned (else a new array the caller copies)
+        else:  # into the argument itself where aligned and in memory no other input shares
+            # (views of one allocation may overlap): else a new array the caller copies
             for c, (shape, dt), src in zip(self.out_cells, self.out_specs, self.direct_cells):
                 o = None if src is None else in_datas[src]
-                if o is None or o.data.ptr & 15:
+                if o is None or o.data.ptr & 15 or _shares(o, in_datas, src):
                     o = nd(shape, dt)
                 buf[c] = o.data.ptr
                 outs.append(o)
