@@ -210,7 +210,10 @@ def _reads(node, pos, shape, memo):
 
 
 def _shares(d, datas, cell) -> bool:
-    """Is another input a view of d's allocation (it could overlap d)?"""
+    """Is another input a view of d's allocation (it could overlap d)? (An empty d
+    overlaps nothing.)"""
+    if not d.size:
+        return False
     m = d.data.mem
     return any(k != cell and e.data.mem is m for k, e in enumerate(datas))
 
