@@ -1099,3 +1099,274 @@ def test_whole_programs_with_0d_and_one_element_arrays(device, rng):
         _check(lambda a, b: (a - xp.sum(a), b + xp.max(a) * xp.min(b)), [s, v], loose=True)
         _check(lambda a, b: (b * xp.sum(a, axis=1, keepdims=True), xp.prod(a) + a),
                [one, v], loose=True)
+
+
+def _eager_and_fused(f, fused, args):
+    """(eager result on cpu copies, fused result), or the errors each raised."""
+    ref = [a.to_device(CPU) if isinstance(a, Array) else a for a in args]
+    out = []
+    for g, a in ((f, ref), (fused, args)):
+        try:
+            out.append(g(*a))
+        except (TypeError, ValueError, OverflowError) as e:
+            out.append(e)
+    return out
+
+
+def _same_outcome(f, fused, args):
+    want, got = _eager_and_fused(f, fused, args)
+    if isinstance(want, Exception):
+        assert type(got) is type(want) and str(got) == str(want), (want, got)
+    else:
+        assert not isinstance(got, Exception), got
+        _same(got, want, loose=True)
+    return want
+
+
+def _scalar_argument_programs():
+    """(function, array dtype, scalar arguments per call): a Python scalar passed to the fused
+    function (a kernel parameter, not a constant) in where and clip."""
+    return [
+        (lambda c, x, s: xp.where(c, x, s), xp.float32, [2.0, -3.5, float("nan")]),
+        (lambda c, x, s: xp.where(c, s, x), xp.float32, [0.25, float("-inf")]),
+        (lambda c, x, s: xp.where(c, x, s), xp.float64, [3, -7]),  # an int beside floats
+        (lambda c, x, s: xp.where(c, x, s), xp.int8, [100, -128, 1000]),  # 1000: overflow
+        (lambda c, x, s: xp.where(c, x, s), xp.uint16, [65535, 0]),
+        (lambda c, x, s: xp.where(c, x, s), xp.bool, [True, False]),
+        (lambda c, x, s: xp.where(c, x, s), xp.float32, [1 - 2j]),  # 2024.12: complex64
+        (lambda c, x, s: xp.where(c, x, s), xp.complex128, [1 - 2j, 0.5]),
+        (lambda c, x, s: xp.where(c, x, s * 2 + 1), xp.float32, [2.0]),  # arithmetic on it
+        (lambda c, x, s: xp.where(c, x - xp.max(x, axis=-1, keepdims=True), s),
+         xp.float32, [0.5]),  # beside a reduction (a row program)
+        (lambda c, x, s: xp.where(c, s, 1.5) + x, xp.float32, [2.0]),  # two scalars
+        (lambda c, x, s: xp.clip(x, min=s, max=s + 1), xp.float32, [-0.5, float("nan")]),
+        (lambda c, x, s: xp.clip(x, min=s), xp.int8, [-3, -1000]),  # clamps to the range
+        (lambda c, x, s: xp.clip(x, max=s), xp.int16, [2.5]),  # a float bound: refused
+        (lambda c, x, s: xp.clip(x * 2, min=-s, max=s) - xp.mean(x, axis=-1, keepdims=True),
+         xp.float64, [0.75]),
+    ]
+
+
+@pytest.mark.parametrize("rev", ["2023.12", "2024.12"])
+def test_scalar_arguments_in_where_and_clip_follow_the_revision(device, rng, revision, rev):
+    """A Python scalar ARGUMENT of the fused function in where (x1 or x2) and in clip's
+    bounds does exactly what it does eagerly under the revision in force: 2023.12 refuses it
+    in where with eager's message, 2024.12 types it by the scalar rules (a complex beside a
+    real array widens); clip took scalar bounds in both. Each call's value is a parameter:
+    several values through one cached program, each equal to its eager result."""
+    from xp_cuda import set_api_version
+    set_api_version(rev)
+    for k, (f, dt, values) in enumerate(_scalar_argument_programs()):
+        x = _arr(rng, (5, 9), dt, device)
+        c = _arr(rng, (5, 9), xp.bool, device)
+        fused = fuse(f)
+        outcomes = [_same_outcome(f, fused, [c, x, s]) for s in values]
+        if rev == "2023.12" and k <= 10:  # where: refused, with eager's TypeError
+            assert all(isinstance(o, TypeError) for o in outcomes), (k, outcomes)
+        if rev == "2024.12" and k <= 9 and all(type(s) is type(values[0]) for s in values):
+            assert len(fused._cache) == 1, k  # the values are parameters: one program
+    if rev == "2024.12":  # the typing: an int beside int8 stays int8; a complex widens
+        x = _arr(rng, (3,), xp.float32, device)
+        c = _arr(rng, (3,), xp.bool, device)
+        assert fuse(lambda c, x, s: xp.where(c, x, s))(c, x, 1j).dtype == xp.complex64
+        x8 = _arr(rng, (3,), xp.int8, device)
+        assert fuse(lambda c, x, s: xp.where(c, s, x))(c, x8, 7).dtype == xp.int8
+
+
+# ---- in place on cuda: the kernel writes the argument directly where that is safe -------------
+def _counting_copies(monkeypatch, x):
+    """A list that grows by one each time fuse copies a computed value into an argument."""
+    copies = []
+    cls = type(x._b)
+    orig = cls.assign
+
+    def assign(self, data, value):
+        copies.append(tuple(data.shape))
+        return orig(self, data, value)
+    monkeypatch.setattr(cls, "assign", assign)
+    return copies
+
+
+def _inplace_numeric(a, b):
+    b += a * 2  # (bool: b ^= a, see _inplace_body)
+    return a + b
+
+
+def _inplace_body(dtype):
+    if dtype == xp.bool:
+        def f(a, b):
+            b ^= a
+            return a & b
+        return f
+    return _inplace_numeric
+
+
+INPLACE_DTYPES = [xp.bool, xp.int8, xp.int16, xp.int32, xp.int64, xp.uint8, xp.uint16,
+                  xp.uint32, xp.uint64, xp.float32, xp.float64, xp.complex64, xp.complex128]
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(cuda_device_count() == 0, reason="no usable CUDA GPU here")
+@pytest.mark.parametrize("dtype", INPLACE_DTYPES, ids=str)
+@pytest.mark.parametrize("shape", [(), (0,), (1,), (7, 33), (3, 4099), (1000003,)], ids=str)
+def test_inplace_cuda_writes_the_argument_directly(monkeypatch, rng, dtype, shape):
+    """Elementwise in-place updates of a contiguous aligned argument: the kernel writes the
+    caller's array itself (no copy), and it holds exactly the eager result."""
+    dev = Device("cuda:0")
+    a = _arr(rng, shape, dtype, dev)
+    b = _arr(rng, shape, dtype, dev)
+    copies = _counting_copies(monkeypatch, b)
+    f = _inplace_body(dtype)
+    fused = fuse(f)
+    for k in range(3):  # (the first call of a launch big enough to time tunes: not in place)
+        ref = [xp.asarray(v.to_device(CPU), copy=True) for v in (a, b)]
+        arg = xp.asarray(b, copy=True)
+        want = f(*ref)
+        before = len(copies)
+        _same(fused(a, arg), want)
+        _same(arg, ref[1])
+        if k:
+            assert len(copies) == before, \
+                f"{dtype} {shape}: copied {copies[before:]} instead of writing in place"
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(cuda_device_count() == 0, reason="no usable CUDA GPU here")
+def test_inplace_cuda_copies_where_it_must(monkeypatch, rng):
+    """Arguments a direct write would corrupt (read at other indices in the same kernel) or
+    that the kernel cannot write in its C order (strided, transposed, negative strides) or
+    that are not 16-byte aligned: computed into a new array and copied; values and the
+    caller's array object as eagerly."""
+    dev = Device("cuda:0")
+    x = _arr(rng, (7, 33), xp.float32, dev)
+    b = _arr(rng, (7, 33), xp.float32, dev)
+    copies = _counting_copies(monkeypatch, b)
+
+    def reduce_reads(a, b):
+        b += 1.5
+        return xp.sum(b, axis=1) + xp.sum(b, axis=0)[0]  # other indices of the new b
+
+    def view_reads(a, b):
+        b += 1.0
+        return b[::-1, :] * a
+
+    def elementwise(a, b):
+        b += a * 2
+        return a + b
+    big = _arr(rng, (7, 70), xp.float32, dev)
+    flat = _arr(rng, (1001,), xp.float32, dev)
+    other = _arr(rng, (1001,), xp.float32, dev)
+    shared = _arr(rng, (8, 32), xp.float32, dev)  # two aligned views that overlap
+    cases = [(reduce_reads, lambda: [x, xp.asarray(b, copy=True)]),
+             (view_reads, lambda: [x, xp.asarray(b, copy=True)]),
+             (elementwise, lambda: [x, big[:, 1:67:2]]),  # strided
+             (elementwise, lambda: [x, xp.matrix_transpose(_arr(rng, (33, 7), xp.float32,
+                                                               dev))]),
+             (elementwise, lambda: [x, big[::-1, :33]]),  # negative strides
+             (elementwise, lambda: [flat[:1000], other[1:]]),  # 4 bytes past alignment
+             (elementwise, lambda: [shared[:7], shared[1:]])]  # b's memory is a's too
+    for k, (f, make) in enumerate(cases):
+        args = make()
+        before = len(copies)
+        keep = args[1]
+        ref = [xp.asarray(v.to_device(CPU), copy=True) for v in args]
+        want = f(*ref)  # (the overlapping views: every read sees the values before the call)
+        got = fuse(f)(*args)
+        _same(got, want, loose=True)
+        _same(keep, ref[1], loose=True)  # the caller's array (a view: its base) holds it
+        assert len(copies) == before + 1, f"case {k}: expected one copy, got {copies[before:]}"
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(cuda_device_count() == 0, reason="no usable CUDA GPU here")
+@pytest.mark.parametrize("shape", [(5, 33), (64, 1000), (3, 4099), (2, 3, 257)], ids=str)
+@pytest.mark.parametrize("dtype", [xp.float32, xp.float64, xp.int32], ids=str)
+def test_inplace_cuda_row_kernel_writes_rows_directly(monkeypatch, rng, shape, dtype):
+    """a += s; a -= max(a) over the row: the row kernel holds each row in registers before
+    it writes the row back into the argument (no copy), the values the eager ones."""
+    dev = Device("cuda:0")
+    a = _arr(rng, shape, dtype, dev)
+    copies = _counting_copies(monkeypatch, a)
+
+    def g(a, s):
+        a += s
+        a -= xp.max(a, axis=-1, keepdims=True)
+        return a
+    assert "(rows)" in fuse(g).plan(a, 3)
+    mine, got = _inplace_check(g, [a, 3], loose=False)
+    assert got is mine[0] and copies == []
+    # the strided argument of the same program: copied, still right, the view's base holds it
+    wide = _arr(rng, shape[:-1] + (shape[-1] + 5,), dtype, dev)
+    view = wide[..., :shape[-1]]
+    ref = xp.asarray(view.to_device(CPU), copy=True)
+    tail = xp.asarray(wide.to_device(CPU), copy=True)[..., shape[-1]:]
+    want = g(ref, 3)
+    got = fuse(g)(view, 3)
+    assert got is view and len(copies) == 1
+    _same(view, want)
+    _same(wide[..., shape[-1]:], tail)  # the columns outside the view untouched
+
+
+@pytest.mark.skipif(_nvrtc_reason() is not None, reason="NVRTC not available")
+def test_inplace_direct_kernels_compile_with_nvrtc():
+    """The kernels that write an argument in place (their aliased pointers not restrict):
+    the flat kernel and the row kernel, each in every dtype the test above runs."""
+    from xp_cuda._kernels import nvrtc_compile
+    from xp_cuda._kernels.fusion import (OPTIONS, Graph, RowProgram, alias_of, direct_writes,
+                                         plan_program, programs, translation_unit)
+    from xp_cuda.fusion import _trace
+    rng = np.random.default_rng(3)
+    progs = []
+    for i, dt in enumerate(INPLACE_DTYPES):
+        a, b = _arr(rng, (7, 33), dt, CPU), _arr(rng, (7, 33), dt, CPU)
+        f = _inplace_body(dt)
+
+        def g(a, s):
+            a += s
+            a -= xp.max(a, axis=-1, keepdims=True)
+            return a
+        runs = [(f, [a, b])]
+        if dt in (xp.float32, xp.float64, xp.int32):
+            runs.append((g, [a, 3]))
+        for k, (fn, args) in enumerate(runs):
+            t, nodes, _, sources = _trace.trace(fn, args, {}, CPU)
+            outs = [n for n, s in zip(nodes, sources) if s is None]
+            outs += [m.node for m in t.writes.values()]
+            lays = [args[n.attr.pos]._data for n in t.inputs]
+            plan = plan_program(t, outs, lays, 132)
+            direct, why = direct_writes(t, outs, plan, lays)
+            assert direct and not why, (dt, k, why)
+            if plan.rows is not None:
+                progs.append(RowProgram(t, plan, list(plan.outs), f"ip{i}_{k}",
+                                        alias_of(t, direct)))
+            else:
+                st = plan.stages[0]
+                progs += programs(Graph(list(st.inputs), t.uses), list(st.outs), lays, 132,
+                                  False, const_params=True, prefix=f"ip{i}_{k}_",
+                                  alias=alias_of(t, direct))
+    ptx = nvrtc_compile(translation_unit(progs), name="inplace.cu", options=OPTIONS)
+    for p_ in progs:
+        assert f".entry {p_.name}(" in ptx
+
+
+@pytest.mark.skipif(_nvrtc_reason() is not None, reason="NVRTC not available")
+def test_fast_compile_option_is_off_by_default_and_keyed(monkeypatch):
+    """fusion.FAST_COMPILE (NVRTC's --Ofast-compile, unverified kernel speed) is off unless
+    set; set, a fused kernel still compiles and its cache key differs (a cubin built with it
+    is never served to a run without it)."""
+    from xp_cuda._kernels import _runtime as R
+    from xp_cuda._kernels import nvrtc_compile
+    from xp_cuda._kernels.fusion import OPTIONS, fused_options, row_program
+    from xp_cuda.fusion import _trace
+    assert kfusion.FAST_COMPILE is None and fused_options() == OPTIONS
+    monkeypatch.setattr(kfusion, "FAST_COMPILE", "mid")
+    opts = fused_options()
+    if tuple(R._nvrtc_version_key()) < (12, 8):
+        assert opts == OPTIONS  # this NVRTC has no such option: left out
+        return
+    assert opts == OPTIONS + ("--Ofast-compile=mid",)
+    x = xp.asarray(np.random.default_rng(0).standard_normal((6, 37)).astype(np.float32))
+    t, nodes, *_ = _trace.trace(softmax, [x], {}, CPU)
+    rp = row_program(t, list(nodes), [x._data], 132)
+    assert f".entry {rp.name}(" in nvrtc_compile(rp.source, name="fast.cu", options=opts)
+    assert R._entry_key(rp.source, opts, "sm_90") != R._entry_key(rp.source, OPTIONS, "sm_90")

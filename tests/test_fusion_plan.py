@@ -14,6 +14,7 @@ from xp_cuda._kernels import _runtime as R
 from xp_cuda._kernels import reduction as kred
 from xp_cuda._kernels.fusion_ir import Op
 from xp_cuda.fusion import _trace
+from xp_cuda.fusion import fuse
 from xp_cuda.fusion._fuse import _view_only
 
 SMS = 132
@@ -484,3 +485,105 @@ def test_lower_rewrites_norms_and_vecdot():
     kinds = sorted((r.attr.kind, getattr(r.attr.epilogue, "name", "")) for r in reds)
     assert kinds == [("sum", ""), ("sum", "sqrt")]
     assert plan.rows is not None  # both reduce the innermost axis of (4, 6)
+
+
+# ---- in place: written into the argument directly, or copied -------------------------------
+def _inplace_plan(f, arrays):
+    """(trace, kernel outputs as fuse builds them, plan, direct, why)."""
+    t, nodes, _, sources = _trace.trace(f, arrays, {}, CPU)
+    outs = [n for n, s in zip(nodes, sources) if s is None and not _view_only(n)]
+    outs += [m.node for m in t.writes.values()]
+    lays = [arrays[n.attr.pos]._data for n in t.inputs]
+    plan = kfusion.plan_program(t, outs, lays, SMS)
+    direct, why = kfusion.direct_writes(t, outs, plan, lays)
+    return t, outs, plan, direct, why
+
+
+def _f32(*shape, seed=0):
+    return xp.asarray(np.random.default_rng(seed).standard_normal(shape).astype(np.float32))
+
+
+def test_inplace_direct_where_every_read_is_at_the_written_index():
+    a, b = _f32(5, 33), _f32(5, 33, seed=1)
+
+    def same_index(a, b):
+        b += 1.5
+        c = a * b  # reads the new b at the same index
+        b *= xp.where(a > 0, a, xp.astype(b, xp.float32))
+        return c, xp.clip(b, min=-1.0, max=2.0)
+    t, outs, plan, direct, why = _inplace_plan(same_index, [a, b])
+    assert direct == {len(outs) - 1: 1} and why == {}
+    assert "argument 1 updated in place: the kernel writes it directly" in \
+        fuse(same_index).plan(a, b)
+
+    def both(a, b):  # two arguments updated, each read only at its own index
+        a += b
+        b += a
+        return a * 0 + 1
+    t, outs, plan, direct, why = _inplace_plan(both, [a, b])
+    assert sorted(direct.values()) == [0, 1] and why == {}
+
+
+@pytest.mark.parametrize("name", ["reduction", "view", "broadcast", "strided", "transposed",
+                                  "stages", "also_output"])
+def test_inplace_copied_where_a_direct_write_could_be_read(name):
+    a, b = _f32(5, 33), _f32(5, 33, seed=1)
+    big = _f32(2, 5, 33, seed=2)
+    cases = {
+        "reduction": (lambda a, b: (b.__iadd__(1.0), xp.sum(b, axis=1))[1], [a, b], "other"),
+        "view": (lambda a, b: (b.__iadd__(1.0), b[::-1, :] * a)[1], [a, b], "other"),
+        "broadcast": (lambda a, b: (b.__iadd__(1.0), a * b)[1], [big, b], "other"),
+        "strided": (lambda a, b: (b.__iadd__(a[:, :17]), a * 2)[1],
+                    [a, _f32(5, 34, seed=3)[:, ::2]], "C-contiguous"),
+        "transposed": (lambda a, b: (b.__iadd__(1.0), a * 2)[1],
+                       [a, xp.matrix_transpose(_f32(33, 5, seed=3))], "C-contiguous"),
+        "stages": (lambda a, b: (b.__iadd__(xp.sum(a)), xp.sum(b, axis=0))[1], [a, b],
+                   "several kernels"),
+    }
+    if name == "also_output":
+        def f(a, b):
+            b += 1.0
+            return xp.sum(b, axis=1, keepdims=True) + b
+        t, outs, plan, direct, why = _inplace_plan(f, [a, b])
+        assert plan.rows is not None  # the row kernel holds b's row: direct
+        assert direct == {len(outs) - 1: 1}
+        return
+    f, args, reason = cases[name]
+    t, outs, plan, direct, why = _inplace_plan(f, args)
+    assert direct == {} and list(why) == [1] and reason in why[1], why
+    assert "computed into a new array, then copied" in fuse(f).plan(*args)
+
+
+def test_inplace_row_kernel_writes_its_rows_directly():
+    def g(a, s):
+        a += s
+        a /= xp.max(a, axis=-1, keepdims=True)
+        return a
+    for shape in ((5, 33), (64, 1000), (3, 4099)):
+        x = _f32(*shape)
+        t, outs, plan, direct, why = _inplace_plan(g, [x, 0.25])
+        assert plan.rows is not None and direct == {0: 0} and why == {}, shape
+    # a row kernel that reads the argument through its strides (not held): copied
+    x = _f32(5, 40)[:, :33]
+    t, outs, plan, direct, why = _inplace_plan(g, [x, 0.25])
+    assert direct == {} and list(why) == [0]
+
+
+def test_inplace_direct_kernels_do_not_declare_the_aliased_pointers_restrict():
+    a, b = _f32(5, 33), _f32(5, 33, seed=1)
+
+    def f(a, b):
+        b += 1.5
+        return a * b
+    t, outs, plan, direct, why = _inplace_plan(f, [a, b])
+    alias = kfusion.alias_of(t, direct)
+    assert alias == ((1,), (1,))
+    st = plan.stages[0]
+    (p,) = kfusion.programs(kfusion.Graph(list(st.inputs), t.uses), list(st.outs),
+                            [a._data, b._data], SMS, False, const_params=True, alias=alias)
+    head = p.kernel.split(" {", 1)[0]  # the parameter list
+    assert "const float* __restrict__ in0" in head and "const float* in1" in head
+    assert "float* __restrict__ out0" in head and "float* out1" in head
+    (q,) = kfusion.programs(kfusion.Graph(list(st.inputs), t.uses), list(st.outs),
+                            [a._data, b._data], SMS, False, const_params=True)
+    assert "const float* in1" not in q.kernel and q.source != p.source  # its own cubin

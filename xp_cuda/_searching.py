@@ -162,26 +162,45 @@ def _check_where(condition, x1, x2):
     return dt, broadcast_shapes([condition.shape, x1.shape, x2.shape], "where")
 
 
+def _scalar_kind(v):
+    """'bool', 'int', 'float' or 'complex' for a Python scalar, and for a fused function's
+    Python scalar argument (a tracer's ScalarParam: its value at trace time); else None."""
+    kind = scalar_type_name(v)
+    if kind is None and hasattr(type(v), "as_scalar_array"):
+        kind = scalar_type_name(v.sample)
+    return kind
+
+
 def _where_scalars(x1, x2):
     """where's x1 and x2 when one is not an array: from 2024.12 one Python scalar beside an
     array is the 0-d array the scalar rules make of it; two scalars, or anything else, is a
-    TypeError."""
+    TypeError. Inside a fused function a scalar argument follows the same rules (it makes
+    its own 0-d array: a kernel parameter)."""
+    s1, s2 = _scalar_kind(x1), _scalar_kind(x2)
     if _revisions.allows("python scalars in elementwise functions"):
-        s1, s2 = scalar_type_name(x1), scalar_type_name(x2)
         if s1 is not None and s2 is not None:
             raise TypeError(f"where: x1 and x2 are both Python scalars ({s1} and {s2}); at "
                             f"least one must be an array")
         if s2 is not None and isinstance(x1, Array):
-            return x1, scalar_array(x2, x1, "where")
+            return x1, _scalar_array(x2, x1)
         if s1 is not None and isinstance(x2, Array):
-            return scalar_array(x1, x2, "where"), x2
+            return _scalar_array(x1, x2), x2
     else:
-        for k, (s, other) in enumerate(((x1, x2), (x2, x1)), 1):
-            if scalar_type_name(s) is not None and isinstance(other, Array):
+        for k, (s, other) in enumerate(((s1, x2), (s2, x1)), 1):
+            if s is not None and isinstance(other, Array):
                 raise TypeError(_revisions.later("python scalars in elementwise functions",
-                                                 f"where: x{k} is a Python "
-                                                 f"{scalar_type_name(s)}"))
-    return check_array(x1, "where", "x1"), check_array(x2, "where", "x2")
+                                                 f"where: x{k} is a Python {s}"))
+    # (a scalar argument is refused as its value would be: "got float")
+    return (check_array(x1.sample if hasattr(type(x1), "as_scalar_array") else x1, "where",
+                        "x1"),
+            check_array(x2.sample if hasattr(type(x2), "as_scalar_array") else x2, "where",
+                        "x2"))
+
+
+def _scalar_array(v, like):
+    if hasattr(type(v), "as_scalar_array"):
+        return v.as_scalar_array(like, "where")
+    return scalar_array(v, like, "where")
 
 
 def where(condition, x1, x2, /) -> Array:

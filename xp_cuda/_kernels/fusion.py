@@ -35,7 +35,7 @@ from .fusion_ir import Graph, Op  # noqa: F401
 from .fusion_plan import (COL_GROUPS, CONFIGS, RED_WAVES, THREADS, ContiguousLayout,  # noqa: F401
                           ProgramPlan, describe_rows, describe_stages, input_layouts, itemsize,
                           lower, plan_kernel, plan_rows, size, split_stages)
-from .fusion_render import FLAT, identity, literal, render, render_rows  # noqa: F401
+from .fusion_render import FLAT, NO_ALIAS, identity, literal, render, render_rows  # noqa: F401
 
 TUNE_MIN_BYTES = 2**25  # operand bytes from which a launch is long enough to time (~8 us)
 TUNE_ROUNDS = 3  # timed launches per candidate; the fastest of each counts
@@ -54,7 +54,7 @@ class Program:
     one-node programs keep literals, the shipped cubins' sources)."""
 
     def __init__(self, trace, kernel_outs, in_arrays, sms, name=KERNEL, config=None,
-                 const_params=False):
+                 const_params=False, alias=NO_ALIAS):
         self.trace = trace
         self.name = name
         self.config = config or CONFIGS[0]  # (vector bytes, vectors per thread, threads)
@@ -71,7 +71,7 @@ class Program:
         self.reductions = [(r.out, r.P, r.S) for r in plan.reductions]
         self.in_count = len(plan.inputs)
         self.kernel, self.structs, self.gvals = render(plan, trace, kernel_outs, name,
-                                                       const_params)
+                                                       const_params, alias)
         self.nslots = max(1, len(self.gvals))
         self.source = translation_unit([self])
 
@@ -85,21 +85,156 @@ def translation_unit(programs) -> str:
                     *(p.kernel for p in programs)])
 
 
-def programs(trace, kernel_outs, in_arrays, sms, tune: bool, const_params=False) -> list:
+def programs(trace, kernel_outs, in_arrays, sms, tune: bool, const_params=False,
+             prefix=KERNEL, alias=NO_ALIAS) -> list:
     """The Programs a Launch compiles for these layouts: the default vector shape, and with
     ``tune`` each other shape of CONFIGS that plans a different layout with the same
     parameters (one parameter block serves them all). tools/prebuild.py ships exactly these.
-    ``const_params``: constants as runtime values (fused functions; see Program)."""
-    prog = Program(trace, kernel_outs, in_arrays, sms, name=f"{KERNEL}0",
-                   const_params=const_params)
+    ``const_params``: constants as runtime values (fused functions; see Program). Kernel
+    names: ``prefix`` and the shape's number. ``alias``: arguments written in place (see
+    direct_writes)."""
+    prog = Program(trace, kernel_outs, in_arrays, sms, name=f"{prefix}0",
+                   const_params=const_params, alias=alias)
     progs = [prog]
     if tune and prog.tunable:
         for k, cfg in enumerate(CONFIGS[1:], 1):
-            p = Program(trace, kernel_outs, in_arrays, sms, name=f"{KERNEL}{k}", config=cfg,
-                        const_params=const_params)
+            p = Program(trace, kernel_outs, in_arrays, sms, name=f"{prefix}{k}", config=cfg,
+                        const_params=const_params, alias=alias)
             if p.layout not in [q.layout for q in progs] and p.gvals == prog.gvals:
                 progs.append(p)
     return progs
+
+
+# A fused function's kernels (its stages, their vector shapes) compile as ONE NVRTC program:
+# each program pays NVRTC's fixed cost (the helpers' and CuPy's complex headers parsed: about
+# 60 ms of a 2-core box's 90 for an empty kernel) once, not once a kernel, and NVRTC programs
+# compiled in parallel threads scaled poorly there (log-sum-exp's 3 stages: 3 units one after
+# another 416 ms, in 3 threads 358, one unit 222). tools/fuse_first_call.py measures the three
+# ways on any machine. Not for eager launches: their sources are the shipped cubins' keys.
+ONE_UNIT = True
+
+
+# NVRTC 12.8+'s --Ofast-compile=LEVEL ("min", "mid", "max") for a fused function's kernels:
+# None (the default) leaves it out. On a 2-core box "mid" cut a first compile from 175-226 ms
+# to 102-134 (softmax, layer norm, lse, row norm); it may change the SASS, so whether the
+# kernels stay as fast is for a GPU run to say (unverified: hence off). Never an option that
+# changes a float result. The options are part of the kernel cache's key.
+FAST_COMPILE = None
+
+
+def fused_options() -> tuple:
+    """NVRTC options of a fused function's kernels: OPTIONS, and FAST_COMPILE's where set
+    (and this NVRTC has it)."""
+    if FAST_COMPILE is None:
+        return OPTIONS
+    from ._runtime import _nvrtc_version_key
+    if tuple(_nvrtc_version_key()) < (12, 8):
+        return OPTIONS
+    return OPTIONS + (f"--Ofast-compile={FAST_COMPILE}",)
+
+
+def one_unit(progs) -> list:
+    """``progs`` (distinct kernel names) sharing one translation unit, where ONE_UNIT."""
+    if ONE_UNIT and len(progs) > 1:
+        src = translation_unit(progs)
+        for p in progs:
+            p.source = src
+    return progs
+
+
+# ---- in place: an argument's final value written into the argument ---------------------------
+# A fused function's in-place update (b += 1.5) ends with the argument's final value, which
+# the caller's array must hold. Its one kernel writes it there directly where no read sees the
+# overwritten value: every read of the argument in the kernel is at the index being written
+# (elementwise work of the argument's shape), or the row kernel holds the argument's row in
+# registers before it writes the row. Else (a reduction, a view or broadcasting reads it at
+# other indices, several kernels, a layout the kernel does not write) the kernel computes a
+# new array and the caller copies it in (one more pass over the array).
+def direct_writes(trace, outs, plan, in_arrays) -> tuple:
+    """({program output number: input cell} written straight into the argument's memory,
+    {argument position: why not} for the other arguments updated in place). trace.writes:
+    argument position -> its final value (.node), one of `outs`; plan: plan_program's."""
+    writes = getattr(trace, "writes", None) or {}
+    if not writes:
+        return {}, {}
+    cells = {n.attr.pos: c for c, n in enumerate(trace.inputs)}
+    low = plan.outs
+    direct, why = {}, {}
+    for pos, meta in writes.items():
+        at = [j for j, n in enumerate(outs) if n is meta.node]
+        cell = cells.get(pos)
+        if len(at) != 1 or cell is None:
+            why[pos] = "its value is also another result"
+            continue
+        j = at[0]
+        lay = in_arrays[cell]
+        if plan.rows is None and len(plan.stages) > 1:
+            why[pos] = "the program runs as several kernels"
+        elif not lay.flags.c_contiguous:
+            why[pos] = "it is not C-contiguous (the kernel writes results in C order)"
+        elif plan.rows is not None:
+            if (pos, True) not in plan.rows.packed or plan.rows.outs[j] != "row":
+                why[pos] = "the row kernel does not hold its rows in registers"
+            else:
+                direct[j] = cell
+        else:
+            arg = trace.inputs[cell]
+            if any(_reads(root, pos, arg.shape, {}) == "other" for root in low):
+                why[pos] = ("another value reads it at other indices (a reduction, a view "
+                            "or broadcasting)")
+            else:
+                direct[j] = cell
+    return direct, why
+
+
+_SAME_INDEX = (Op.ELEMENTWISE, Op.WHERE, Op.ASTYPE, Op.CLIP)
+
+
+def _reads(node, pos, shape, memo):
+    """How `node` reads the input at argument position `pos` (of `shape`): None (not at
+    all), "same" (only at the index of the element computed) or "other"."""
+    if node is None:
+        return None
+    key = id(node)
+    if key in memo:
+        return memo[key]
+    if node.op is Op.INPUT:
+        got = "same" if node.attr.pos == pos else None
+    else:
+        kids = {_reads(a, pos, shape, memo) for a in node.args}
+        got = "other" if "other" in kids else "same" if "same" in kids else None
+        if got == "same" and (node.op not in _SAME_INDEX or tuple(node.shape) != tuple(shape)):
+            got = "other"
+    memo[key] = got
+    return got
+
+
+def _shares(d, datas, cell) -> bool:
+    """Is another input a view of d's allocation (it could overlap d)? (An empty d
+    overlaps nothing.)"""
+    if not d.size:
+        return False
+    m = d.data.mem
+    return any(k != cell and e.data.mem is m for k, e in enumerate(datas))
+
+
+def alias_of(trace, direct) -> tuple:
+    """The render's alias argument for `direct` ({output number: input cell})."""
+    if not direct:
+        return NO_ALIAS
+    return (tuple(sorted(trace.inputs[c].attr.pos for c in direct.values())),
+            tuple(sorted(direct)))
+
+
+def _write_words(trace, direct, why) -> str:
+    lines = []
+    for pos in sorted(getattr(trace, "writes", None) or {}):
+        if pos in why:
+            lines.append(f"argument {pos} updated in place: computed into a new array, then "
+                         f"copied into it ({why[pos]})")
+        else:
+            lines.append(f"argument {pos} updated in place: the kernel writes it directly")
+    return "".join("\n" + ln for ln in lines)
 
 
 # ---- launcher ---------------------------------------------------------------------------------
@@ -158,22 +293,35 @@ class Launch:
     speed only, never a value. The chosen shape is one tuple, ``variant`` (kernel, grid for
     aligned operands, grid for any, threads), so a thread never reads half of another's choice."""
 
-    def __init__(self, cp, trace, kernel_outs, in_arrays, progs=None, const_params=False):
+    def __init__(self, cp, trace, kernel_outs, in_arrays, progs=None, const_params=False,
+                 direct=None):
         self.cp = cp
+        # {output number: input cell}: outputs written straight into an argument updated in
+        # place (direct_writes), while its pointer is 16-byte aligned (vector stores)
+        self.direct = tuple(sorted((direct or {}).items()))
+        planned_here = progs is None
         if progs is None:  # (a row kernel comes planned: RowLaunch)
             sms = device_info(cp).sm_count
             moved = sum(a.nbytes for a in in_arrays) + sum(
                 size(n.shape) * itemsize(n.dtype.name) for n in kernel_outs)
             progs = programs(trace, kernel_outs, in_arrays, sms, moved >= TUNE_MIN_BYTES,
-                             const_params)
+                             const_params, alias=alias_of(trace, direct))
+            if const_params:  # a fused function's (eager sources stay the shipped ones)
+                one_unit(progs)
         prog = progs[0]
         self.source = prog.source
-        kernels = load_kernels([(p.source, p.name) for p in progs], OPTIONS)
+        # a fused function's (planned here with constants as parameters, or by RowLaunch,
+        # StagedLaunch): fused_options; an eager reduction's: OPTIONS (the shipped cubins)
+        fused = const_params or not planned_here
+        kernels = load_kernels([(p.source, p.name) for p in progs],
+                               fused_options() if fused else OPTIONS)
         self.variants = [(k.kernel.ptr, p.blocks, p.blocks_scalar, p.threads)
                          for k, p in zip(kernels, progs)]
         self.variant = self.variants[0]
         self.tuned = len(self.variants) == 1
         self.out_specs = [(n.shape, np.dtype(n.dtype.name)) for n in kernel_outs]
+        cells = dict(self.direct)
+        self.direct_cells = [cells.get(j) for j in range(len(kernel_outs))] if cells else None
         self.scratch_specs = prog.scratch
         n_in, n_out = len(in_arrays), len(kernel_outs)
         self.uses = uses = trace.uses
@@ -204,10 +352,21 @@ class Launch:
                 view[0] = convert(param.fn(values))
         outs = []
         nd = self.ndarray
-        for c, (shape, dt) in zip(self.out_cells, self.out_specs):
-            o = nd(shape, dt)
-            buf[c] = o.data.ptr
-            outs.append(o)
+        # (a launch that will tune runs each vector shape several times into its outputs:
+        # never into an argument, which would be updated once a run)
+        if self.direct_cells is None or not self.tuned:
+            for c, (shape, dt) in zip(self.out_cells, self.out_specs):
+                o = nd(shape, dt)
+                buf[c] = o.data.ptr
+                outs.append(o)
+        else:  # into the argument itself where aligned and in memory no other input shares
+            # (views of one allocation may overlap): else a new array the caller copies
+            for c, (shape, dt), src in zip(self.out_cells, self.out_specs, self.direct_cells):
+                o = None if src is None else in_datas[src]
+                if o is None or o.data.ptr & 15 or _shares(o, in_datas, src):
+                    o = nd(shape, dt)
+                buf[c] = o.data.ptr
+                outs.append(o)
         # the kernel takes its vector path when every operand is aligned (outputs always are)
         if self.tuned or misaligned:
             fn, blocks, blocks_scalar, threads = self.variant
@@ -269,6 +428,23 @@ def stage_programs(trace, plan, in_arrays, sms, name=KERNEL) -> list:
             for k, st in enumerate(plan.stages)]
 
 
+def staged_programs(trace, plan, in_arrays, sms, tune) -> list:
+    """(stage, graph, layouts, Programs) per stage of a multi-kernel plan, every kernel
+    named apart (stage k, shape v: xp_fused_s{k}v{v}) and, where ONE_UNIT, all in one
+    translation unit. tune(bytes moved) -> whether a stage compiles every vector shape."""
+    n_in = len(trace.inputs)
+    staged = []
+    for k, st in enumerate(plan.stages):
+        lays = _stage_layouts(st, in_arrays, n_in)
+        g = Graph(list(st.inputs), trace.uses)
+        moved = sum(a.nbytes for a in lays) + sum(
+            size(n.shape) * itemsize(n.dtype.name) for n in st.outs)
+        staged.append((st, g, lays, programs(g, list(st.outs), lays, sms, tune(moved),
+                                             const_params=True, prefix=f"{KERNEL}_s{k}v")))
+    one_unit([p for *_, progs in staged for p in progs])
+    return staged
+
+
 class StagedLaunch:
     """A program of several kernels (fusion_plan.split_stages): each stage's Launch, run in
     order on the current stream; a stage reads the function's inputs and the intermediates
@@ -276,19 +452,13 @@ class StagedLaunch:
 
     def __init__(self, cp, trace, plan, in_arrays):
         self.plan = plan
-        n_in = len(trace.inputs)
         sms = device_info(cp).sm_count
-        staged = []
-        for st in plan.stages:
-            lays = _stage_layouts(st, in_arrays, n_in)
-            g = Graph(list(st.inputs), trace.uses)
-            moved = sum(a.nbytes for a in lays) + sum(
-                size(n.shape) * itemsize(n.dtype.name) for n in st.outs)
-            staged.append((st, g, lays, programs(g, list(st.outs), lays, sms,
-                                                 moved >= TUNE_MIN_BYTES, const_params=True)))
-        # every stage's kernels compile at once, in parallel (a first call waits for the
-        # slowest, not for the sum); each Launch below then finds its kernels loaded
-        load_kernels([(p.source, p.name) for *_, progs in staged for p in progs], OPTIONS)
+        staged = staged_programs(trace, plan, in_arrays, sms,
+                                 lambda moved: moved >= TUNE_MIN_BYTES)
+        # every stage's kernels compile at once (one unit: see ONE_UNIT); each Launch below
+        # then finds its kernels loaded
+        load_kernels([(p.source, p.name) for *_, progs in staged for p in progs],
+                     fused_options())
         self.launches = [(st, Launch(cp, g, list(st.outs), lays, progs=progs))
                          for st, g, lays, progs in staged]
         self.n_out = sum(1 for st in plan.stages for j, _ in st.results if j is not None)
@@ -313,11 +483,12 @@ def fused_launch(cp, trace, outs, in_arrays):
     plan_rows finds one, else one kernel per stage (StagedLaunch)."""
     sms = device_info(cp).sm_count
     plan = plan_program(trace, outs, in_arrays, sms)
+    direct, _ = direct_writes(trace, outs, plan, in_arrays)
     if plan.rows is not None:
-        return RowLaunch(cp, trace, plan, in_arrays)
+        return RowLaunch(cp, trace, plan, in_arrays, direct)
     if len(plan.stages) == 1:
         return Launch(cp, Graph(list(plan.stages[0].inputs), trace.uses),
-                      list(plan.stages[0].outs), in_arrays, const_params=True)
+                      list(plan.stages[0].outs), in_arrays, const_params=True, direct=direct)
     return StagedLaunch(cp, trace, plan, in_arrays)
 
 
@@ -325,24 +496,25 @@ def explain(trace, outs, in_arrays, sms) -> str:
     """A fused program's plan in words: the kernels, and for each what it computes and how
     (fuse's ``plan()``)."""
     plan = plan_program(trace, outs, in_arrays, sms)
+    writes = _write_words(trace, *direct_writes(trace, outs, plan, in_arrays))
     if plan.rows is not None:
-        return describe_rows(plan.rows)
+        return describe_rows(plan.rows) + writes
     progs = stage_programs(trace, plan, in_arrays, sms)
-    return describe_stages(plan, [p.plan for p in progs])
+    return describe_stages(plan, [p.plan for p in progs]) + writes
 
 
 class RowProgram:
     """Source and runtime layout of a row kernel (fusion_plan.RowPlan), with the attributes
     Launch reads of a Program (no scratch: a block owns its row)."""
 
-    def __init__(self, trace, plan, outs, name=KERNEL):
+    def __init__(self, trace, plan, outs, name=KERNEL, alias=NO_ALIAS):
         self.trace, self.name, self.outs = trace, name, outs
         rows = self.plan = plan.rows
         self.threads = rows.threads * rows.rows_per_block
         self.blocks = self.blocks_scalar = rows.blocks
         self.layout, self.tunable, self.scratch, self.reductions = (), False, [], []
         self.in_count = len(rows.inputs)
-        self.kernel, self.structs, self.gvals = render_rows(rows, trace, outs, name)
+        self.kernel, self.structs, self.gvals = render_rows(rows, trace, outs, name, alias)
         self.nslots = max(1, len(self.gvals))
         self.source = translation_unit([self])
 
@@ -353,9 +525,10 @@ def row_program(trace, outs, in_arrays, sms, name=f"{KERNEL}0"):
     return None if plan.rows is None else RowProgram(trace, plan, list(plan.outs), name)
 
 
-def RowLaunch(cp, trace, plan, in_arrays):  # noqa: N802  (a Launch, built from its plan)
-    """The Launch of a row kernel: the whole program, one kernel."""
-    prog = RowProgram(trace, plan, list(plan.outs), f"{KERNEL}0")
-    launch = Launch(cp, trace, list(plan.outs), in_arrays, progs=[prog])
+def RowLaunch(cp, trace, plan, in_arrays, direct=None):  # noqa: N802  (a Launch, planned)
+    """The Launch of a row kernel: the whole program, one kernel (`direct`: see
+    direct_writes)."""
+    prog = RowProgram(trace, plan, list(plan.outs), f"{KERNEL}0", alias_of(trace, direct))
+    launch = Launch(cp, trace, list(plan.outs), in_arrays, progs=[prog], direct=direct)
     launch.plan = plan
     return launch

@@ -762,10 +762,17 @@ TRANSCENDENTAL = frozenset({
     "hypot"})
 
 
+# A value computed by this many operations or more (an element) is costly too, as a
+# transcendental is: recomputing a long chain (x = x * a + b, 30 times) in every pass also
+# printed it once a pass, and NVVM and ptxas time grow with the code (a first call's compile)
+KEEP_OPS = 16
+
+
 def _costly(node, leaves) -> bool:
     """Does computing `node` (down to `leaves` ids, inputs and reductions) call a
-    transcendental function?"""
+    transcendental function or take KEEP_OPS operations or more?"""
     seen = set()
+    ops = [0]
 
     def walk(n):
         if n is None or id(n) in seen or id(n) in leaves or n.op is Op.REDUCE:
@@ -773,6 +780,10 @@ def _costly(node, leaves) -> bool:
         seen.add(id(n))
         if n.op is Op.ELEMENTWISE and n.attr.name in TRANSCENDENTAL:
             return True
+        if n.op in _KEEPABLE:
+            ops[0] += 1
+            if ops[0] >= KEEP_OPS:
+                return True
         return any(walk(a) for a in n.args)
     return walk(node)
 

@@ -103,7 +103,9 @@ class _Entry:
     """What one argument layout runs: the trace, and where the device's backend compiles
     fused programs (cuda) the launcher of its kernels. The values computed are the outputs,
     then the final values of the arguments updated in place (written into the caller's
-    arrays after the whole program ran: every read saw the trace's order already)."""
+    arrays after the whole program ran: every read saw the trace's order already; on cuda
+    the kernel writes one straight into the argument where no read in it can see the
+    overwritten value: fusion.direct_writes, and ``plan()`` says which)."""
 
     __slots__ = ("trace", "nodes", "is_tuple", "launch", "kernel_idx", "eager_idx",
                  "in_pos", "device", "switch", "fast", "n_out", "writes", "arg_outs",
@@ -188,7 +190,8 @@ class _Entry:
                 outs[j] = r
         for k, pos in enumerate(self.writes):  # in place: into the caller's array
             dst, val = values[pos], outs[self.n_out + k]
-            dst._b.assign(dst._data, val._data)
+            if val._data is not dst._data:  # (a kernel that wrote it there: nothing to copy)
+                dst._b.assign(dst._data, val._data)
         for j, pos in self.arg_outs:
             outs[j] = values[pos]
         outs = outs[:self.n_out]

@@ -20,6 +20,7 @@ from .. import _revisions
 from .._array import Array, register_native_type
 from .._backends import Backend, EmptyMask
 from .._dtypes import PROMOTION_TABLE, TypedScalar, check_scalar, clip_scalar, scalar_type_name
+from .._dtypes import scalar_dtype, typed_scalar
 from .._dtypes import from_numpy_dtype
 from .._dtypes import int64 as INDEX_DTYPE  # argmax/argmin: the default index dtype
 from .._kernels.reduction import MOMENTS_ACC
@@ -161,6 +162,22 @@ class ScalarParam:
 
     def __repr__(self):
         return f"ScalarParam(sample={self.sample!r})"
+
+    def as_scalar_array(self, like, where):
+        """The 0-d array the scalar rules make of this argument beside the array ``like`` (as
+        _array.scalar_array does of a Python scalar; where's operands from 2024.12): a 0-d
+        Tracer of a kernel parameter. Its dtype is decided by the value at trace time (the
+        cache key holds the argument's Python type); each call converts its value by the
+        same rule, with eager's errors (an int out of range raises then, as eagerly)."""
+        dtype = scalar_dtype(self.sample, like.dtype, where)
+        if dtype == like.dtype:
+            def convert(v, d=dtype, w=where):
+                return typed_scalar(v, d, w).value
+        else:  # the revision's wider dtype (a complex beside a real floating array)
+            def convert(v, d=dtype):
+                return d._np.type(v)
+        t = current()
+        return t.tracer(Node(Op.PARAM, (), dtype, (), Param(t.add_use(self, dtype, convert))))
 
 
 def _lift(v):
