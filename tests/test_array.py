@@ -492,7 +492,8 @@ def test_scalar_operators_on_strided_views(rng, device, view):
     """Scalars on either side of a view read through its strides (reflected ops included)."""
     x, a = random_array(rng, (6, 5), xp.float64, device)
     pick = {"reversed": lambda t: t[::-1, ...],
-            "reversed_newaxis": lambda t: t[0, ::-1][None, :], "transposed": lambda t: t.T, "step": lambda t: t[::2, 1::2]}[view]
+            "reversed_newaxis": lambda t: t[0, ::-1][None, :],
+            "transposed": lambda t: t.T, "step": lambda t: t[::2, 1::2]}[view]
     v, b = pick(x), pick(a)
     for got, want in ((0.5 - v, 0.5 - b), (v - 0.5, b - 0.5), (2.0 * v, 2.0 * b),
                       (v / 4.0, b / 4.0), (-v, -b), (xp.sin(v), np.sin(b)), (v + v, b + b)):

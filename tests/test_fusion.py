@@ -568,7 +568,8 @@ def _programs_corpus():
 
         def f(a, consts=consts):
             return tuple(((a == c) | (c & a)) if isinstance(c, bool) else (a * 0 + c)
-                         for c in consts) + (xp.sum(xp.astype(a[:, None, ...] == a[None, :, ...], xp.int32), axis=0),)
+                         for c in consts) + (
+                xp.sum(xp.astype(a[:, None, ...] == a[None, :, ...], xp.int32), axis=0),)
         items.append((f, [x]))
     return items
 

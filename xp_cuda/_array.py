@@ -247,8 +247,9 @@ class Array:
     __str__ = __repr__
 
     def __iter__(self):
-        # The standard defines no __iter__, but integer __getitem__ implies Python's
-        # iteration over the first axis; say so explicitly (0-d arrays have no first axis).
+        # The standard defines no __iter__; Python would iterate through x[0], x[1], ...,
+        # which the multi-axis rule refuses beyond 1-d: iterate over the first axis
+        # explicitly, x[i, ...] (0-d arrays have no first axis).
         if self.ndim == 0:
             raise TypeError("a 0-d array cannot be iterated; convert it with int()/float()")
         return (self[i, ...] for i in range(self.shape[0]))
