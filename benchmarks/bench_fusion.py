@@ -63,7 +63,7 @@ def _whole_cases(xp):
 
     def lse0(x):
         m = xp.max(x, axis=0, keepdims=True)
-        return xp.log(xp.sum(xp.exp(x - m), axis=0)) + m[0]
+        return xp.log(xp.sum(xp.exp(x - m), axis=0)) + m[0, ...]
 
     def rownorm(x):
         return x / xp.linalg.vector_norm(x, axis=-1, keepdims=True)

@@ -53,16 +53,8 @@ def _complex_special(v):
 _POW = ("ns:pow", "op:**", "op:r**", "op:**=")
 
 PENDING = (
-    # x[0] on a 2-d array: "the number of provided single-axis indexing expressions (excluding
-    # None) should equal N [...] An IndexError exception should be raised if [it] is less
-    # than N" (indexing page, multi-axis indexing). xp_cuda fills the remaining axes with ':'
-    # as NumPy does; array_api_strict raises. A 'should': the lead decides.
-    # Kept for now (2026-11-23): enforcing it broke ~100 of this project's own tests that
-    # index rows as x[i]; the change, its tests and the migration of those call sites are one
-    # step of their own (the closing note of that session names it).
-    ("lead decision: partial multi-axis indices (spec: IndexError 'should' be raised)",
-     lambda c, x, r: c.target in ("op:getitem", "op:setitem") and r is not None
-     and x.exc is None and r.exc is not None and "multi-axes index only specifies" in str(r.exc)),
+    # (empty: partial multi-axis indices, the last entry, are an IndexError in xp_cuda too since
+    # issue #18's decision; both sides now raise it and the fuzzer compares them as equal)
 )
 
 

@@ -6,6 +6,7 @@ import pytest
 
 import xp_cuda as xp
 from helpers import ALL_DTYPES, NUMERIC, random_array, to_numpy
+from xp_cuda._array import Array
 from xp_cuda._devices import CPU, Device
 
 
@@ -158,13 +159,14 @@ def test_array_namespace():
 
 def test_indexing_rules(rng, device):
     x, a = random_array(rng, (4, 5, 6), xp.float64, device)
-    for key in [1, -1, (1, 2), (slice(None, None, -2),), (Ellipsis, 1), (None, 1, Ellipsis),
-                (slice(1, 3), None, slice(None, None, 2), -2), ()]:
+    for key in [(1, Ellipsis), (-1, Ellipsis), (1, 2, Ellipsis),
+                (slice(None, None, -2), Ellipsis), (Ellipsis, 1), (None, 1, Ellipsis),
+                (slice(1, 3), None, slice(None, None, 2), -2), (Ellipsis,)]:
         np.testing.assert_array_equal(to_numpy(x[key]), a[key])
     assert x[1, 2, 3].shape == () and x[1, 2, 3].device == device
-    np.testing.assert_array_equal(to_numpy(x[2]), a[2])  # fewer indices than dims
+    np.testing.assert_array_equal(to_numpy(x[2, ...]), a[2])  # fewer indices: an ellipsis
     i, j = xp.asarray(1, device=device), xp.asarray(3, dtype=xp.uint8, device=device)
-    np.testing.assert_array_equal(to_numpy(x[i:j, ::i]), a[1:3])  # 0-d int slice bounds
+    np.testing.assert_array_equal(to_numpy(x[i:j, ::i, ...]), a[1:3])  # 0-d int slice bounds
     with pytest.raises(IndexError, match="slice bounds"):
         x[xp.asarray(1.0, device=device):]
     mask = x > 0
@@ -173,7 +175,7 @@ def test_indexing_rules(rng, device):
     # an empty mask selects nothing, even where its zero sizes differ from x's
     e = xp.zeros((0, 3, 2), device=device)[xp.zeros((0, 0), dtype=xp.bool, device=device)]
     assert e.shape == (0, 2)
-    for bad, err in [(4, "out of bounds"), ((0, 0, 0, 0), "too many"),
+    for bad, err in [((4, 0, 0), "out of bounds"), ((0, 0, 0, 0), "too many"),
                      ((Ellipsis, Ellipsis), "ellipsis"), (1.0, "not allowed"),
                      ([0, 1], "not allowed"), (True, "not allowed"),
                      (xp.asarray([0, 1], device=device), "take"),
@@ -184,7 +186,7 @@ def test_indexing_rules(rng, device):
 
 def test_setitem(rng, device):
     x, a = random_array(rng, (3, 4), xp.float32, device)
-    x[0] = 1.5
+    x[0, ...] = 1.5
     a[0] = 1.5
     x[:, 1] = xp.asarray([7.0, 8.0, 9.0], dtype=xp.float32, device=device)
     a[:, 1] = [7.0, 8.0, 9.0]
@@ -192,13 +194,207 @@ def test_setitem(rng, device):
     a[a > 5] = 0.0
     np.testing.assert_array_equal(to_numpy(x), a)
     with pytest.raises(TypeError, match="astype"):
-        x[0] = xp.ones(4, dtype=xp.float64, device=device)
+        x[0, ...] = xp.ones(4, dtype=xp.float64, device=device)
     with pytest.raises(TypeError):
-        x[0] = 1j
+        x[0, ...] = 1j
     with pytest.raises(IndexError):
         x[None] = 1.0
     with pytest.raises(ValueError, match="broadcast"):
-        x[0] = xp.ones(3, dtype=xp.float32, device=device)
+        x[0, ...] = xp.ones(3, dtype=xp.float32, device=device)
+
+
+# ---- the multi-axis rule (indexing page, 2023.12): "Except in the case of providing a single
+# ellipsis [...], the number of provided single-axis indexing expressions (excluding None)
+# should equal N. [...] An IndexError exception should be raised if [it] is less than N."
+# Keys naming fewer axes than x has, without an ellipsis: (shape, key as a function of device).
+PARTIAL = [
+    ((2, 3), lambda d: 0), ((2, 3), lambda d: -1), ((2, 3), lambda d: (1,)),
+    ((2, 3), lambda d: slice(None)), ((2, 3), lambda d: slice(0, 1)),
+    ((2, 3), lambda d: ()), ((2, 3), lambda d: np.int64(1)),
+    ((2, 3), lambda d: xp.asarray(1, device=d)),  # a 0-d integer array is an integer index
+    ((2, 3, 4), lambda d: 1), ((2, 3, 4), lambda d: (0, 1)),
+    ((2, 3, 4), lambda d: (slice(None), -1)), ((2, 3, 4), lambda d: slice(None, None, -1)),
+    ((2, 3, 4), lambda d: (xp.asarray(1, device=d), xp.asarray(0, dtype=xp.uint8, device=d))),
+]
+# None adds an axis and names none: these still name fewer axes than x has.
+PARTIAL_NONE = [((2, 3), lambda d: None), ((2, 3), lambda d: (None, 0)),
+                ((2, 3), lambda d: (0, None)), ((2, 3, 4), lambda d: (None, 1, None, 2)),
+                ((2, 3, 4), lambda d: (slice(None), None, slice(None)))]
+
+
+def _strict_raises_index_error(shape, key_fn, api, setting):
+    """Whether array_api_strict (the reference) refuses the key with IndexError."""
+    import array_api_strict as strict
+    with strict.ArrayAPIStrictFlags(api_version=api):
+        s = strict.reshape(strict.arange(int(np.prod(shape)), dtype=strict.float64), shape)
+        k = key_fn(None)
+        k = tuple(strict.asarray(int(p._data.item()), dtype=getattr(strict, p.dtype.name))
+                  if isinstance(p, Array) else p for p in k) if type(k) is tuple else (
+            strict.asarray(int(k._data.item())) if isinstance(k, Array) else k)
+        try:
+            if setting:
+                s[k] = 1.0
+            else:
+                s[k]
+        except IndexError:
+            return True
+    return False
+
+
+@pytest.mark.parametrize("api", ["2023.12", "2025.12"])
+@pytest.mark.parametrize("shape,key_fn", PARTIAL + PARTIAL_NONE)
+def test_partial_key_raises_index_error(rng, device, revision, api, shape, key_fn):
+    xp.set_api_version(api)
+    x, a = random_array(rng, shape, xp.float64, device)
+    key = key_fn(device)
+    with pytest.raises(IndexError, match="multi-axis indexing"):
+        x[key]
+    with pytest.raises(IndexError):  # (None in an assignment's key is refused first)
+        x[key] = 1.0
+    np.testing.assert_array_equal(to_numpy(x), a)  # nothing was written
+    assert _strict_raises_index_error(shape, key_fn, api, setting=False)
+    # with an ellipsis anywhere in it, the same key is valid and means what NumPy's does
+    parts = key if type(key) is tuple else (key,)
+    np_parts = tuple(int(p._data.item()) if isinstance(p, Array) else p for p in parts)
+    for at in range(len(parts) + 1):
+        full = parts[:at] + (Ellipsis,) + parts[at:]
+        np.testing.assert_array_equal(to_numpy(x[full]), a[np_parts[:at] + (...,) +
+                                                           np_parts[at:]])
+        if None not in parts:
+            x[full] = 2.5
+            a[np_parts[:at] + (...,) + np_parts[at:]] = 2.5
+            np.testing.assert_array_equal(to_numpy(x), a)
+    if None not in parts:
+        assert _strict_raises_index_error(shape, key_fn, api, setting=True)
+
+
+@pytest.mark.parametrize("api", ["2023.12", "2025.12"])
+def test_full_keys_and_ellipsis_are_valid(rng, device, revision, api):
+    xp.set_api_version(api)
+    x, a = random_array(rng, (2, 3, 4), xp.float32, device)
+    for key in [(1, 2, 3), (0, slice(None), -1), (None, 1, None, slice(1, 3), 0, None),
+                (Ellipsis,), Ellipsis, (Ellipsis, 0), (0, Ellipsis), (0, Ellipsis, 1),
+                (None, Ellipsis), (Ellipsis, None), (1, 2, 3, Ellipsis), (1, Ellipsis, 2, 3),
+                (slice(None),) * 3]:
+        np.testing.assert_array_equal(to_numpy(x[key]), a[key])
+    i = xp.asarray(1, device=device)
+    np.testing.assert_array_equal(to_numpy(x[i, i, i]), a[1, 1, 1])
+    x[1, ...] = 7.0
+    a[1, ...] = 7.0
+    x[...] = x + 1
+    a[...] = a + 1
+    x[:, :, 0] = 3.0
+    a[:, :, 0] = 3.0
+    np.testing.assert_array_equal(to_numpy(x), a)
+    # 1-d (the fast paths of x[i] and x[a:b]) and 0-d arrays
+    v, b = random_array(rng, (5,), xp.int32, device)
+    for key in [0, -1, slice(1, 4), slice(None, None, -2), (2,), Ellipsis]:
+        np.testing.assert_array_equal(to_numpy(v[key]), b[key])
+    v[1] = 4
+    b[1] = 4
+    v[2:] = 9
+    b[2:] = 9
+    np.testing.assert_array_equal(to_numpy(v), b)
+    z, c = random_array(rng, (), xp.float64, device)
+    assert float(z[()]) == float(c) and float(z[...]) == float(c)
+    assert z[None].shape == (1,) and z[None, ...].shape == (1,)
+    z[()] = 1.5
+    assert float(z) == 1.5
+
+
+@pytest.mark.parametrize("api", ["2023.12", "2025.12"])
+def test_boolean_mask_counts_as_its_axes(rng, device, revision, api):
+    """A boolean array as the sole index names its own axes; a mask of lower rank than x
+    replaces x's leading axes (boolean array indexing: "If N >= M, then A[B] must replace the
+    first M dimensions of A"), which array_api_strict allows too: no multi-axis error."""
+    import array_api_strict as strict
+    xp.set_api_version(api)
+    x, a = random_array(rng, (3, 4, 2), xp.float64, device)
+    for m in (a[:, 0, 0] > 0, a[:, :, 0] > 0, a > 0):
+        mask = xp.asarray(m, device=device)
+        np.testing.assert_array_equal(to_numpy(x[mask]), a[m])
+        with strict.ArrayAPIStrictFlags(api_version=api):
+            s = strict.asarray(a)
+            assert s[strict.asarray(m)].shape == a[m].shape
+        y, b = xp.asarray(a, copy=True, device=device), a.copy()
+        y[mask] = -1.0
+        b[m] = -1.0
+        np.testing.assert_array_equal(to_numpy(y), b)
+    with pytest.raises(IndexError, match="sole index"):
+        x[xp.asarray(a[:, 0, 0] > 0, device=device), 0]
+
+
+@pytest.mark.parametrize("api", ["2024.12", "2025.12"])
+def test_integer_arrays_count_as_one_axis_each(rng, device, revision, api):
+    """Integer array indexing (2024.12): "Let T be a tuple (t1, t2, ..., tN) having length N";
+    an integer array names one axis, so a tuple of them shorter than x's rank is refused, as
+    array_api_strict refuses it."""
+    import array_api_strict as strict
+    xp.set_api_version(api)
+    x, a = random_array(rng, (3, 4, 2), xp.float64, device)
+    i = xp.asarray([0, 2, 1], device=device)
+    for key in [(i,), i, (i, i), (1, i), (i, None, 0)]:
+        with pytest.raises(IndexError, match="multi-axis indexing"):
+            x[key]
+    with strict.ArrayAPIStrictFlags(api_version=api):
+        s, si = strict.asarray(a), strict.asarray([0, 2, 1])
+        for key in [(si,), si, (si, si), (1, si)]:
+            with pytest.raises(IndexError):
+                s[key]
+        np.testing.assert_array_equal(np.asarray(s[si, si, 1]), a[[0, 2, 1], [0, 2, 1], 1])
+    np.testing.assert_array_equal(to_numpy(x[i, i, 1]), a[[0, 2, 1], [0, 2, 1], 1])
+    np.testing.assert_array_equal(to_numpy(x[i, i, ...]), a[[0, 2, 1], [0, 2, 1], ...])
+
+
+def test_partial_key_message(device, revision):
+    x = xp.zeros((2, 3), device=device)
+    msg = ("__getitem__: x has 2 dimensions but the index gives 1 (x[0]); index every axis or "
+           "add an ellipsis: x[0, ...] (Array API 2023.12, multi-axis indexing)")
+    with pytest.raises(IndexError) as e:
+        x[0]
+    assert str(e.value) == msg
+    with pytest.raises(IndexError) as e:
+        x[0] = 1.0
+    assert str(e.value) == msg.replace("__getitem__", "__setitem__")
+    y = xp.zeros((2, 3, 4), device=device)
+    with pytest.raises(IndexError) as e:
+        y[None, 1:, ::2]
+    assert str(e.value) == (
+        "__getitem__: x has 3 dimensions but the index gives 2 (x[None, 1:, ::2]); index "
+        "every axis or add an ellipsis: x[None, 1:, ::2, ...] (Array API 2023.12, multi-axis "
+        "indexing)")
+    with pytest.raises(IndexError, match=r"gives 0 \(x\[\(\)\]\); .*: x\[\.\.\.\]"):
+        y[()]
+    xp.set_api_version("2025.12")
+    with pytest.raises(IndexError, match=r"gives 1 \(x\[<int64 array of shape \(2,\)>\]\)"):
+        x[xp.asarray([0, 1], device=device)]
+
+
+@pytest.mark.parametrize("api", ["2023.12", "2025.12"])
+def test_partial_key_inside_fuse(rng, device, revision, api):
+    """The traced array of xp_cuda.fusion applies the eager rule: the fused function raises
+    what the eager one raises, and a full key fuses as before."""
+    from xp_cuda.fusion import fuse
+    xp.set_api_version(api)
+    x, a = random_array(rng, (3, 4), xp.float32, device)
+    for f in (lambda t: t[0] * 2, lambda t: t[1:] + 1, lambda t: t[None, -1] - t[0, 0]):
+        with pytest.raises(IndexError) as eager:
+            f(x)
+        with pytest.raises(IndexError) as fused:
+            fuse(f)(x)
+        assert str(fused.value) == str(eager.value)
+        assert "multi-axis indexing" in str(fused.value)
+    np.testing.assert_array_equal(to_numpy(fuse(lambda t: t[0, ...] * 2)(x)), a[0] * 2)
+    np.testing.assert_array_equal(to_numpy(fuse(lambda t: t[..., 1:] + t[..., :1])(x)),
+                                  a[:, 1:] + a[:, :1])
+
+    def assign(t):
+        t[0] = 1.0
+        return t
+
+    with pytest.raises(IndexError, match="__setitem__.*multi-axis indexing"):
+        fuse(assign)(x)
+    np.testing.assert_array_equal(to_numpy(x), a)
 
 
 @pytest.mark.parametrize("dtype", ALL_DTYPES, ids=lambda d: d.name)
@@ -295,7 +491,8 @@ def test_negative_zero_survives_every_door(device):
 def test_scalar_operators_on_strided_views(rng, device, view):
     """Scalars on either side of a view read through its strides (reflected ops included)."""
     x, a = random_array(rng, (6, 5), xp.float64, device)
-    pick = {"reversed": lambda t: t[::-1], "reversed_newaxis": lambda t: t[0, ::-1][None, :],
+    pick = {"reversed": lambda t: t[::-1, ...],
+            "reversed_newaxis": lambda t: t[0, ::-1][None, :],
             "transposed": lambda t: t.T, "step": lambda t: t[::2, 1::2]}[view]
     v, b = pick(x), pick(a)
     for got, want in ((0.5 - v, 0.5 - b), (v - 0.5, b - 0.5), (2.0 * v, 2.0 * b),

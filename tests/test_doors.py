@@ -145,11 +145,11 @@ def test_operator_index_integers_index_like_ints(device, rng, dtype):
     idx0 = xp.asarray(3, device=device)  # a 0-d integer array is an integer index
     for i in _INTS + [idx0, xp.asarray(np.uint8(1), device=device)]:
         k = operator.index(i)
-        _same(x[i], a[k], f"x[{i!r}]")
-        _same(x[1, i], a[1, k], f"x[1, {i!r}]")
+        _same(x[i, ...], a[k], f"x[{i!r}, ...]")
+        _same(x[1, i, ...], a[1, k], f"x[1, {i!r}, ...]")
         _same(x[i, ..., -1], a[k, ..., -1], f"x[{i!r}, ..., -1]")
-        _same(x[:, i:], a[:, k:], f"x[:, {i!r}:]")
-        _same(x[::i, 1:5:i], a[::k, 1:5:k], f"x[::{i!r}, 1:5:{i!r}]")
+        _same(x[:, i:, :], a[:, k:], f"x[:, {i!r}:, :]")
+        _same(x[::i, 1:5:i, ...], a[::k, 1:5:k], f"x[::{i!r}, 1:5:{i!r}, ...]")
         _same(x[np.int64(-k):, :i, 0], a[-k:, :k, 0], f"x[-{k}:, :{i!r}, 0]")
     _same(x[np.int64(-1), np.int32(-2), np.int16(-3)], a[-1, -2, -3], "negative NumPy ints")
     # the same integers in assignments
@@ -157,9 +157,9 @@ def test_operator_index_integers_index_like_ints(device, rng, dtype):
     v, c = random_array(rng, (4,), dtype, device)
     for i in _INTS + [idx0]:
         k = operator.index(i)
-        y[i, np.int8(-1)] = v
+        y[i, np.int8(-1), ...] = v
         b[k, -1] = c
-        y[np.uint8(1):i, i] = v[0]
+        y[np.uint8(1):i, i, ...] = v[0]
         b[1:k, k] = c[0]
     _same(y, b, "assignments through NumPy integers and 0-d arrays")
 
@@ -170,13 +170,13 @@ def test_operator_index_integers_keep_bools_and_floats_out(device, revision):
         with pytest.raises(IndexError):
             x[0, v]
         with pytest.raises(IndexError):
-            x[v:]
+            x[v:, ...]
     with pytest.raises(IndexError):
         x[xp.asarray(1.0, device=device)]
     with pytest.raises(IndexError, match="step of 0"):
-        x[::np.int64(0)]
+        x[::np.int64(0), :]
     with pytest.raises(IndexError, match="out of bounds"):
-        x[np.int64(3)]
+        x[np.int64(3), ...]
     with pytest.raises(IndexError, match="out of bounds"):
         x[0, xp.asarray(-5, device=device)]
     # a 0-d boolean array stays a mask (the sole index), never the integer 1
@@ -281,20 +281,20 @@ def _keys(rng, shape, idt):
     big = ints((3000,), n0)                   # crosses block boundaries
     r = ints((3, 1, 2), n2)
     return [
-        ("x[i]", (i1,)),
-        ("x[i, j] 2-D and broadcast", (j2, k2)),
+        ("x[i, :, :]", (i1, slice(None), slice(None))),
+        ("x[i, j, :] 2-D and broadcast", (j2, k2, slice(None))),
         ("x[i, j, k] every axis", (j2, k2, ints((1, 4), n2))),
-        ("x[int, J]", (2, i2)),
-        ("x[J, int]", (i2.clip(-n0 if idt.kind == "int" else 0, n0 - 1), -1)),
+        ("x[int, J, :]", (2, i2, slice(None))),
+        ("x[J, int, :]", (i2.clip(-n0 if idt.kind == "int" else 0, n0 - 1), -1, slice(None))),
         ("x[i, int, k]", (j2, n1 - 1, ints((4,), n2))),
-        ("x[:, j]", (slice(None), i2)),
+        ("x[:, j, :]", (slice(None), i2, slice(None))),
         ("x[1:4, j, ::-1]", (slice(1, 4), i2, slice(None, None, -1))),
         ("x[..., k]", (Ellipsis, r)),
         ("x[i, ...]", (i1, Ellipsis)),
         ("x[:, j, k]", (slice(None), ints((5,), n1), ints((5,), n2))),
-        ("empty index", (e,)),
-        ("empty with another", (e, ints((1,), n1))),
-        ("many indices", (big,)),
+        ("empty index", (e, Ellipsis)),
+        ("empty with another", (e, ints((1,), n1), Ellipsis)),
+        ("many indices", (big, Ellipsis)),
     ]
 
 
@@ -318,7 +318,7 @@ def test_integer_array_indexing_small_cases(device, rng, revision):
     xp.set_api_version("2024.12")
     x, a = random_array(rng, (4, 3), xp.float32, device)
     # a sole array (no tuple) and the spec's example: ([0, 1], [2, 3]) on (4, 4)
-    _same(x[xp.asarray([3, 0, 3, -1], device=device)], a[[3, 0, 3, -1]], "x[array]")
+    _same(x[xp.asarray([3, 0, 3, -1], device=device), ...], a[[3, 0, 3, -1]], "x[array, ...]")
     y, b = random_array(rng, (4, 4), xp.int16, device)
     got = y[xp.asarray([0, 1], device=device), xp.asarray([2, 3], device=device)]
     _same(got, np.array([b[0, 2], b[1, 3]]), "the spec's example")
@@ -341,20 +341,20 @@ def test_integer_array_indexing_out_of_range_is_an_index_error(device, revision)
     x = xp.reshape(xp.arange(24, device=device), (2, 3, 4))
     def ix(v, dt=xp.int64):
         return xp.asarray(v, dtype=dt, device=device)
-    cases = [((ix([0, 2]),), "index 2 .* axis 0 of size 2"),
-             ((ix([0, -3]),), "index -3 .* axis 0 of size 2"),
-             ((ix([0, 1]), ix([0, 3])), "index 3 .* axis 1 of size 3"),
+    cases = [((ix([0, 2]), Ellipsis), "index 2 .* axis 0 of size 2"),
+             ((ix([0, -3]), Ellipsis), "index -3 .* axis 0 of size 2"),
+             ((ix([0, 1]), ix([0, 3]), Ellipsis), "index 3 .* axis 1 of size 3"),
              ((slice(None), ix([1]), ix([[4]])), "index 4 .* axis 2 of size 4"),
              ((0, ix([-4]), ix([0])), "index -4 .* axis 1 of size 3"),
-             ((ix([2**64 - 1], xp.uint64),), "out of bounds for axis 0"),
+             ((ix([2**64 - 1], xp.uint64), Ellipsis), "out of bounds for axis 0"),
              ((ix([0]), ix([0]), ix([9], xp.uint8)), "index 9 .* axis 2 of size 4")]
     for key, msg in cases:
         with pytest.raises(IndexError, match=msg):
             x[key]
     empty = xp.zeros((0, 3), device=device)
     with pytest.raises(IndexError, match="axis 0 of size 0"):
-        empty[ix([0])]
-    assert empty[ix([], xp.int64)].shape == (0, 3)
+        empty[ix([0]), ...]
+    assert empty[ix([], xp.int64), ...].shape == (0, 3)
 
 
 def test_integer_array_indexing_refuses_what_it_does_not_define(device, revision):
@@ -362,13 +362,13 @@ def test_integer_array_indexing_refuses_what_it_does_not_define(device, revision
     x = xp.reshape(xp.arange(24, device=device), (2, 3, 4))
     i = xp.asarray([0, 1], device=device)
     with pytest.raises(IndexError, match="newaxis"):
-        x[None, i]
+        x[None, i, ...]
     with pytest.raises(IndexError, match="next to each other"):
         x[i, :, 0]
     with pytest.raises(IndexError, match="next to each other"):
         x[i, ..., i]
     with pytest.raises(IndexError, match="broadcast"):
-        x[i, xp.asarray([0, 1, 2], device=device)]
+        x[i, xp.asarray([0, 1, 2], device=device), 0]
     with pytest.raises(IndexError, match="sole index"):
         x[i, xp.asarray([True, False, True], device=device)]
     with pytest.raises(IndexError, match="integer or boolean dtype"):

@@ -162,8 +162,9 @@ def program(seed, n_ops=6, reduce=True, uses=None, whole=False):
                     if a.ndim == 0:
                         out = a[None, ...]
                     else:
-                        out = r.choice([lambda: a[..., None], lambda: a[::-1], lambda: a[1:],
-                                        lambda: a[None, :], lambda: a[-1]])()
+                        out = r.choice([lambda: a[..., None], lambda: a[::-1, ...],
+                                        lambda: a[1:, ...], lambda: a[None, ...],
+                                        lambda: a[-1, ...]])()
                     if 0 in out.shape:
                         continue
             except (TypeError, ValueError, OverflowError, IndexError):
@@ -305,7 +306,7 @@ def test_indexing_broadcasting_and_outputs_of_different_shapes(device, rng):
 
     def f(a, b, c):
         return (a[1:, ::2] * b[None, ::2] + c, a[..., None] - b[:, None], b[::-1] * c,
-                a[-1] + b, a[2, 3] * c)
+                a[-1, ...] + b, a[2, 3] * c)
     _check(f, [x, y, z])
     s = xp.asarray(np.arange(40.0).reshape(5, 8), device=device)[:, 1:7]  # strided input
     _check(f, [s, y, z])
@@ -345,7 +346,7 @@ def test_big_reductions_split_across_blocks(device, rng):
     i = _arr(rng, (200001, 3), xp.int32, device)
     _check(lambda a: (xp.sum(a * 2 + 1), xp.max(a, axis=1), xp.mean(a, axis=1, keepdims=True)),
            [x], loose=True)
-    _check(lambda a: (xp.sum(a, axis=0), xp.prod(a[:40] + 1, axis=0), xp.any(a > 5)), [i])
+    _check(lambda a: (xp.sum(a, axis=0), xp.prod(a[:40, ...] + 1, axis=0), xp.any(a > 5)), [i])
 
 
 @pytest.mark.parametrize("p", [1, 3, 4, 31, 33, 100])
@@ -486,7 +487,7 @@ def test_refusals_name_the_operation(device, rng):
     for f, what in ((lambda a: a[a > 0], "boolean-mask"),
                     (lambda a: xp.nonzero(a)[0], "nonzero"),
                     (lambda a: xp.sort(a), "sort"),
-                    (lambda a: xp.permute_dims(a[None], (1, 0)), "xp."),
+                    (lambda a: xp.permute_dims(a[None, :], (1, 0)), "xp."),
                     (lambda a: xp.unique_values(a), "xp.unique"),
                     (lambda a: a + 1 if a[0] > 0 else a, "bool()"),
                     (lambda a: xp.cumulative_sum(a), "xp.cumulative_sum"),
@@ -567,7 +568,8 @@ def _programs_corpus():
 
         def f(a, consts=consts):
             return tuple(((a == c) | (c & a)) if isinstance(c, bool) else (a * 0 + c)
-                         for c in consts) + (xp.sum(xp.astype(a[:, None] == a[None, :], xp.int32), axis=0),)
+                         for c in consts) + (
+                xp.sum(xp.astype(a[:, None, ...] == a[None, :, ...], xp.int32), axis=0),)
         items.append((f, [x]))
     return items
 
@@ -595,7 +597,7 @@ def test_generated_sources_compile_with_nvrtc():
     progs, secret, n_programs = [], "user_secret_name", 0
 
     def user_secret_name(a, b):  # names of the user's program never reach the source
-        return xp.sum(a * b + 1, axis=0), a[::-1] / b
+        return xp.sum(a * b + 1, axis=0), a[::-1, ...] / b
     rng = np.random.default_rng(1)
     xs = [_arr(rng, (4, 3), xp.float32, CPU) for _ in range(2)]
     extra = [(user_secret_name, xs)]
@@ -744,8 +746,8 @@ def test_one_element_views_as_outputs(device, rng):
     """An output that is a one-element view of a larger intermediate (found by the property
     test: the flat evaluation once leaked its placeholder index into the CUDA source)."""
     x = _arr(rng, (3, 1), xp.int64, device)
-    _check(lambda a: (xp.astype(a[1:], xp.uint64)[1:], a[1:] == 3), [x])
-    _check(lambda a: (a[1:] * 2)[-1:], [x])
+    _check(lambda a: (xp.astype(a[1:, ...], xp.uint64)[1:, ...], a[1:, ...] == 3), [x])
+    _check(lambda a: (a[1:, ...] * 2)[-1:, ...], [x])
     y = _arr(rng, (4, 3), xp.float32, device)
     _check(lambda b: ((b + 1)[2:3, 1:2], (b * b)[None, -1, :1]), [y])
 
@@ -789,7 +791,7 @@ def lse_rows(a):
 
 def lse_cols(a):
     m = xp.max(a, axis=0, keepdims=True)
-    return xp.log(xp.sum(xp.exp(a - m), axis=0)) + m[0]
+    return xp.log(xp.sum(xp.exp(a - m), axis=0)) + m[0, ...]
 
 
 def row_normalise(a):
@@ -873,7 +875,7 @@ def test_whole_programs_on_strided_broadcast_and_empty_inputs(device, rng, name)
         base = _arr(rng, (6, 75), dt, device)
         w = _arr(rng, (75,), dt, device)
         cases = [[base[:, ::2]], [base[::-1, 1:]], [base[:, 5:]],  # strided, misaligned
-                 [xp.broadcast_to(base[:1], (4, 75))],  # broadcast (stride 0)
+                 [xp.broadcast_to(base[:1, ...], (4, 75))],  # broadcast (stride 0)
                 # one row held in registers: misaligned (the element loads), aligned whole
                 # vectors (the vector loads)
                 [xp.reshape(base, (-1,))[1:]], [xp.reshape(base, (-1,))[:448]]]
@@ -903,7 +905,7 @@ def test_row_plans_and_fallbacks(device, rng):
     assert _plan_kind(softmax, [long]).startswith("3 kernels")
     assert _plan_kind(lambda a: a * 2 + 1, [x]).startswith("1 kernel")
     assert "row" in fuse(softmax).plan(x) and "4096" in fuse(softmax).plan(x)
-    assert "no kernel" in fuse(lambda a: a[1:]).plan(x)
+    assert "no kernel" in fuse(lambda a: a[1:, ...]).plan(x)
 
 
 # ---- in-place updates -------------------------------------------------------------------------

@@ -54,18 +54,18 @@ def test_matmul_layouts_match_numpy(device, rng, dtype):
     big, B = random_array(rng, (3, 40, 36), dtype, device)
     x, a = random_array(rng, (36, 17), dtype, device)
     cases = [
-        (big[0], B[0], x, a),                                   # C @ C
-        (big[0].mT, B[0].T, big[1][:, :17], B[1][:, :17]),      # F @ strided rows
-        (big[1][:36, :].mT, B[1][:36, :].T, x[:, ::2], a[:, ::2]),
+        (big[0, ...], B[0], x, a),                              # C @ C
+        (big[0, ...].mT, B[0].T, big[1, :, :17], B[1][:, :17]),  # F @ strided rows
+        (big[1, :36, :].mT, B[1][:36, :].T, x[:, ::2], a[:, ::2]),
         (big, B, big.mT, np.swapaxes(B, -1, -2)),               # batched C @ batched F
         (big.mT, np.swapaxes(B, -1, -2), big, B),
         (big, B, x, a),                                         # broadcast batch
-        (big[:, ::2, :], B[:, ::2, :], big[0].mT, B[0].T),
-        (big[0][0], B[0][0], x, a),                             # 1-D @ 2-D
-        (big[0], B[0], x[:, 0], a[:, 0]),                       # 2-D @ 1-D
+        (big[:, ::2, :], B[:, ::2, :], big[0, ...].mT, B[0].T),
+        (big[0, 0, :], B[0][0], x, a),                          # 1-D @ 2-D
+        (big[0, ...], B[0], x[:, 0], a[:, 0]),                  # 2-D @ 1-D
         (x[:, 0], a[:, 0], x[:, 1], a[:, 1]),                   # 1-D @ 1-D
-        (big[0][:1], B[0][:1], x, a), (big[0][:, :1], B[0][:, :1], x[:1], a[:1]),
-        (big[0][:0], B[0][:0], x, a), (big[0][:, :0], B[0][:, :0], x[:0], a[:0]),
+        (big[0, :1, :], B[0][:1], x, a), (big[0, :, :1], B[0][:, :1], x[:1, :], a[:1]),
+        (big[0, :0, :], B[0][:0], x, a), (big[0, :, :0], B[0][:, :0], x[:0, :], a[:0]),
     ]
     for x1, a1, x2, a2 in cases:
         got = x1 @ x2
@@ -77,7 +77,7 @@ def test_matmul_layouts_match_numpy(device, rng, dtype):
             _close(got, ref, dtype, scale=np.abs(ref).max(initial=1.0) + 1)
     if dtype is xp.float32:  # mixed dtypes: promoted before the product
         y, c = random_array(rng, (36, 5), xp.float64, device)
-        got = xp.matmul(big[0], y)
+        got = xp.matmul(big[0, ...], y)
         assert got.dtype == xp.float64
         _close(got, B[0].astype(np.float64) @ c, xp.float64)
 
@@ -358,9 +358,9 @@ def test_matrix_rank_pinv(device, rng, dtype):
     assert to_numpy(L.matrix_rank(x, rtol=rt)).tolist() == [3, 1]
     p = L.pinv(x)
     assert p.dtype == dtype and p.shape == (2, 3, 5)
-    _close(p[0], np.linalg.pinv(_ref(a[0])), dtype)
+    _close(p[0, ...], np.linalg.pinv(_ref(a[0])), dtype)
     # the rank-deficient matrix needs a cutoff matching the precision
-    _close(p[1], np.linalg.pinv(_ref(a[1]), rcond=1e-4 if dtype in (xp.float32, xp.complex64)
+    _close(p[1, ...], np.linalg.pinv(_ref(a[1]), rcond=1e-4 if dtype in (xp.float32, xp.complex64)
                                 else 1e-12), dtype)
     with pytest.raises(TypeError, match="rtol"):
         L.matrix_rank(x, rtol=xp.asarray([1, 2], device=device))

@@ -52,7 +52,8 @@ def test_repeat_and_take(device, rng, dtype):
     same(xp.repeat(x, xp.asarray(r12, device=device)), np.repeat(a, r12), dtype)
     idx = np.array([3, -1, 0, 0])
     same(xp.take(x, xp.asarray(idx, device=device), axis=1), np.take(a, idx, axis=1), dtype)
-    same(xp.take(x[0], xp.asarray(idx, dtype=xp.int8, device=device)), np.take(a[0], idx), dtype)
+    same(xp.take(x[0, ...], xp.asarray(idx, dtype=xp.int8, device=device)), np.take(a[0], idx),
+         dtype)
 
 
 @pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
@@ -94,7 +95,8 @@ def test_moves_of_views_match_numpy(device, rng, dtype):
          np.concatenate([q for _, q in parts], axis=1), dtype)
     same(xp.concat([p for p, _ in parts], axis=None),
          np.concatenate([q.ravel() for _, q in parts]), dtype)
-    same(xp.stack([big[i] for i in range(40)], axis=1), np.stack(list(B[:40]), axis=1), dtype)
+    same(xp.stack([big[i, ...] for i in range(40)], axis=1), np.stack(list(B[:40]), axis=1),
+         dtype)
 
 
 @pytest.mark.parametrize("d1,d2", [(xp.int8, xp.int16), (xp.uint8, xp.int8),
@@ -146,7 +148,7 @@ def test_reshape_copy(device):
     for _ in range(2):
         v = xp.reshape(big[:, :, ::2], (24, 2), copy=False)
         assert to_numpy(v).tolist() == ref[:, :, ::2].reshape(24, 2).tolist()
-        w = xp.reshape(big[::-1, 1], (2, 2, 4), copy=False)
+        w = xp.reshape(big[::-1, 1, :], (2, 2, 4), copy=False)
         assert to_numpy(w).tolist() == ref[::-1, 1].reshape(2, 2, 4).tolist()
         c = xp.reshape(big[:, ::2, ::2], (24,))
         assert to_numpy(c).tolist() == ref[:, ::2, ::2].reshape(24).tolist()
@@ -199,7 +201,7 @@ def test_errors(device):
     with pytest.raises(TypeError, match="tuple or list"):
         xp.stack(x)
     with pytest.raises(ValueError, match="same shape"):
-        xp.stack([x, x[:2]])
+        xp.stack([x, x[:2, ...]])
     with pytest.raises(ValueError, match="non-negative"):
         xp.repeat(x, -1)
     with pytest.raises(ValueError, match="non-negative"):
@@ -239,7 +241,7 @@ def test_take_refuses_every_out_of_range_index(device, rng, itype):
     it = getattr(xp, itype)
     big, B = random_array(rng, (40, 37), xp.float32, device)
     cases = {"rows": (big, B, 0), "strided": (big[:, ::2], B[:, ::2], 0),
-             "elements": (big[3], B[3], 0), "inner axis": (big[::3], B[::3], 1)}
+             "elements": (big[3, :], B[3], 0), "inner axis": (big[::3, :], B[::3], 1)}
     hi = np.iinfo(itype).max
     for name, (v, a, ax) in cases.items():
         n = a.shape[ax]

@@ -417,16 +417,16 @@ def test_kdtree_is_guarded(monkeypatch, releases):
     from xp_cuda.spatial._engine_cpu import CpuEngine
     pts = xp.asarray(np.random.default_rng(1).random((50, 3)))
     tree = KDTree(pts)
-    d0, i0 = tree.query(pts[:5], k=2)
+    d0, i0 = tree.query(pts[:5, :], k=2)
     failing = _Failing(CpuEngine.query, _numpy_memory_error)
     monkeypatch.setattr(CpuEngine, "query", failing)
-    d1, i1 = tree.query(pts[:5], k=2)
+    d1, i1 = tree.query(pts[:5, :], k=2)
     assert failing.calls == 2 and len(releases) == 1
     np.testing.assert_array_equal(d0._data, d1._data)
     np.testing.assert_array_equal(i0._data, i1._data)
     failing.calls, failing.times = 0, None
     with pytest.raises(MemoryError, match="KDTree.query: out of memory on cpu"):
-        tree.query(pts[:5], k=2)
+        tree.query(pts[:5, :], k=2)
 
 
 # ---- the guard itself ----------------------------------------------------------------------
@@ -676,13 +676,13 @@ def test_cuda_exhaustion_then_recovery():
     np.testing.assert_allclose(xp.fft.fft(c).to_device(CPU)._data,
                                np.fft.fft(a_np[0] + 1j * a_np[1]), rtol=1e-9, atol=1e-8)
     # CUDA's sin and glibc's differ in the last bit (2.2e-16 at 0.02 seen on the H200)
-    np.testing.assert_allclose(xp.sin(a[:m]).to_device(CPU)._data, np.sin(a_np[:m]),
+    np.testing.assert_allclose(xp.sin(a[:m, ...]).to_device(CPU)._data, np.sin(a_np[:m]),
                                rtol=1e-14, atol=1e-15)
-    np.testing.assert_allclose(fused(a[:m], a[:m]).to_device(CPU)._data,
+    np.testing.assert_allclose(fused(a[:m, ...], a[:m, ...]).to_device(CPU)._data,
                                np.sin(a_np[:m]) * a_np[:m] + 1.0, rtol=1e-14, atol=1e-15)
     scipy_spatial = pytest.importorskip("scipy.spatial")
-    dist, idx = tree.query(queries[:1000], k=3)
-    ref_d, ref_i = scipy_spatial.cKDTree(pts_np).query(queries[:1000].to_device(CPU)._data,
+    dist, idx = tree.query(queries[:1000, ...], k=3)
+    ref_d, ref_i = scipy_spatial.cKDTree(pts_np).query(queries[:1000, ...].to_device(CPU)._data,
                                                         k=3)
     np.testing.assert_allclose(dist.to_device(CPU)._data, ref_d, rtol=1e-12)
     np.testing.assert_array_equal(idx.to_device(CPU)._data, ref_i)

@@ -296,7 +296,7 @@ def test_isin_strided_and_large(device, rng, v2025):
     x1, a1, x2, a2 = _overlapping(rng, (6, 8), (5, 7), xp.float32, device)
     _same(xp.isin(x1[::2, ::-1], x2[::-1, 1::3]), _ref_isin(a1[::2, ::-1], a2[::-1, 1::3]),
           xp.bool, device, "2-D views")
-    xb = xp.broadcast_to(x1[:1], (4, 8))
+    xb = xp.broadcast_to(x1[:1, :], (4, 8))
     _same(xp.isin(xb, x2), _ref_isin(np.broadcast_to(a1[:1], (4, 8)), a2), xp.bool, device,
           "broadcast x1")
 
@@ -772,7 +772,7 @@ def test_fuse_refuses_the_new_gathers_by_name(v2025, device):
     for f, args, what in ((lambda a, j: xp.take_along_axis(a, j, axis=1), (x, i),
                            "xp.take_along_axis"),
                           (lambda a, j: xp.isin(j, j), (x, i), "xp.isin"),
-                          (lambda a, j: a[j[0], j[1]], (x, i), "integer array indexing"),
+                          (lambda a, j: a[j[0, :], j[1, :]], (x, i), "integer array indexing"),
                           (lambda a: xp.linalg.eigvals(a), (m,), "xp.linalg.eig")):
         with pytest.raises(TypeError, match="move it outside") as e:
             fuse(f)(*args)

@@ -227,17 +227,17 @@ def test_errors(device):
     with pytest.raises(ValueError, match="1-D"):
         xp.searchsorted(x, x)
     with pytest.raises(ValueError, match="side"):
-        xp.searchsorted(x[0], x, side="middle")
+        xp.searchsorted(x[0, ...], x, side="middle")
     with pytest.raises(TypeError, match="real-valued"):
         xp.searchsorted(xp.stack([c, c]), c)
     with pytest.raises(TypeError, match="cannot be promoted"):
-        xp.searchsorted(x[0], xp.ones(2, device=device))
+        xp.searchsorted(x[0, ...], xp.ones(2, device=device))
     with pytest.raises(ValueError, match="sorter has shape"):
-        xp.searchsorted(x[0], x, sorter=x[0, :2])
+        xp.searchsorted(x[0, ...], x, sorter=x[0, :2])
     with pytest.raises(IndexError, match="sorter"):
-        xp.searchsorted(x[0], x, sorter=x[2])
+        xp.searchsorted(x[0, ...], x, sorter=x[2, ...])
     with pytest.raises(TypeError, match="integer"):
-        xp.searchsorted(x[0], x, sorter=xp.ones(4, device=device))
+        xp.searchsorted(x[0, ...], x, sorter=xp.ones(4, device=device))
     with pytest.raises(ValueError, match="repeats an axis"):
         xp.all(x, axis=(0, 0))
     with pytest.raises(IndexError, match="out of range"):

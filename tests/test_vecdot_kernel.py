@@ -261,8 +261,10 @@ def test_broadcast_and_strided(device, rng, dtype):
 def test_mixed_strided(device, rng):
     x, a = random_array(rng, (5, 50, 8), xp.float32, device)
     y, b = random_array(rng, (50, 8), xp.complex128, device)
-    _check(xp.vecdot(x[:, ::-1], y[::-1], axis=-2), a[:, ::-1], b[::-1], -2, xp.complex128)
-    _check(xp.vecdot(y[::-1], x[:, ::-1], axis=-2), b[::-1], a[:, ::-1], -2, xp.complex128)
+    _check(xp.vecdot(x[:, ::-1, :], y[::-1, :], axis=-2), a[:, ::-1], b[::-1], -2,
+           xp.complex128)
+    _check(xp.vecdot(y[::-1, :], x[:, ::-1, :], axis=-2), b[::-1], a[:, ::-1], -2,
+           xp.complex128)
 
 
 def test_empty(device):
@@ -376,7 +378,7 @@ def test_short_rows(device, rng, pair):
             x1, a1 = random_array(rng, (M, K), d1, device)
             x2, a2 = random_array(rng, (M, K), d2, device)
             _check(xp.vecdot(x1, x2), a1, a2, -1, rdtype)
-            _check(xp.vecdot(x1[1:], x2[1:]), a1[1:], a2[1:], -1, rdtype)  # misaligned start
+            _check(xp.vecdot(x1[1:, :], x2[1:, :]), a1[1:], a2[1:], -1, rdtype)  # misaligned start
 
 
 @pytest.mark.cuda

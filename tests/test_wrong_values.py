@@ -762,7 +762,7 @@ def test_sum_prod_cumulative_trace_cast_first(device, rng, pair):
         for name, ref in (("sum", lambda v, ax: np.sum(v, axis=ax, dtype=d_name)),
                           ("prod", lambda v, ax: np.prod(v[:3], axis=ax, dtype=d_name))):
             for ax in (None, 0, 1):
-                src = x if name == "sum" else x[:3]
+                src = x if name == "sum" else x[:3, ...]
                 out = getattr(xp, name)(src, axis=ax, dtype=dt)
                 assert out.dtype == dt
                 _check_narrow(to_numpy(out), ref(c, ax), d_name, f"{name} axis={ax} {pair}")
@@ -774,7 +774,7 @@ def test_sum_prod_cumulative_trace_cast_first(device, rng, pair):
         _check_narrow(to_numpy(out), np.concatenate([[0], np.cumsum(c[:, 0], dtype=d_name)]
                                                     ).astype(d_name), d_name,
                       f"cumulative_sum include_initial {pair}")
-        out = xp.linalg.trace(x[:5], dtype=dt)
+        out = xp.linalg.trace(x[:5, ...], dtype=dt)
         assert out.dtype == dt
         _check_narrow(to_numpy(out), np.trace(c[:5], dtype=d_name), d_name, f"trace {pair}")
 

@@ -62,6 +62,31 @@ def _check_array_index(setting: bool) -> None:
                          "mask, or build the result with xp.where")
 
 
+def _part_text(p) -> str:
+    """A part of a key as the user would write it inside x[...]."""
+    if p is Ellipsis:
+        return "..."
+    if type(p) is slice:
+        a = "" if p.start is None else str(p.start)
+        b = "" if p.stop is None else str(p.stop)
+        return f"{a}:{b}" if p.step is None else f"{a}:{b}:{p.step}"
+    if isinstance(p, Array):
+        return f"<{p.dtype.name} array of shape {p.shape}>"
+    return repr(p)
+
+
+def _partial_key(parts, ndim: int, n_axes: int, setting: bool):
+    """The multi-axis rule (2023.12): without an ellipsis, a key names every axis (None
+    excepted); NumPy's filling of the remaining axes with ':' is not the standard's."""
+    fname = "__setitem__" if setting else "__getitem__"
+    given = ", ".join(_part_text(p) for p in parts) if parts else "()"
+    fixed = ", ".join([_part_text(p) for p in parts] + ["..."])
+    raise IndexError(
+        f"{fname}: x has {ndim} dimension{'s' if ndim != 1 else ''} but the index gives "
+        f"{n_axes} (x[{given}]); index every axis or add an ellipsis: x[{fixed}] "
+        f"(Array API 2023.12, multi-axis indexing)")
+
+
 class _ArrayKey(Exception):
     """Raised by Array._key for a key holding an integer array: its parts, converted, and
     the number of axes they index. Raising keeps the check off the hot path of every other
@@ -222,11 +247,12 @@ class Array:
     __str__ = __repr__
 
     def __iter__(self):
-        # The standard defines no __iter__, but integer __getitem__ implies Python's
-        # iteration over the first axis; say so explicitly (0-d arrays have no first axis).
+        # The standard defines no __iter__; Python would iterate through x[0], x[1], ...,
+        # which the multi-axis rule refuses beyond 1-d: iterate over the first axis
+        # explicitly, x[i, ...] (0-d arrays have no first axis).
         if self.ndim == 0:
             raise TypeError("a 0-d array cannot be iterated; convert it with int()/float()")
-        return (self[i] for i in range(self.shape[0]))
+        return (self[i, ...] for i in range(self.shape[0]))
 
     # ---- namespace, devices, DLPack -------------------------------------------------------
     def __array_namespace__(self, /, *, api_version=None):
@@ -360,13 +386,13 @@ class Array:
                                      f"leading dimensions of an array of shape {self.shape}")
                 return EmptyMask(key.ndim)  # an empty mask selects nothing, whatever the sizes
         t = type(key)
-        if t is slice:  # x[a:b:c] with int or None bounds: nothing else to check
+        if t is slice:  # x[a:b:c] of a 1-d x with int or None bounds: nothing else to check
             if type(key.start) in _BOUND_TYPES and type(key.stop) in _BOUND_TYPES and \
-                    type(key.step) in _BOUND_TYPES and key.step != 0 and self._data.ndim:
+                    type(key.step) in _BOUND_TYPES and key.step != 0 and self._data.ndim == 1:
                 return key
-        elif t is int:  # x[i]
+        elif t is int:  # x[i] of a 1-d x
             shape = self._data.shape
-            if shape and -shape[0] <= key < shape[0]:
+            if len(shape) == 1 and -shape[0] <= key < shape[0]:
                 return key
         parts = key if t is tuple else (key,)
         n_ellipsis = 0
@@ -433,6 +459,8 @@ class Array:
         if n_axes > ndim:
             raise IndexError(f"too many indices ({n_axes}) for an array of {ndim} "
                              f"dimension(s)")
+        if n_axes < ndim and not n_ellipsis:
+            _partial_key(parts, ndim, n_axes, setting)
         if has_ints:
             # Bounds of integer indices, axis by axis (the spec leaves them unspecified; we
             # refuse).

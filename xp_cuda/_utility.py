@@ -67,8 +67,8 @@ def diff(x, /, *, axis=-1, n=1, prepend=None, append=None) -> Array:
     ax = _check_diff(x, axis, n, prepend, append)
     parts = [a for a in (prepend, x, append) if a is not None]
     a = concat(parts, axis=ax) if len(parts) > 1 else x
-    hi = (slice(None),) * ax + (slice(1, None),)
-    lo = (slice(None),) * ax + (slice(None, -1),)
+    hi = (slice(None),) * ax + (slice(1, None), Ellipsis)
+    lo = (slice(None),) * ax + (slice(None, -1), Ellipsis)
     for _ in range(n):
         if a.shape[ax] == 0:  # nothing left to difference: the result stays empty
             break

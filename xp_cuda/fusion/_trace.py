@@ -101,6 +101,7 @@ class Tracer(Array):
         self._no("using a traced array as a Python index")
 
     def __setitem__(self, key, value):
+        self._key(key, setting=True)  # a key eager indexing refuses gets the eager error
         self._no("item assignment (x[...] = v)")
 
     def to_device(self, device, /, *, stream=None):
@@ -363,10 +364,7 @@ def getitem(x, key, k):
             i = int(p)
             spec.append(Take(i + x.shape[axis] if i < 0 else i))
             axis += 1
-    while axis < x.ndim:  # axes the key does not name are taken whole
-        spec.append(Slice(len(shape), 0, 1, True))
-        shape.append(x.shape[axis])
-        axis += 1
+    # (Array._key refused a key naming fewer axes than x has without an ellipsis, as eagerly)
     return current().tracer(Node(Op.VIEW, [node], x.dtype, shape, View(tuple(spec), key)))
 
 
