@@ -871,14 +871,14 @@ def test_kept_calls_compute_each_later_call_afresh():
         (lambda A, B: xp.tile(A, (2, 3)), lambda a, b: np.tile(a, (2, 3))),
         (lambda A, B: xp.repeat(A, 3, axis=1), lambda a, b: np.repeat(a, 3, 1)),
         (lambda A, B: xp.reshape(xp.permute_dims(A, (1, 0)), (-1,)), lambda a, b: a.T.ravel()),
-        (lambda A, B: xp.where(A > B, A, B[:1]), lambda a, b: np.where(a > b, a, b[:1])),
+        (lambda A, B: xp.where(A > B, A, B[:1, ...]), lambda a, b: np.where(a > b, a, b[:1])),
         (lambda A, B: xp.astype(A, xp.float64), lambda a, b: a.astype(np.float64)),
         (lambda A, B: xp.astype(A, xp.int16), lambda a, b: a.astype(np.int16)),
         (lambda A, B: xp.cumulative_sum(A, axis=0), lambda a, b: np.cumsum(a, 0)),
         (lambda A, B: xp.cumulative_sum(A, axis=1, include_initial=True), lambda a, b:
          np.concatenate([np.zeros((5, 1), np.float32), np.cumsum(a, 1)], 1)),
         (lambda A, B: A[:, :1] - B[:1, :], lambda a, b: a[:, :1] - b[:1, :]),  # broadcast
-        (lambda A, B: xp.searchsorted(xp.sort(A[0]), B, side="right"),
+        (lambda A, B: xp.searchsorted(xp.sort(A[0, ...]), B, side="right"),
          lambda a, b: np.searchsorted(np.sort(a[0]), b, side="right")),
         (lambda A, B: xp.multiply(A[::2, 1:], B[::2, :-1]), lambda a, b: a[::2, 1:] * b[::2, :-1]),
     ]

@@ -567,8 +567,11 @@ def test_transposed_operands_are_copied_first(device, rng, dtype, monkeypatch):
         (xt[::2, ...] + y[::2, ...], a.T[::2] + b[::2]),
         (xt[None, ...] + xp.stack([y, y]), a.T[None] + np.stack([b, b])),
         (xp.permute_dims(z, (2, 0, 1)) + v, c.transpose(2, 0, 1) + w),
+        # a product: against our own kernel on a C-contiguous copy (NumPy's SIMD complex
+        # loops fuse a*c - b*d into an FMA; ours compile with -fmad=false)
         (xp.multiply(xp.permute_dims(z, (2, 0, 1)), v[:, :1, :]),
-         np.multiply(c.transpose(2, 0, 1), w[:, :1, :])),
+         to_numpy(xp.multiply(xp.asarray(np.ascontiguousarray(c.transpose(2, 0, 1)),
+                                         device=device), v[:, :1, :]))),
     ]
     for got, want in cases:
         assert got.shape == want.shape

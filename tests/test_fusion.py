@@ -1214,7 +1214,7 @@ INPLACE_DTYPES = [xp.bool, xp.int8, xp.int16, xp.int32, xp.int64, xp.uint8, xp.u
 def test_inplace_cuda_writes_the_argument_directly(monkeypatch, rng, dtype, shape):
     """Elementwise in-place updates of a contiguous aligned argument: the kernel writes the
     caller's array itself (no copy), and it holds exactly the eager result."""
-    dev = Device("cuda:0")
+    dev = Device("cuda", 0)
     a = _arr(rng, shape, dtype, dev)
     b = _arr(rng, shape, dtype, dev)
     copies = _counting_copies(monkeypatch, b)
@@ -1239,7 +1239,7 @@ def test_inplace_cuda_copies_where_it_must(monkeypatch, rng):
     that the kernel cannot write in its C order (strided, transposed, negative strides) or
     that are not 16-byte aligned: computed into a new array and copied; values and the
     caller's array object as eagerly."""
-    dev = Device("cuda:0")
+    dev = Device("cuda", 0)
     x = _arr(rng, (7, 33), xp.float32, dev)
     b = _arr(rng, (7, 33), xp.float32, dev)
     copies = _counting_copies(monkeypatch, b)
@@ -1266,7 +1266,7 @@ def test_inplace_cuda_copies_where_it_must(monkeypatch, rng):
                                                                dev))]),
              (elementwise, lambda: [x, big[::-1, :33]]),  # negative strides
              (elementwise, lambda: [flat[:1000], other[1:]]),  # 4 bytes past alignment
-             (elementwise, lambda: [shared[:7], shared[1:]])]  # b's memory is a's too
+             (elementwise, lambda: [shared[:7, ...], shared[1:, ...]])]  # b's memory is a's too
     for k, (f, make) in enumerate(cases):
         args = make()
         before = len(copies)
@@ -1286,7 +1286,7 @@ def test_inplace_cuda_copies_where_it_must(monkeypatch, rng):
 def test_inplace_cuda_row_kernel_writes_rows_directly(monkeypatch, rng, shape, dtype):
     """a += s; a -= max(a) over the row: the row kernel holds each row in registers before
     it writes the row back into the argument (no copy), the values the eager ones."""
-    dev = Device("cuda:0")
+    dev = Device("cuda", 0)
     a = _arr(rng, shape, dtype, dev)
     copies = _counting_copies(monkeypatch, a)
 
