@@ -2,8 +2,10 @@
 
     python tools/gpu_check.py OUTDIR [--suite SUITE_PATH] [--max-examples N] [--skip-bench]
 
-Steps: environment, a new user's first run (tools/first_run.py), warming the kernel cache, the CUDA tests (pytest -m cuda), the official suite on cuda:0 (with
---suite), every benchmarks/bench_*.py. Each step logs to OUTDIR/<step>.log; the summary goes to
+Steps: environment, a new user's first run (tools/first_run.py), a new fused program's first
+call (tools/fuse_first_call.py), the kernels' registers and stack frames
+(tools/kernel_audit.py), warming the kernel cache, the CUDA tests (pytest -m cuda), the
+official suite on cuda:0 (with --suite), every benchmarks/bench_*.py. Each step logs to OUTDIR/<step>.log; the summary goes to
 OUTDIR/summary.json and stdout. Later steps run even when one fails; exit 1 if any failed.
 """
 from __future__ import annotations
@@ -112,6 +114,16 @@ def main(argv=None) -> int:
     summary["first_run"] = run_step(out, "first_run", [py, str(ROOT / "tools" / "first_run.py"),
                                                        "--json", str(out / "first_run.json")])
     summary["first_run"].pop("output", None)
+    # ... and a new fused program's first call, per phase (issue #17: 0.3 s or less)
+    summary["fuse_first_call"] = run_step(
+        out, "fuse_first_call", [py, str(ROOT / "tools" / "fuse_first_call.py"), "--device",
+                                 "cuda:0", "--json", str(out / "fuse_first_call.json")])
+    summary["fuse_first_call"].pop("output", None)
+    # Registers, stack frames and spills of every shipped kernel (informational: see the
+    # tool's docstring for the kernels that keep a frame by design)
+    summary["kernel_audit"] = run_step(out, "kernel_audit",
+                                       [py, str(ROOT / "tools" / "kernel_audit.py")])
+    summary["kernel_audit"].pop("output", None)
 
     # Compile every generated elementwise kernel for this GPU in parallel first, so the tests
     # below measure behaviour, not one-at-a-time NVRTC compiles.
