@@ -48,22 +48,13 @@ PROGRAMS = ("softmax", "layer_norm", "lse0", "rownorm", "chain30")
 
 
 def _functions(xp):
-    def softmax(x):
-        m = xp.max(x, axis=-1, keepdims=True)
-        e = xp.exp(x - m)
-        return e / xp.sum(e, axis=-1, keepdims=True)
-
-    def layer_norm(x, w):
-        mu = xp.mean(x, axis=-1, keepdims=True)
-        d = x - mu
-        return d / xp.sqrt(xp.mean(d * d, axis=-1, keepdims=True) + 1e-5) * w
-
-    def lse0(x):
-        m = xp.max(x, axis=0, keepdims=True)
-        return xp.log(xp.sum(xp.exp(x - m), axis=0)) + m[0, ...]
-
-    def rownorm(x):
-        return x / xp.linalg.vector_norm(x, axis=1, keepdims=True)
+    """The programs: bench_fusion's whole-program cases (one definition of each), and a chain
+    of ``depth`` steps x * 1.0001 + 0.5 before a softmax."""
+    bench = str(ROOT / "benchmarks")
+    if bench not in sys.path:
+        sys.path.insert(0, bench)
+    from bench_fusion import _whole_cases
+    softmax, layer_norm, lse0, rownorm = _whole_cases(xp)
 
     def chain(depth):
         def f(x):
@@ -73,6 +64,21 @@ def _functions(xp):
         return f
     return {"softmax": softmax, "layer_norm": layer_norm, "lse0": lse0, "rownorm": rownorm,
             "chain": chain}
+
+
+def _program(xp, name, shape, device):
+    """(the function, its arguments on ``device``, the device) of program ``name``."""
+    import numpy as np
+
+    from xp_cuda._devices import parse_device
+    fns = _functions(xp)
+    f = fns["chain"](int(name[5:])) if name.startswith("chain") else fns[name]
+    dev = parse_device(device)
+    rng = np.random.default_rng(0)
+    x = xp.asarray(rng.standard_normal(shape, dtype=np.float32), device=dev)
+    args = (x, xp.asarray(rng.random(shape[-1], dtype=np.float32) + 0.5, device=dev)) \
+        if name == "layer_norm" else (x,)
+    return f, args, dev
 
 
 def _nvrtc_phases(path) -> dict:
@@ -97,10 +103,7 @@ def child(name: str, shape, arch: str, extra: tuple, units: bool, device: str) -
     import time
     from concurrent.futures import ThreadPoolExecutor
 
-    import numpy as np
-
     import xp_cuda as xp
-    from xp_cuda._devices import parse_device
     from xp_cuda._kernels import _runtime as R
     from xp_cuda._kernels import fusion as F
     from xp_cuda._kernels.fusion_ir import Graph
@@ -108,13 +111,7 @@ def child(name: str, shape, arch: str, extra: tuple, units: bool, device: str) -
     from xp_cuda.fusion._fuse import _Layout
 
     ms = 1e3
-    fns = _functions(xp)
-    f = fns["chain"](int(name[5:])) if name.startswith("chain") else fns[name]
-    dev = parse_device(device)
-    rng = np.random.default_rng(0)
-    x = xp.asarray(rng.standard_normal(shape, dtype=np.float32), device=dev)
-    args = (x, xp.asarray(rng.random(shape[-1], dtype=np.float32) + 0.5, device=dev)) \
-        if name == "layer_norm" else (x,)
+    f, args, dev = _program(xp, name, shape, device)
     row = {"program": name, "shape": list(shape)}
 
     t0 = time.perf_counter()
@@ -194,23 +191,14 @@ def gpu_child(name: str, shape, device: str) -> dict:
     NVRTC took inside it (the runtime's _compile, wrapped) and the module loads beside."""
     import time
 
-    import numpy as np
-
     import cupy as cp
 
     import xp_cuda as xp
-    from xp_cuda._devices import parse_device
     from xp_cuda._kernels import _runtime as R
     from xp_cuda.fusion import fuse
 
     ms = 1e3
-    fns = _functions(xp)
-    f = fns["chain"](int(name[5:])) if name.startswith("chain") else fns[name]
-    dev = parse_device(device)
-    rng = np.random.default_rng(0)
-    x = xp.asarray(rng.standard_normal(shape, dtype=np.float32), device=dev)
-    args = (x, xp.asarray(rng.random(shape[-1], dtype=np.float32) + 0.5, device=dev)) \
-        if name == "layer_norm" else (x,)
+    f, args, dev = _program(xp, name, shape, device)
     os.environ[R.CACHE_ENV] = tempfile.mkdtemp(prefix="xp_fuse_first_gpu_")
     f(*args)  # the unfused program: the eager kernels it needs are loaded now
     cp.cuda.Device().synchronize()
