@@ -555,6 +555,15 @@ def host_calls(only: str) -> list:
     return [c for c in out if only in c[0]]
 
 
+def _behind(what, named_ratios):
+    """One line: how many rows are below the best peer (ratio < 1), the furthest first."""
+    rated = [(n, r) for n, r in named_ratios if isinstance(r, (int, float))]
+    low = sorted((r, n) for n, r in rated if r < 1)
+    worst = ", ".join(f"{n} {r:.2f}" for r, n in low[:8])
+    print(f"{what} below the best peer: {len(low)} of {len(rated)}"
+          + (f" (furthest: {worst})" if low else ""))
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path, help="write DIR/namespace.json")
@@ -601,11 +610,13 @@ def main(argv=None) -> int:
               f"copy {copy:.0f} GB/s)")
         print_table(table, ["case", "size", "bytes", *names, "ratio", "GB/s", "vs_copy",
                             "TFLOP/s", "agree"])
+        _behind("cases", [(f"{w['case']} [{w['size']}]", w.get("ratio")) for w in table])
         rows += host_rows
         t = host_table
         print("\nhost time on cuda:0, 8-element inputs (us per call, pipelined; ratio = best "
               "peer / xp_cuda)")
         print_table(t, ["call", *names, "ratio"])
+        _behind("host calls", [(w["call"], w.get("ratio")) for w in t])
 
     cpu = cpu_platform(xp)
     if not gpu:  # every case at tiny sizes on cpu: each runs and agrees with NumPy
