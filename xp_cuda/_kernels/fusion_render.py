@@ -963,6 +963,16 @@ def render_rows(rows, graph, outs, name, alias=NO_ALIAS):
         for k, _ in rows.packed:
             e.line(f"{_pack(rows.inputs[[i.pos for i in rows.inputs].index(k)].dtype, V)} "
                    f"p{k}[{U}];")
+        def over_row(emit_body):
+            """emit_body() for element jc of the thread's part of the row: u, q unrolled."""
+            e.pragma("#pragma unroll")
+            with e.block(f"for (int u = 0; u < {U}; ++u) {{"):
+                e.pragma("#pragma unroll")
+                with e.block(f"for (int q = 0; q < {V}; ++q) {{"):
+                    e.line(f"const long long jc = ((long long)u * {T} + t) * {V} + q;")
+                    with e.block("if (jc < M) {"):
+                        emit_body()
+
         if rows.packed:
             al = _aligned([(f"in{k}", V * lay.itemsize) for lay in rows.inputs
                            for k, _ in rows.packed if lay.pos == k])
@@ -975,14 +985,8 @@ def render_rows(rows, graph, outs, name, alias=NO_ALIAS):
                             pk = _pack(next(i.dtype for i in rows.inputs if i.pos == k), V)
                             e.line(f"p{k}[u] = reinterpret_cast<const {pk}*>({loads[k]})[jv];")
             with e.block("} else {"):
-                e.pragma("#pragma unroll")
-                with e.block(f"for (int u = 0; u < {U}; ++u) {{"):
-                    e.pragma("#pragma unroll")
-                    with e.block(f"for (int q = 0; q < {V}; ++q) {{"):
-                        e.line(f"const long long jc = ((long long)u * {T} + t) * {V} + q;")
-                        with e.block("if (jc < M) {"):
-                            for k, _ in rows.packed:
-                                e.line(f"p{k}[u].v[q] = ({loads[k]})[jc];")
+                over_row(lambda: [e.line(f"p{k}[u].v[q] = ({loads[k]})[jc];")
+                                  for k, _ in rows.packed])
 
         # row values kept between passes (RowPlan.kept): the first pass computing one stores
         # it, later passes read it (element u * V + q of the thread's part of the row)
@@ -1005,15 +1009,6 @@ def render_rows(rows, graph, outs, name, alias=NO_ALIAS):
                     lines.append(f"c{i}[u * {V} + q] = {got};")
                     stored.add(i)
             return lines, res
-
-        def over_row(emit_body):
-            e.pragma("#pragma unroll")
-            with e.block(f"for (int u = 0; u < {U}; ++u) {{"):
-                e.pragma("#pragma unroll")
-                with e.block(f"for (int q = 0; q < {V}; ++q) {{"):
-                    e.line(f"const long long jc = ((long long)u * {T} + t) * {V} + q;")
-                    with e.block("if (jc < M) {"):
-                        emit_body()
 
         for node, red in rows.reduces:
             acc = _Acc(vals, red, node)
