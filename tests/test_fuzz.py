@@ -145,36 +145,31 @@ def test_every_operator_of_array_is_fuzzed():
 
 
 # ---- the fuzzer ---------------------------------------------------------------------------------
+def _fuzz(target, side, ref):
+    """Random calls of ``target`` drawn by hypothesis, each checked on ``side`` against ``ref``."""
+    @FUZZ
+    @given(st.data())
+    def run(data):
+        call = data.draw(st.composite(lambda draw: S.draw_call(draw, target))())
+        check_call(call, side, ref)
+
+    run()
+
+
 def _targets_for_ci():
     return [pytest.param(t, id=t) for t in S.TARGETS]
 
 
 @pytest.mark.parametrize("target", _targets_for_ci())
 def test_fuzz_cpu_against_array_api_strict(target, revisions):
-    side, ref = E.xp_side(CPU), E.strict_side()
-
-    @FUZZ
-    @given(st.data())
-    def run(data):
-        call = data.draw(st.composite(lambda draw: S.draw_call(draw, target))())
-        check_call(call, side, ref)
-
-    run()
+    _fuzz(target, E.xp_side(CPU), E.strict_side())
 
 
 @pytest.mark.cuda
 @pytest.mark.skipif(cuda_device_count() == 0, reason="no usable CUDA GPU here")
 @pytest.mark.parametrize("target", _targets_for_ci())
 def test_fuzz_cuda_against_cpu(target, revisions):
-    side, ref = E.xp_side(Device("cuda", 0)), E.xp_side(CPU)
-
-    @FUZZ
-    @given(st.data())
-    def run(data):
-        call = data.draw(st.composite(lambda draw: S.draw_call(draw, target))())
-        check_call(call, side, ref)
-
-    run()
+    _fuzz(target, E.xp_side(Device("cuda", 0)), E.xp_side(CPU))
 
 
 # ---- the rules the fuzzer applies, on known cases ----------------------------------------------
