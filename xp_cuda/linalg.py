@@ -150,6 +150,7 @@ def slogdet(x, /):
             return SlogdetResult(_wrap(fill(stack, dtype=x.dtype._np), x.device),
                                  _wrap(b.xp.zeros(stack, dtype=rdt._np), x.device))
 
+    # the backend's LU, then NumPy's formula over U's diagonal (on cuda by our kernels)
     s, l = _run(b, fname, "the LU factorization failed",
                 lambda xp: b.slogdet(x._data, x.dtype, rdt), check=False)
     return SlogdetResult(_wrap(s, x.device), _wrap(l, x.device))
