@@ -15,6 +15,8 @@
 6. Subnormals through paths that ran CuPy's -ftz kernels on cuda: __setitem__ of a narrower
    dtype, linalg.outer/cross/pinv/matrix_rank/matrix_norm, tensordot, the fft norm scaling
    and fftfreq's rounding (on every device).
+7. det and slogdet from our LU and kernels on cuda (a subnormal float32 determinant kept),
+   KDTree's float32 data widened by our astype, complex64 unique_* by integer order keys.
 
 Equality rules: floats compare bit for bit, except that any NaN equals any NaN (sign and
 payload aside). Complex results compare component by component with that rule: a component
