@@ -241,10 +241,11 @@ UNSPECIFIED = (
           "flush-to-zero (FTZ) behavior to increase performance [...] Accordingly, subnormal "
           "behavior is left unspecified and, thus, implementation-defined. (Only for the "
           "arithmetic of the libraries xp_cuda calls: cuBLAS's GEMM in matmul and tensordot, "
-          "cuSOLVER's factorisations and the linalg functions built on them, cuFFT's "
-          "transforms. xp_cuda's own kernels keep subnormals: elementwise functions, "
-          "reductions, scans, conversions, outer, cross, the fft scaling; the cuda-against-cpu "
-          "run holds them to it.)",
+          "cuSOLVER's factorisations and the linalg functions built on them (det and "
+          "slogdet: the LU alone; the sign, logarithms, sum and exp after it are ours), "
+          "cuFFT's transforms. xp_cuda's own kernels keep subnormals: elementwise functions, "
+          "reductions, scans, conversions, outer, cross, the fft scaling, complex64 unique_*; "
+          "the cuda-against-cpu run holds them to it.)",
           SPEC.format(rev="2023.12", page="data_types.html")),
     Entry("accuracy of transcendental functions",
           lambda c, x, r: False,  # (applied as the "ulp" tolerance class of _fuzz_specs)

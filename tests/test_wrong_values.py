@@ -15,6 +15,8 @@
 6. Subnormals through paths that ran CuPy's -ftz kernels on cuda: __setitem__ of a narrower
    dtype, linalg.outer/cross/pinv/matrix_rank/matrix_norm, tensordot, the fft norm scaling
    and fftfreq's rounding (on every device).
+7. det and slogdet from our LU and kernels on cuda (a subnormal float32 determinant kept),
+   KDTree's float32 data widened by our astype, complex64 unique_* by integer order keys.
 
 Equality rules: floats compare bit for bit, except that any NaN equals any NaN (sign and
 payload aside). Complex results compare component by component with that rule: a component
@@ -1188,3 +1190,271 @@ def test_fftfreq_rounds_subnormal_frequencies(device, v2024):
         want = getattr(np.fft, fname)(4, d).astype(F32)
         assert (np.abs(want[want != 0]) < np.finfo(F32).smallest_normal).any()
         _same(got, want, f"fft.{fname}(4, d=2**125, dtype=float32)")
+
+
+# ---- 7. det/slogdet, KDTree's conversion, complex64 sets and searches (no CuPy -ftz) -------
+# det and slogdet: the backend's LU (on cuda lapack.lu_factor: cuSOLVER/cuBLAS getrf), then
+# NumPy's formula over U's diagonal and the pivots by our kernels (CuPy's log, sum, exp and
+# product flushed float32 subnormals). KDTree: float32 data widened by our astype. complex64
+# unique_*: uint64 order keys (integer kernels) and our not_equal. (searchsorted and isin take
+# real-valued arrays only: the backends' complex branches are unreachable.)
+
+def _det_tol(dt, n, logabs=0.0):
+    """16 n eps, times |log|det|| where larger than 1: the LU's backward error grows with n
+    (NumPy's float32 against float64 measured 0.25 n eps at most on these matrices), and
+    sign * exp(logabsdet) carries the absolute rounding of the sum of n logarithms."""
+    scale = max(1.0, float(np.max(np.abs(logabs), initial=0.0)))
+    return 16 * n * float(np.finfo(np.dtype(dt)).eps) * scale
+_FLOATING = ("float32", "float64", "complex64", "complex128")
+
+
+def _well_conditioned(rng, dt, shape):
+    """Random matrices I + G / (2 sqrt(n)), G of N(0, 1) entries: the eigenvalues lie near the
+    disk of radius 1/2 around 1 (condition numbers near 3, determinants of modest size)."""
+    n = shape[-1]
+    a = rng.standard_normal(shape)
+    if np.dtype(dt).kind == "c":
+        a = a + 1j * rng.standard_normal(shape)
+    return (np.eye(n) + a / (2 * np.sqrt(n))).astype(dt)
+
+
+def _det_refs(a):
+    """NumPy's det and slogdet of a in 128-bit-complex / float64 precision."""
+    wide = a.astype(np.complex128 if a.dtype.kind == "c" else np.float64)
+    return np.linalg.det(wide), np.linalg.slogdet(wide)
+
+
+# shapes reach each method of lapack.choose_method on cuda: one small matrix and a stack
+# (batched), one matrix beyond ONE_BATCHED_MAX_N (single), a stack beyond BATCHED_MAX_N (loop)
+_DET_SHAPES = [(1, 1), (2, 2), (3, 3), (5, 5), (4, 3, 3), (2, 3, 6, 6), (17, 17), (40, 40),
+               (3, 40, 40), (2, 260, 260)]
+
+
+@pytest.mark.parametrize("dt", _FLOATING)
+@pytest.mark.parametrize("shape", _DET_SHAPES, ids=str)
+def test_det_slogdet_match_numpy(device, rng, dt, shape):
+    a = _well_conditioned(rng, dt, shape)
+    want_det, (want_sign, want_log) = _det_refs(a)
+    rtol = _det_tol(dt, shape[-1], want_log)
+    x = xp.asarray(a, device=device)
+    got = to_numpy(xp.linalg.det(x))
+    assert got.dtype == a.dtype and got.shape == shape[:-2], (got.dtype, got.shape)
+    np.testing.assert_allclose(got, want_det, rtol=rtol, err_msg=f"det {dt} {shape}")
+    sign, logabs = (to_numpy(r) for r in xp.linalg.slogdet(x))
+    assert sign.dtype == a.dtype and logabs.dtype == np.zeros(1, a.dtype).real.dtype
+    assert sign.shape == logabs.shape == shape[:-2]
+    if a.dtype.kind == "f":  # ±1 exactly
+        assert set(np.unique(sign)) <= {-1.0, 1.0}
+        np.testing.assert_array_equal(sign, want_sign, err_msg=f"slogdet sign {dt} {shape}")
+    else:
+        np.testing.assert_allclose(sign, want_sign, rtol=rtol, atol=rtol,
+                                   err_msg=f"slogdet sign {dt} {shape}")
+    np.testing.assert_allclose(logabs, want_log, rtol=0, atol=rtol,
+                               err_msg=f"slogdet logabsdet {dt} {shape}")
+
+
+@pytest.mark.parametrize("dt", _FLOATING)
+def test_det_slogdet_strided_and_broadcast_inputs(device, rng, dt):
+    """A transposed view, a negative-stride view and a broadcast stack (stride 0) read as the
+    matrices they show (det(A^T) = det(A); the copy before the LU is ours)."""
+    a = _well_conditioned(rng, dt, (3, 5, 5))
+    x = xp.asarray(a, device=device)
+    for view, ref in ((xp.matrix_transpose(x), np.swapaxes(a, -1, -2)),
+                      (x[::-1, ::-1, :], a[::-1, ::-1, :]),
+                      (xp.broadcast_to(x[0:1, ...], (4, 5, 5)),
+                       np.broadcast_to(a[0:1, ...], (4, 5, 5)))):
+        want_det, (want_sign, want_log) = _det_refs(ref)
+        rtol = _det_tol(dt, 5, want_log)
+        np.testing.assert_allclose(to_numpy(xp.linalg.det(view)), want_det, rtol=rtol)
+        s, lg = (to_numpy(r) for r in xp.linalg.slogdet(view))
+        np.testing.assert_allclose(s, want_sign, rtol=rtol, atol=rtol)
+        np.testing.assert_allclose(lg, want_log, rtol=0, atol=rtol)
+
+
+@pytest.mark.parametrize("dt", _FLOATING)
+def test_det_slogdet_singular_and_empty(device, rng, dt):
+    """Exactly singular matrices (a zero row, a zero column, the zero matrix: U gets an exact
+    0 on its diagonal under any rounding, where a repeated row need not) give det +0 and
+    slogdet (0, -inf) as NumPy's (LAPACK's info > 0), also inside a stack of regular ones;
+    empty stacks and 0 x 0 matrices keep NumPy's values (det 1 of a 0 x 0 matrix)."""
+    a = _well_conditioned(rng, dt, (4, 3, 3))
+    a[1, 1, :] = 0                 # a zero row
+    a[2, :, 1] = 0                 # a zero column
+    a[3, ...] = 0                  # the zero matrix
+    x = xp.asarray(a, device=device)
+    det = to_numpy(xp.linalg.det(x))
+    sign, logabs = (to_numpy(r) for r in xp.linalg.slogdet(x))
+    want_det, (want_sign, want_log) = _det_refs(a)
+    for i in (1, 2, 3):
+        _same(det[i:i + 1], np.zeros(1, a.dtype), f"det of singular matrix {i}")
+        _same(sign[i:i + 1], np.zeros(1, a.dtype), f"slogdet sign of singular matrix {i}")
+        assert logabs[i] == -np.inf, (i, logabs[i])
+    tol = _det_tol(dt, 3, want_log[0])
+    np.testing.assert_allclose(det[0], want_det[0], rtol=tol)
+    np.testing.assert_allclose(logabs[0], want_log[0], atol=tol)
+    for shape in ((0, 3, 3), (2, 0, 0), (0, 0)):
+        e = xp.asarray(np.zeros(shape, dt), device=device)
+        want = np.linalg.det(np.zeros(shape, dt))
+        got = to_numpy(xp.linalg.det(e))
+        assert got.dtype == np.dtype(dt) and got.shape == shape[:-2]
+        np.testing.assert_array_equal(got, want)
+        s, lg = (to_numpy(r) for r in xp.linalg.slogdet(e))
+        ws, wl = np.linalg.slogdet(np.zeros(shape, dt))
+        np.testing.assert_array_equal(s, ws)
+        np.testing.assert_array_equal(lg, wl)
+
+
+def test_det_slogdet_errors_unchanged(device):
+    for bad, err in ((xp.asarray(np.ones((2, 3)), device=device), ValueError),
+                     (xp.asarray(np.ones(3), device=device), ValueError),
+                     (xp.asarray(np.ones((2, 2), np.int64), device=device), TypeError)):
+        for f in (xp.linalg.det, xp.linalg.slogdet):
+            with pytest.raises(err):
+                f(bad)
+
+
+@pytest.mark.parametrize("dt", ("float32", "complex64"))
+def test_det_of_a_subnormal_determinant(device, dt):
+    """det(diag(1e-20, 1e-20)) = 1e-40, a float32 subnormal (CuPy's exp under -ftz made it 0);
+    the anti-diagonal's is -1e-40 (one row interchange); the LU itself is exact here (no
+    subnormal intermediate: the multipliers are 0). The result's precision is the subnormal
+    spacing's: 2**-149 / 1e-40 ~ 1.4e-5 relative."""
+    j = 1j if dt == "complex64" else 1
+    cases = ((np.diag([1e-20, 1e-20 * j]), 1e-40 * j, 1.0 * j),
+             (np.array([[0, 1e-20], [1e-20 * j, 0]]), -1e-40 * j, -1.0 * j))
+    for m, want, want_sign in cases:
+        a = np.asarray(m).astype(dt)
+        stack = np.stack([a, a, np.eye(2, dtype=dt)])
+        x = xp.asarray(stack, device=device)
+        got = to_numpy(xp.linalg.det(x))
+        assert got[0] != 0 and got[1] != 0, f"det flushed to 0: {got}"
+        np.testing.assert_allclose(got[:2], [want, want], rtol=1e-4, err_msg=f"{dt} {m}")
+        assert got[2] == 1, got[2]
+        sign, logabs = (to_numpy(r) for r in xp.linalg.slogdet(x))
+        np.testing.assert_allclose(sign[:2], [want_sign, want_sign], rtol=1e-6, atol=1e-6)
+        np.testing.assert_allclose(logabs[:2], 2 * np.log(1e-20), rtol=1e-6)
+        ref = np.linalg.det(stack)  # NumPy in float32: the same formula
+        np.testing.assert_allclose(got, ref, rtol=1e-4)
+
+
+@gpu
+@pytest.mark.cuda
+@pytest.mark.parametrize("method", ("batched", "single", "loop"))
+@pytest.mark.parametrize("dt", _FLOATING)
+def test_lu_factor_every_method(rng, method, dt):
+    """lapack.lu_factor with each method forced: U's diagonal and the pivots' parity give the
+    determinant NumPy's LAPACK gives (the factors are of each matrix's transpose)."""
+    import cupy as cp
+    from xp_cuda._kernels import lapack
+    shape = (1, 7, 7) if method == "single" else (3, 7, 7)
+    a = _well_conditioned(rng, dt, shape)
+    with cp.cuda.Device(0):
+        lu, piv = lapack.lu_factor(cp, cp.asarray(a), method)
+        lu, piv = cp.asnumpy(lu), cp.asnumpy(piv)
+    assert lu.shape == a.shape and piv.shape == a.shape[:-1] and piv.dtype == np.int32
+    n = shape[-1]
+    parity = (piv != np.arange(1, n + 1)).sum(axis=-1) % 2
+    det = np.prod(np.diagonal(lu, 0, -2, -1).astype(np.complex128), axis=-1) * \
+        np.where(parity == 1, -1, 1)
+    want_det, (_, want_log) = _det_refs(a)
+    np.testing.assert_allclose(det, want_det, rtol=_det_tol(dt, n, want_log))
+
+
+def test_plan_factor_methods():
+    from xp_cuda._kernels import lapack
+    p = lapack.plan_factor((4, 3, 3), "float32")
+    assert (p.method, p.batch, p.n, p.lwork, p.step) == ("batched", 4, 3, 0, 36)
+    assert lapack.plan_factor((40, 40), "float64", 99).method == "single"
+    assert lapack.plan_factor((40, 40), "float64", 99).lwork == 99
+    assert lapack.plan_factor((2, 300, 300), "complex64", 5).method == "loop"
+    assert lapack.plan_factor((0, 3, 3), "float32").method == "empty"
+    assert lapack.plan_factor((2, 3, 3), "float32", 7, "loop").lwork == 7
+    with pytest.raises(AssertionError):
+        lapack.plan_factor((2, 3, 3), "float32", 0, "single")
+
+
+def test_kdtree_keeps_subnormal_float32_coordinates(device):
+    """float32 points whose coordinates are subnormal (multiples of 2**-149 up to 2**-140):
+    widened to float64 by the backend's astype (CuPy's flushed them to 0, merging points), the
+    tree answers as SciPy's over the same values in float64."""
+    scipy_spatial = pytest.importorskip("scipy.spatial")
+    from xp_cuda.spatial import KDTree
+    rng = np.random.default_rng(7)
+    pts = (rng.integers(1, 1 << 9, size=(300, 2)) * 2.0 ** -149).astype(F32)
+    assert (np.abs(pts) < np.finfo(F32).smallest_normal).all() and (pts != 0).all()
+    q = (rng.integers(1, 1 << 9, size=(50, 2)) * 2.0 ** -149).astype(F32)
+    t = KDTree(xp.asarray(pts, device=device))
+    ref = scipy_spatial.KDTree(pts.astype(F64))
+    d, i = t.query(xp.asarray(q, device=device), k=3)
+    rd, ri = ref.query(q.astype(F64), k=3)
+    d, i = to_numpy(d), to_numpy(i)
+    np.testing.assert_allclose(d, rd, rtol=1e-12, atol=0)
+    assert (d > 0).any(), "every distance 0: coordinates flushed"
+    # ties between equidistant points may order differently: compare the distances of the
+    # indices found
+    np.testing.assert_allclose(np.linalg.norm(pts.astype(F64)[i] - q.astype(F64)[:, None, :],
+                                              axis=-1), rd, rtol=1e-12, atol=0)
+
+
+def _c64_parts():
+    """float32 parts: subnormals (several distinct, and their negatives), zeros of both signs,
+    normal numbers, infinities and NaN."""
+    tiny = [2.0 ** -149, 2 * 2.0 ** -149, 3 * 2.0 ** -149, 2.0 ** -130, 1e-40]
+    return np.array(tiny + [-v for v in tiny] + [0.0, -0.0, 1.0, -2.5, np.inf, -np.inf,
+                                                 np.nan], F32)
+
+
+def _c64(re, im):
+    out = np.empty(np.broadcast(re, im).shape, np.complex64)
+    out.real, out.imag = re, im  # (re + 1j * im would turn inf * 1j into NaN parts)
+    return out
+
+
+def test_complex64_order_key_is_numpys_order():
+    """The keys' unsigned order is NumPy's sort order and equal keys are equivalent values;
+    every pair of the parts checked (runs here: the key is integer arithmetic, the same on
+    NumPy and CuPy)."""
+    from xp_cuda._backends._base import complex64_order_key
+    p = _c64_parts()
+    c = _c64(*np.meshgrid(p, p, indexing="ij")).reshape(-1)
+    s = np.sort(c, kind="stable")
+    ks = complex64_order_key(np, s)
+    assert (ks[1:] >= ks[:-1]).all()
+    for side in ("left", "right"):
+        np.testing.assert_array_equal(np.searchsorted(ks, complex64_order_key(np, c), side),
+                                      np.searchsorted(s, c, side), err_msg=side)
+
+
+@pytest.fixture
+def _c64_data():
+    rng = np.random.default_rng(11)
+    p = _c64_parts()
+    return rng, p
+
+
+def test_complex64_unique_keeps_distinct_subnormals(device, _c64_data):
+    """unique_* of complex64 values whose parts are distinct subnormals (CuPy's comparisons
+    merged them): NumPy's values, counts, first indices and inverse, exact (no NaN and no
+    -0.0 here: np.unique merges NaNs and picks either zero)."""
+    rng, p = _c64_data
+    p = p[np.isfinite(p) & ~((p == 0) & np.signbit(p))]
+    re, im = rng.choice(p, 3001), rng.choice(p, 3001)
+    c = _c64(re, im)
+    x = xp.asarray(c, device=device)
+    wv, wi, winv, wc = np.unique(c, return_index=True, return_inverse=True, return_counts=True)
+    got = xp.unique_all(x)
+    _same(to_numpy(got.values), wv, "unique_all values")
+    np.testing.assert_array_equal(to_numpy(got.indices), wi)
+    np.testing.assert_array_equal(to_numpy(got.inverse_indices), winv.reshape(c.shape))
+    np.testing.assert_array_equal(to_numpy(got.counts), wc)
+    _same(to_numpy(xp.unique_values(x)), wv, "unique_values")
+    y = xp.asarray(c[::-3], device=device)  # a strided view
+    _same(to_numpy(xp.unique_values(y)), np.unique(c[::-3]), "unique_values of a view")
+
+
+def test_complex64_unique_nans_distinct(device):
+    c = _c64(np.array([np.nan, np.nan, 2.0 ** -149, 2.0 ** -149, 1.0], F32),
+             np.array([0.0, 0.0, 2.0 ** -148, 2.0 ** -148, np.nan], F32))
+    got = to_numpy(xp.unique_values(xp.asarray(c, device=device)))
+    assert got.shape == (4,), got  # each NaN is its own value; the subnormal pair is one
+    _same(got[:1], c[2:3], "the subnormal value first")

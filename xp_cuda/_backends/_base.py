@@ -154,6 +154,39 @@ class EmptyMask:
         self.ndim = ndim
 
 
+_NAN_CLASS = {1: 0xFFFFFFFD, 2: 0xFFFFFFFE}  # high words above every number's (see below)
+
+
+def complex64_order_key(xp, c):
+    """uint64 keys of the C-contiguous complex64 array c (NumPy or CuPy), of c's shape, whose
+    unsigned order is NumPy's sort order of the values: real part, then imaginary part; then
+    the values with a NaN imaginary part only (by real part), then those with a NaN real part
+    only (by imaginary part), then those with both NaN. Two keys are equal exactly where the
+    values are equivalent in that order (-0.0 is +0.0; NaN parts all alike), so a sort of the
+    keys is one of the values (unique_*), with integer kernels only:
+    CuPy's own kernels are built with -ftz, and its float32 comparisons took distinct
+    subnormal parts for 0 (e.g. a complex64 unique merged 1e-45 and 2e-45); its integer
+    arithmetic is exact.
+
+    A part's bits p become an order-preserving word: -0.0 made +0.0, then ~p where the sign is
+    set, p | 2**31 where not (+inf: 0xFF800000, the largest a number gets); a number's key is
+    real word << 32 | imaginary word. NaN classes take high words above it (_NAN_CLASS)."""
+    u = c.view(xp.uint32).reshape(c.shape + (2,))
+    words, nans = [], []
+    for part in (u[..., 0], u[..., 1]):
+        mag = part & xp.uint32(0x7FFFFFFF)
+        nans.append(mag > xp.uint32(0x7F800000))
+        part = xp.where(mag == 0, xp.uint32(0), part)  # -0.0 -> +0.0
+        w = xp.where(part >> xp.uint32(31) != 0, ~part, part | xp.uint32(0x80000000))
+        words.append(w.astype(xp.uint64))
+    (re, im), (re_nan, im_nan) = words, nans
+    hi = xp.uint64(32)
+    key = (re << hi) | im
+    key = xp.where(im_nan, (xp.uint64(_NAN_CLASS[1]) << hi) | re, key)
+    key = xp.where(re_nan, (xp.uint64(_NAN_CLASS[2]) << hi) | im, key)
+    return xp.where(re_nan & im_nan, xp.uint64(0xFFFFFFFFFFFFFFFF), key)
+
+
 class Backend:
     """Primitives shared by NumPy and CuPy (their APIs agree here)."""
 
@@ -525,6 +558,26 @@ class Backend:
             except errors as e:
                 raise ValueError(f"solve: x1 is singular (not invertible) ({e})") from None
         return out.astype(t, copy=False)
+
+    def slogdet(self, data, dtype, real):
+        """(sign, logabsdet) of every matrix of data (..., n, n): sign of ``dtype`` (the result
+        DType: x's), logabsdet of ``real`` (its real DType), each of the stack's shape. The
+        spec layer answers empty stacks and n == 0 itself. An exactly singular matrix (a zero
+        pivot) gives (0, -inf), as LAPACK's info > 0 does in NumPy. Here: the array module's
+        own slogdet (on cpu, NumPy: LAPACK's getrf, then its formula over U's diagonal; the
+        cuda backend computes the same formula from our LU with our kernels)."""
+        xp = self.xp
+        with self.ctx():
+            s, lg = xp.linalg.slogdet(data)
+            return (xp.asarray(s).astype(dtype._np, copy=False),
+                    xp.asarray(lg).astype(real._np, copy=False))
+
+    def det(self, data, dtype):
+        """The determinant of every matrix of data (..., n, n), in ``dtype``; as slogdet (same
+        preconditions), sign * exp(logabsdet), as NumPy computes it (0 where singular)."""
+        xp = self.xp
+        with self.ctx():
+            return xp.asarray(xp.linalg.det(data)).astype(dtype._np, copy=False)
 
     # ---- integer array indexing (2024.12) ----------------------------------------------------
     def take_arrays(self, data, axis: int, indices, shape):

@@ -14,6 +14,10 @@ import numpy as np
 from .._devices import Device, cuda_device_count, cupy_module
 from .._dtypes import PROMOTION_TABLE, TypedScalar, from_numpy_dtype
 from .._dtypes import int64 as _INT64
+from .._dtypes import bool as _BOOL
+from .._dtypes import int32 as _INT32
+from .._dtypes import float32 as _FLOAT32
+from .._dtypes import float64 as _FLOAT64
 from .._kernels import copy as _copy
 from .._kernels._runtime import (dtype_name, empty_allocator, library_handle, noting_programs,
                                  reset_library_handles)
@@ -28,9 +32,13 @@ from .._kernels import sort as _sort
 from .._kernels.reduction import lookup as _lookup
 from .._kernels.reduction import reduce_eager as _reduce_eager
 from .._kernels.vecdot import vecdot_cuda as _vecdot
-from ._base import _NO_SWITCH, FAST, Backend, KeptLaunch, KeptMove, keep_call, kept_call
+from ._base import (_NO_SWITCH, FAST, Backend, KeptLaunch, KeptMove, complex64_order_key,
+                    keep_call, kept_call)
 
 
+# the real DType of each floating DType's name (det's exp runs in it)
+_REAL = {"float32": _FLOAT32, "float64": _FLOAT64, "complex64": _FLOAT32,
+         "complex128": _FLOAT64}
 _RESHAPE_VIEWS: dict = {}  # (shape, strides, itemsize, new shape) -> view strides, or False
 _RESHAPE_VIEWS_MAX = 4096  # layouts remembered (cleared when full: the cache stays bounded)
 _EAGER_STRIDED_MAX = 1 << 16  # elements: below, a launch costs more than the kernel runs
@@ -624,7 +632,31 @@ class CudaBackend(Backend):
         out = got[0] if want_values else got[1]
         return out if axis == last else cp.moveaxis(out, last, axis)
 
+    # complex64 (unique_*: the one complex use of the sorts) sorted through uint64 order keys
+    # (_base.complex64_order_key: integer kernels), runs found by our not_equal: CuPy's
+    # float32 comparisons (its -ftz build) took distinct subnormal parts for 0. complex128
+    # keeps CuPy's sort: -ftz changes nothing in float64.
+    def _c64_key(self, data):
+        if not data.flags.c_contiguous:
+            data = self.copy(data)  # our copy kernel: the key views the bits in place
+        with self.ctx():
+            return complex64_order_key(self.xp, data)
+
+    def _group_starts(self, xp, s):
+        """Base's mask of run starts, the comparison by our not_equal (NaN != NaN)."""
+        if s.dtype.kind not in "fc":
+            return Backend._group_starts(xp, s)
+        n = s.shape[0]
+        mask = xp.empty(s.shape, dtype=bool)
+        if n:
+            mask[0] = True
+            dt = from_numpy_dtype(s.dtype)
+            mask[1:] = self.elementwise("not_equal", None, (s[1:], s[:-1]), dt, _BOOL, (n - 1,))
+        return mask
+
     def stable_argsort(self, data, axis: int):
+        if data.dtype == np.complex64:
+            return self.stable_argsort(self._c64_key(data), axis)
         out = self._segmented(data, axis, False)
         if out is None:  # CuPy's sorts are stable (Thrust) and take no kind
             with self.ctx():
@@ -632,6 +664,9 @@ class CudaBackend(Backend):
         return out
 
     def stable_sort(self, data, axis: int):
+        if data.dtype == np.complex64:  # the values gathered in their keys' order (moves)
+            with self.ctx():
+                return self.xp.take_along_axis(data, self.stable_argsort(data, axis), axis)
         out = self._segmented(data, axis, True)
         if out is None:
             with self.ctx():
@@ -690,6 +725,66 @@ class CudaBackend(Backend):
             raise ValueError("solve: x1 is singular (not invertible) (Singular matrix: an "
                              "exactly zero pivot in its LU factorization)")
         return x
+
+    def _slogdet_parts(self, data, dtype, real):
+        """(sign, logabsdet) of every matrix: NumPy's formula (umath_linalg) over our LU
+        (lapack.lu_factor) with our kernels, none of CuPy's (built with -ftz: its log, sum,
+        exp and product flushed float32 subnormals, e.g. det of diag(1e-20, 1e-20) became 0).
+        sign = (-1)^(row interchanges) times, per diagonal element u, sign(u) (real) or u/|u|
+        (complex); logabsdet = sum(log|u|); a zero u anywhere (LAPACK's info > 0) gives
+        (0, -inf). Native arrays of the stack's shape, of ``dtype`` and ``real``."""
+        from .._kernels import lapack
+        cp, ew = self.xp, self.elementwise
+        with self.ctx():
+            data = self.astype(data, dtype, False)
+            lu, piv = lapack.lu_factor(cp, data)
+            n = data.shape[-1]
+            u = lu.diagonal(0, lu.ndim - 2, lu.ndim - 1)  # (..., n): a view, read by strides
+            shape, last = u.shape, (u.ndim - 1,)
+            # rows interchanged: piv[i] != i + 1 (1-based)
+            swapped = ew("not_equal", None, (piv, self.arange(n, _INT32, 1, 1, True)), _INT32,
+                         _BOOL, shape)
+            absu = ew("abs", None, (u,), dtype, real, shape)
+            if dtype.kind == "complex":
+                unit = ew("divide", None, (u, absu), dtype, dtype, shape)  # u / |u|
+                prod = self.reduce("prod", unit, last, False, dtype)
+                flips = swapped
+            else:  # a negative u flips the sign as an interchange does: one parity count
+                neg = ew("less", None, (u, TypedScalar(real._np.type(0), real)), real, _BOOL,
+                         shape)
+                flips = ew("not_equal", None, (neg, swapped), _BOOL, _BOOL, shape)
+                prod = self.full((), dtype, 1)
+            count = self.reduce("sum", flips, last, False, _INT64)
+            odd = self.astype(ew("bitwise_and", None, (count, TypedScalar(np.int64(1), _INT64)),
+                                 _INT64, _INT64, count.shape), _BOOL, False)
+            sign = self.where(odd, ew("negative", None, (prod,), dtype, dtype, prod.shape), prod,
+                              dtype, count.shape)
+            zero = self.reduce("any", ew("equal", None, (
+                u, TypedScalar(dtype._np.type(0), dtype)), dtype, _BOOL, shape), last, False,
+                _BOOL)
+            sign = self.where(zero, self.full((), dtype, 0), sign, dtype, count.shape)
+            logs = ew("log", None, (absu,), real, real, shape)
+            logabs = self.where(zero, self.full((), real, -math.inf),
+                                self.reduce("sum", logs, last, False, real), real, count.shape)
+            return sign, logabs
+
+    def slogdet(self, data, dtype, real):
+        from .._kernels import lapack
+        if dtype.name not in lapack.DTYPES:
+            return super().slogdet(data, dtype, real)
+        return self._slogdet_parts(data, dtype, real)
+
+    def det(self, data, dtype):
+        """sign * exp(logabsdet), as NumPy's det (not the product of U's diagonal: the same
+        value on both devices, and no overflow or underflow of partial products)."""
+        from .._kernels import lapack
+        if dtype.name not in lapack.DTYPES:
+            return super().det(data, dtype)
+        real = _REAL[dtype.name]
+        sign, logabs = self._slogdet_parts(data, dtype, real)
+        with self.ctx():
+            mag = self.elementwise("exp", None, (logabs,), real, real, logabs.shape)
+            return self.elementwise("multiply", None, (sign, mag), dtype, dtype, logabs.shape)
 
     # ---- the NumPy door and integer array indexing --------------------------------------------
     def numpy_door(self, data, device, dtype, copy):
@@ -756,7 +851,8 @@ class CudaBackend(Backend):
 
     def isin(self, x1, x2, dtype, invert: bool):
         """x2 sorted (our sorts; CuPy's for one long row), then one pass of our search kernel
-        writes the bool result (sort.isin). Complex has no order: the base class's path."""
+        writes the bool result (sort.isin). Complex has no order: the base class's path
+        (unreachable: the spec layer takes real-valued arrays only)."""
         if dtype.kind == "complex":
             return super().isin(x1, x2, dtype, invert)
         with self.ctx():

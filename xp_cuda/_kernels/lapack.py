@@ -44,9 +44,13 @@ Where one matrix serves a whole stack (a broadcast along every batch dim), it is
 and solved with nrhs = batch * k: the stack of packed column-major n x k blocks is itself one
 column-major n x (batch * k) matrix.
 
-Planning (``choose_method``, ``plan_solve``) is pure Python, tested without a GPU; ``solve`` is
-the launcher. CuPy and its library bindings are imported inside functions: the module imports
-without CuPy.
+``lu_factor`` runs the factorisation alone (det and slogdet read U's diagonal and the pivots
+with our own kernels): the same methods and thresholds, a C-contiguous copy of every matrix, and
+no read of the info values (a zero on U's diagonal says singular), so no synchronisation.
+
+Planning (``choose_method``, ``plan_solve``, ``plan_factor``) is pure Python, tested without a
+GPU; ``solve`` and ``lu_factor`` are the launchers. CuPy and its library bindings are imported
+inside functions: the module imports without CuPy.
 """
 from __future__ import annotations
 
@@ -60,7 +64,8 @@ from . import copy as _copy
 from ._runtime import dtype_name, empty_allocator, library_handle
 
 __all__ = ["DTYPES", "BATCHED_MAX_N", "ONE_BATCHED_MAX_N", "INFO_READ_MAX", "PTRS_HOST_MAX",
-           "SolvePlan", "choose_method", "plan_solve", "solve"]
+           "SolvePlan", "choose_method", "plan_solve", "solve", "FactorPlan", "plan_factor",
+           "lu_factor"]
 
 # cuBLAS/cuSOLVER type letter of each dtype the launcher takes.
 DTYPES = {"float32": "s", "float64": "d", "complex64": "c", "complex128": "z"}
@@ -398,3 +403,84 @@ def _batched(cp, plan, letter, stream, lu, piv, info, rhs, base, host, host_ptr)
         raise RuntimeError(f"xp_cuda: cuBLAS getrsBatched reports illegal argument {-got} "
                            f"(n={n}, nrhs={plan.nrhs}, batch={m}); a bug here")
     return keep
+
+
+# ---- LU factorisation alone (det, slogdet) ---------------------------------------------------
+
+@dataclass(frozen=True)
+class FactorPlan:
+    """One ``lu_factor`` call's fixed arguments: the method of ``choose_method`` (never a shared
+    matrix: every matrix of the stack is factored), the stack's size, and the cuSOLVER
+    workspace (elements; 0 for cuBLAS's batched routine)."""
+    dtype: str
+    shape: tuple    # (..., n, n)
+    batch: int
+    n: int
+    method: str     # "empty", "single", "batched", "loop"
+    lwork: int
+    step: int       # bytes between consecutive matrices of the C-contiguous copy
+
+
+def plan_factor(shape, dtype: str, lwork: int = 0, method: str | None = None) -> FactorPlan:
+    """The plan of factoring the stack of square matrices of ``shape`` (..., n, n).
+    ``method`` forces one (tests; "single" only for one matrix)."""
+    *bshape, n, m = shape
+    assert n == m, shape
+    batch = math.prod(bshape)
+    auto = choose_method(batch, n, False)
+    if method is None or auto == "empty":
+        method = auto
+    assert method in ("single", "batched", "loop", "empty"), method
+    assert method != "single" or batch == 1, "single: one matrix"
+    S = np.dtype(dtype).itemsize
+    return FactorPlan(dtype=dtype, shape=tuple(shape), batch=batch, n=n, method=method,
+                      lwork=lwork if method in ("single", "loop") else 0, step=n * n * S)
+
+
+def lu_factor(cp, a, method: str | None = None):
+    """LU factorisation with partial pivoting of every matrix of ``a`` (..., n, n) (a CuPy array
+    of a DTYPES dtype, any strides, batch and n at least 1), on the current device and stream.
+
+    Returns ``(lu, piv)``: lu a new C-contiguous array of a's shape and dtype, piv int32
+    (..., n). The library reads lu's memory column-major, so what it factors is each matrix's
+    TRANSPOSE, A^T = P L U (det(A^T) = det(A), for complex too: no conjugation), written over
+    lu: U's diagonal is ``lu``'s diagonal, and piv holds LAPACK's 1-based row interchanges (row
+    i was swapped with row piv[i]; the permutation is odd when an odd number of piv[i] differ
+    from i + 1). An exactly singular matrix is factored all the same (a zero on U's diagonal,
+    as LAPACK's info > 0): no info value is read, so nothing here waits for the device."""
+    assert dtype_name(a.dtype) in DTYPES and a.ndim >= 2, a.dtype
+    dev = cp.cuda.runtime.getDevice()
+    dtype = dtype_name(a.dtype)
+    plan = plan_factor(a.shape, dtype, 0, method)
+    assert plan.method != "empty", a.shape
+    letter = DTYPES[dtype]
+    n, m = plan.n, plan.batch
+    alloc = empty_allocator(cp)
+    lu = alloc(a.shape, a.dtype)
+    piv = alloc(a.shape[:-1], np.int32)
+    info = alloc((m,), np.int32)  # written by the library, never read (see above)
+    stream = cp.cuda.get_current_stream().ptr
+    if a.flags.c_contiguous:
+        cp.cuda.runtime.memcpyAsync(lu.data.ptr, a.data.ptr, a.nbytes, _MEMCPY_D2D, stream)
+    else:  # a view (strided, transposed, broadcast): our copy kernel
+        _copy.copy_into(cp, lu, a)
+    base, pbase, ibase = lu.data.ptr, piv.data.ptr, info.data.ptr
+    if plan.method == "batched":
+        from cupy_backends.cuda.libs import cublas
+        # the pointer array on the device (an integer arange: exact); CuPy's pool hands its
+        # memory to a later allocation only in this stream's order, after getrfBatched read it
+        ptrs = cp.arange(base, base + plan.step * m, plan.step, dtype=np.uint64)
+        handle = library_handle("cublas", dev)
+        cublas.setStream(handle, stream)
+        getattr(cublas, letter + "getrfBatched")(handle, n, ptrs.data.ptr, n, pbase, ibase, m)
+        return lu, piv
+    from cupy_backends.cuda.libs import cusolver
+    handle = library_handle("cusolver", dev)
+    cusolver.setStream(handle, stream)
+    lwork = _getrf_lwork(cp, cusolver, handle, letter, dtype, n, dev, base)
+    work = alloc((max(lwork, 1),), a.dtype)
+    getrf = getattr(cusolver, letter + "getrf")
+    for i in range(m):  # "single" (m == 1) or "loop": one workspace, in stream order
+        getrf(handle, n, n, base + i * plan.step, n, work.data.ptr, pbase + 4 * i * n,
+              ibase + 4 * i)
+    return lu, piv

@@ -2,7 +2,10 @@
 
 The same methods, with the same signatures, as ``_engine_cpu.CpuEngine``; the facade
 (``_kdtree.py``) has checked every argument and brought every array to CuPy float64 on the
-tree's GPU before a method runs. Each method makes that GPU current around its kernel calls and
+tree's GPU before a method runs (float32 data converted by our astype kernel: CuPy's flushes
+float32 subnormals). The CuPy arithmetic left here runs on float64 and integers only, which its
+-ftz build does not touch (it flushes float32 subnormals alone), one operation per kernel (no
+contraction across them). Each method makes that GPU current around its kernel calls and
 returns CuPy arrays (the facade wraps them) or SciPy's ragged types built on the host. The
 algorithms are described in the facade's class docstring.
 

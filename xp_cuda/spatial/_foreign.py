@@ -51,6 +51,8 @@ def widen_foreign(obj):
     cp = cupy_module() if type(obj).__module__.split(".")[0] == "cupy" else None
     if cp is not None and isinstance(obj, cp.ndarray):
         if obj.dtype.kind == "f" and obj.dtype not in (np.float32, np.float64):
+            # CuPy's cast (built with -ftz) is exact here: every float16 value, subnormals
+            # included, is a normal float32 and float64 number; nothing to flush
             with cp.cuda.Device(obj.device.id):
                 return obj.astype(cp.float64)
         return obj
@@ -78,8 +80,9 @@ def bring(obj, device: Device, what: str):
     if a.device != device:
         a = a.to_device(device)
     b = backend(device)
-    with b.ctx():
-        nat = a._data
-        if nat.dtype != np.float64:
-            nat = nat.astype(b.xp.float64)
+    nat = a._data
+    if nat.dtype != np.float64:
+        # the backend's astype: on cuda our kernel (CuPy's astype is built with -ftz and made
+        # float32 subnormal coordinates 0)
+        nat = b.astype(nat, xp_cuda.float64, False)
     return nat
