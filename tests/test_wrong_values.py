@@ -17,6 +17,8 @@
    and fftfreq's rounding (on every device).
 7. det and slogdet from our LU and kernels on cuda (a subnormal float32 determinant kept),
    KDTree's float32 data widened by our astype, complex64 unique_* by integer order keys.
+8. Real subnormals keep their order in sort, argsort, unique_*, searchsorted, max/min,
+   argmax/argmin, comparisons and maximum (no flushing comparison anywhere).
 
 Equality rules: floats compare bit for bit, except that any NaN equals any NaN (sign and
 payload aside). Complex results compare component by component with that rule: a component
@@ -1458,3 +1460,41 @@ def test_complex64_unique_nans_distinct(device):
     got = to_numpy(xp.unique_values(xp.asarray(c, device=device)))
     assert got.shape == (4,), got  # each NaN is its own value; the subnormal pair is one
     _same(got[:1], c[2:3], "the subnormal value first")
+
+
+# ---- 8. order of real subnormals: sorting, sets, searches, extrema, comparisons ------------
+# A flushing comparison (setp.ftz) sees every subnormal as a signed zero: a stable sort would
+# keep distinct subnormals in input order, unique would merge them, argmax would pick the
+# first of them. NumPy orders them exactly; so must every device.
+
+@pytest.mark.parametrize("dt", [F32, F64], ids=["float32", "float64"])
+def test_subnormals_keep_their_order(device, rng, dt):
+    s = _subnormals(rng, dt, n=3001)
+    s[::97] = 0.0
+    x = xp.asarray(s, device=device)
+    _same(to_numpy(xp.sort(x)), np.sort(s, kind="stable"), "sort")
+    _same(to_numpy(xp.sort(x, descending=True)), -np.sort(-s, kind="stable"), "sort descending")
+    np.testing.assert_array_equal(to_numpy(xp.argsort(x)), np.argsort(s, kind="stable"))
+    m = s[:3000].reshape(60, 50)
+    _same(to_numpy(xp.sort(xp.asarray(m, device=device), axis=0)), np.sort(m, axis=0,
+          kind="stable"), "sort axis 0")
+    _same(to_numpy(xp.unique_values(x)), np.unique(s), "unique_values")
+    vals, counts = xp.unique_counts(x)
+    wv, wc = np.unique(s, return_counts=True)
+    _same(to_numpy(vals), wv, "unique_counts values")
+    np.testing.assert_array_equal(to_numpy(counts), wc)
+    srt = np.sort(s)
+    q = _subnormals(rng, dt, n=257)
+    for side in ("left", "right"):
+        np.testing.assert_array_equal(
+            to_numpy(xp.searchsorted(xp.asarray(srt, device=device), xp.asarray(q, device=device),
+                                     side=side)), np.searchsorted(srt, q, side), err_msg=side)
+    _same(to_numpy(xp.max(x)), np.asarray(s.max()), "max")
+    _same(to_numpy(xp.min(x)), np.asarray(s.min()), "min")
+    assert int(to_numpy(xp.argmax(x))) == int(np.argmax(s))
+    assert int(to_numpy(xp.argmin(x))) == int(np.argmin(s))
+    _same(to_numpy(xp.max(xp.asarray(m, device=device), axis=0)), m.max(axis=0), "max axis 0")
+    t = xp.asarray(s[::-1].copy(), device=device)
+    np.testing.assert_array_equal(to_numpy(x < t), s < s[::-1])
+    np.testing.assert_array_equal(to_numpy(x == t), s == s[::-1])
+    _same(to_numpy(xp.maximum(x, t)), np.maximum(s, s[::-1]), "maximum")
