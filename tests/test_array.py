@@ -95,6 +95,29 @@ def test_inplace_dtype_and_shape_rules(device):
     assert to_numpy(f).tolist() == [2.0, 2.0, 2.0]
 
 
+def test_writes_into_a_broadcast_view_are_refused(device):
+    """A broadcast view's elements share memory: a write would race on cuda (several results
+    into one element) and NumPy refuses it on cpu; every device refuses it with the fix, and
+    leaves the viewed array unchanged. Views that share no element stay writable."""
+    base = xp.asarray([1, 2], dtype=xp.int32, device=device)
+    x = xp.broadcast_to(base, (3, 2))
+    other = xp.asarray([[6], [2], [5]], dtype=xp.int32, device=device)
+    for write in (lambda: x.__imod__(other), lambda: x.__iadd__(1), lambda: x.__ior__(other),
+                  lambda: x.__imatmul__(xp.ones((2, 2), dtype=xp.int32, device=device)),
+                  lambda: x.__setitem__((0, 0), 5), lambda: x.__setitem__(..., other)):
+        with pytest.raises(ValueError, match=r"read-only.*asarray\(x, copy=True\)"):
+            write()
+    assert to_numpy(base).tolist() == [1, 2]
+    y, _ = xp.broadcast_arrays(base, other)
+    with pytest.raises(ValueError, match="broadcast view"):
+        y[...] = 0
+    ok = xp.broadcast_to(base, (1, 2))  # no element shared: writable
+    c = xp.asarray(x, copy=True)
+    c %= other
+    assert to_numpy(c).tolist() == [[1, 2], [1, 0], [1, 2]]
+    assert ok.shape == (1, 2)
+
+
 def test_comparisons(rng, device):
     x, a = random_array(rng, (10,), xp.float64, device)
     for op in (operator.lt, operator.le, operator.gt, operator.ge, operator.eq, operator.ne):

@@ -501,10 +501,26 @@ class Backend:
                 return self.xp.empty((0,) + data.shape[key.ndim:], data.dtype)
             return data[key]
 
+    def writable(self, data) -> bool:
+        """Whether data's elements may be written: a view whose elements share memory (a
+        stride of 0 over an extent above 1, as broadcast_to makes) may not."""
+        return all(s or n <= 1 for s, n in zip(data.strides, data.shape))
+
+    def check_writable(self, data, what):
+        if not self.writable(data):
+            raise ValueError(
+                f"{what}: this array is read-only: a broadcast view (broadcast_to and "
+                f"broadcast_arrays return views whose elements share memory) or memory "
+                f"imported read-only; copy it first with xp.asarray(x, copy=True)")
+
     def setitem(self, data, key, value, value_shape):
         """value: a native array or a checked NumPy scalar of data's dtype."""
         if isinstance(key, EmptyMask):
             return
+        self.check_writable(data, "__setitem__")
+        self._setitem(data, key, value, value_shape)
+
+    def _setitem(self, data, key, value, value_shape):
         with self.ctx():
             try:
                 data[key] = value
@@ -515,6 +531,7 @@ class Backend:
 
     def assign(self, data, value):
         """data[...] = value for the in-place operators (same shape and dtype)."""
+        self.check_writable(data, "an in-place operator")
         with self.ctx():
             data[...] = value
 

@@ -335,11 +335,8 @@ class CpuBackend(Backend):
             out = np.asarray(out)
         return out if out.dtype == np.int64 else out.astype(np.int64)
 
-    def setitem(self, data, key, value, value_shape):
-        if not isinstance(key, EmptyMask) and not data.flags.writeable:
-            raise ValueError("this array is a read-only view (broadcast_to/broadcast_arrays "
-                             "return views); copy it first with xp.asarray(x, copy=True)")
-        super().setitem(data, key, value, value_shape)
+    def writable(self, data) -> bool:
+        return data.flags.writeable  # (NumPy marks broadcast views and read-only imports)
 
     # ---- moving data ----------------------------------------------------------------------
     def move_in(self, data, src_backend, stream=None):

@@ -283,7 +283,7 @@ class CudaBackend(Backend):
                 return _scan.mask_select(self.xp, data, key)
         return super().getitem(data, key, user_key)
 
-    def setitem(self, data, key, value, value_shape):
+    def _setitem(self, data, key, value, value_shape):
         if type(value) is type(data) and value.dtype != data.dtype:
             # a value of a narrower dtype (float32 into float64 or complex): converted by our
             # kernel, so that CuPy's assignment only moves elements (its casting kernel is
@@ -296,7 +296,7 @@ class CudaBackend(Backend):
             return
         if isinstance(value, np.generic):  # a device scalar: CuPy's fill() loses -0.0
             value = self.move_in(np.asarray(value), None)
-        super().setitem(data, key, value, value_shape)
+        super()._setitem(data, key, value, value_shape)
 
     def assign(self, data, value):
         if value.dtype is not data.dtype and value.dtype != data.dtype:
