@@ -902,25 +902,30 @@ def _block_reduce(e, acc, red, T, var, total, warp_rows=False):
         e.line(f"{total} = sh[0];")
         e.line("__syncwarp();  // the buffer serves the next reduction")
         return
-    e.line(f"{acc.ctype}* sh = reinterpret_cast<{acc.ctype}*>(xp_smem);")
     if shuffled:
+        # warp totals into one of two buffers (alternating: the next reduction writes the
+        # other, so no barrier guards this one's reads), one barrier, then every warp combines
+        # the W totals in the same tree, so every thread holds the same bits (one barrier
+        # where there were three: layer norm over (32768, 4096) 0.296 -> 0.292 ms on the H200)
         W = T // 32
+        e.line(f"{acc.ctype}* sh = reinterpret_cast<{acc.ctype}*>(xp_smem + xb * 256);")
+        e.line("xb ^= 1;")
         e.pragma("#pragma unroll")
         e.line(f"for (int o = 16; o > 0; o >>= 1) {var} = {comb}({var}, xp_shfl_down({var}, o));")
         e.line(f"if ((t & 31) == 0) sh[t >> 5] = {var};")
         e.line("__syncthreads();")
-        with e.block("if (t < 32) {"):
-            e.line(f"{var} = t < {W} ? sh[t] : {ident};")
-            e.pragma("#pragma unroll")
-            e.line(f"for (int o = 16; o > 0; o >>= 1) {var} = {comb}({var}, "
-                   f"xp_shfl_down({var}, o));")
-            e.line(f"if (t == 0) sh[0] = {var};")
-    else:  # complex and struct accumulators: a shared-memory tree
-        e.line(f"sh[t] = {var};")
+        e.line(f"{var} = (t & 31) < {W} ? sh[t & 31] : {ident};")
+        e.pragma("#pragma unroll")
+        e.line(f"for (int o = 16; o > 0; o >>= 1) {var} = {comb}({var}, xp_shfl_down({var}, o));")
+        e.line(f"{total} = xp_shfl0({var});")
+        return
+    # complex and struct accumulators: a shared-memory tree
+    e.line(f"{acc.ctype}* sh = reinterpret_cast<{acc.ctype}*>(xp_smem);")
+    e.line(f"sh[t] = {var};")
+    e.line("__syncthreads();")
+    with e.block(f"for (int o = {T // 2}; o > 0; o >>= 1) {{"):
+        e.line(f"if (t < o) sh[t] = {comb}(sh[t], sh[t + o]);")
         e.line("__syncthreads();")
-        with e.block(f"for (int o = {T // 2}; o > 0; o >>= 1) {{"):
-            e.line(f"if (t < o) sh[t] = {comb}(sh[t], sh[t + o]);")
-            e.line("__syncthreads();")
     e.line("__syncthreads();")
     e.line(f"{total} = sh[0];")
     e.line("__syncthreads();  // the buffer serves the next reduction")
@@ -948,6 +953,8 @@ def render_rows(rows, graph, outs, name, alias=NO_ALIAS):
                 f"p += (long long)gridDim.x * {R}) {{")
     else:
         e.line("const int t = threadIdx.x;")
+        e.line("int xb = 0;  // which reduction buffer is next (_block_reduce)")
+        e.line("(void)xb;")
         loop = "for (long long p = blockIdx.x; p < P; p += gridDim.x) {"
     with e.block(loop):
         pre = []
