@@ -116,6 +116,10 @@ def test_writes_into_a_broadcast_view_are_refused(device):
     c %= other
     assert to_numpy(c).tolist() == [[1, 2], [1, 0], [1, 2]]
     assert ok.shape == (1, 2)
+    e = xp.ones((1, 3, 0), dtype=xp.int64, device=device)  # no element: nothing shared
+    e &= xp.ones((1, 1, 0), dtype=xp.int64, device=device)
+    e[...] = 3
+    assert e.shape == (1, 3, 0)
 
 
 def test_comparisons(rng, device):

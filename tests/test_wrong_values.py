@@ -1498,3 +1498,66 @@ def test_subnormals_keep_their_order(device, rng, dt):
     np.testing.assert_array_equal(to_numpy(x < t), s < s[::-1])
     np.testing.assert_array_equal(to_numpy(x == t), s == s[::-1])
     _same(to_numpy(xp.maximum(x, t)), np.maximum(s, s[::-1]), "maximum")
+
+
+# ---- 9. found by the GPU fuzz sweep (300 examples a target): every device agrees ------------
+
+@pytest.mark.parametrize("fname", ["var", "std"])
+def test_var_std_of_nothing_follow_the_divisor(device, fname):
+    """The spec's var: the sum of squared deviations (none: 0) over N - correction, NaN where
+    that is <= 0. With N = 0 and correction -1 it is 0 / 1 = 0 (cuda gave NaN)."""
+    f = getattr(xp, fname)
+    x = xp.asarray(np.ones((0, 3)), device=device)
+    np.testing.assert_array_equal(to_numpy(f(x, correction=-1)), 0.0)
+    np.testing.assert_array_equal(to_numpy(f(x, axis=0, correction=-2.5)), [0.0] * 3)
+    assert np.isnan(to_numpy(f(x, axis=0, correction=0))).all()
+    assert np.isnan(to_numpy(f(x, correction=0.5)))
+
+
+@pytest.mark.parametrize("fname", ["max", "min"])
+def test_max_min_into_an_empty_result(device, fname):
+    """An empty range with an empty result has nothing to reduce: an empty array (cpu raised
+    NumPy's 'zero-size array to reduction operation' text)."""
+    f = getattr(xp, fname)
+    x = xp.asarray(np.ones((1, 0, 0), np.uint16), device=device)
+    r = f(x, axis=1)
+    assert r.shape == (1, 0) and r.dtype == xp.uint16
+    assert f(x, axis=(0, 1), keepdims=True).shape == (1, 1, 0)
+    with pytest.raises(ValueError, match="empty set has no"):
+        f(xp.asarray(np.ones((2, 0, 3)), device=device), axis=1)
+
+
+@pytest.mark.parametrize("dt", [np.complex64, np.complex128])
+def test_complex_mean_of_infinite_parts_on_every_layout(device, v2024, dt):
+    """mean divides each part by n (NumPy's mean): a broadcast or permuted input through the
+    kernels gives the same parts as a contiguous one (cuda divided by n + 0j: NaN)."""
+    base = np.array([-49.837 - np.inf * 1j, 3.5 + 2j, np.inf + 1j], dtype=dt)
+    base[0] = dt(complex(-49.837, -np.inf))
+    b = xp.broadcast_to(xp.asarray(base[:1], device=device), (4,))
+    _same(to_numpy(xp.mean(b)), np.asarray(dt(complex(np.float32(-49.837) if dt ==
+                                                       np.complex64 else -49.837, -np.inf))),
+          "mean of a broadcast")
+    m = np.stack([base, base[::-1]]).T.copy()  # (3, 2)
+    want = np.empty(2, dt)
+    want.real, want.imag = m.real.mean(axis=0), m.imag.mean(axis=0)
+    _same(to_numpy(xp.mean(xp.asarray(m, device=device), axis=0)), want, "mean axis 0")
+    t = xp.permute_dims(xp.asarray(m.T.copy(), device=device), (1, 0))
+    _same(to_numpy(xp.mean(t, axis=0)), want, "mean of a permuted view")
+
+
+@pytest.mark.parametrize("dt", [np.complex64, np.complex128])
+def test_complex_norms_of_infinite_parts(device, dt):
+    """|inf + NaN j| is inf (the spec's abs), so the 2-norm and Frobenius norm of a vector or
+    matrix holding one are inf (cuda summed re^2 + im^2: NaN)."""
+    a = np.array([[0, 0, 0], [complex(np.inf, np.nan), 1 + 2j, 0]], dtype=dt)
+    a[1, 0] = dt(complex(np.inf, np.nan))
+    x = xp.asarray(a, device=device)
+    assert to_numpy(xp.linalg.vector_norm(x)) == np.inf
+    np.testing.assert_array_equal(to_numpy(xp.linalg.vector_norm(x, axis=1)), [0, np.inf])
+    assert to_numpy(xp.linalg.matrix_norm(x[None, ...], ord="fro"))[0] == np.inf
+    r = np.random.default_rng(5)
+    c = (r.standard_normal((7, 5)) + 1j * r.standard_normal((7, 5))).astype(dt)
+    tol = 1e-6 if dt == np.complex64 else 1e-14
+    np.testing.assert_allclose(to_numpy(xp.linalg.vector_norm(xp.asarray(c, device=device),
+                                                              axis=0)),
+                               np.linalg.norm(c.astype(np.complex128), axis=0), rtol=tol)

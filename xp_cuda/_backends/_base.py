@@ -503,8 +503,9 @@ class Backend:
 
     def writable(self, data) -> bool:
         """Whether data's elements may be written: a view whose elements share memory (a
-        stride of 0 over an extent above 1, as broadcast_to makes) may not."""
-        return all(s or n <= 1 for s, n in zip(data.strides, data.shape))
+        stride of 0 over an extent above 1, as broadcast_to makes) may not; an empty array
+        has no element to share (CuPy gives empty arrays zero strides)."""
+        return all(s or n <= 1 for s, n in zip(data.strides, data.shape)) or 0 in data.shape
 
     def check_writable(self, data, what):
         if not self.writable(data):

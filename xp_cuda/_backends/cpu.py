@@ -276,6 +276,9 @@ class CpuBackend(Backend):
                     out = _REDUCE[kind](data.astype(t), axes, t, None, keepdims)
             elif kind in ("all", "any"):
                 out = _REDUCE[kind](data, axes, np.bool_, None, keepdims)
+            elif data.size == 0:  # max/min into an empty result (the spec layer refuses
+                # an empty range with a non-empty result): nothing to reduce
+                out = np.empty(_reduced_shape(data.shape, axes, keepdims), dtype=data.dtype)
             else:
                 out = _REDUCE[kind](data, axes, None, None, keepdims)
             if type(out) is not np.ndarray:

@@ -404,11 +404,10 @@ def norm_node(x, ord, axes, keepdims, out_name):
     if ord == 0:  # the count of nonzero elements
         v = ew("not_equal", (x, const(0, in_name)), in_name, "bool")
     elif ord == 2:
-        if np.dtype(in_name).kind == "c":  # |z|^2 = re^2 + im^2, as NumPy's (conj(x) * x).real
-            re = ew("real", (x,), in_name, real)
-            im = ew("imag", (x,), in_name, real)
-            v = ew("add", (ew("square", (re,), acc, acc), ew("square", (im,), acc, acc)),
-                   acc, acc)
+        if np.dtype(in_name).kind == "c":
+            # |z| (our hypot: no overflow, inf beats NaN as the spec's abs), squared in float64;
+            # re^2 + im^2 gave NaN for inf + NaN j, whose modulus is inf
+            v = ew("square", (ew("abs", (x,), in_name, real),), acc, acc)
         else:  # square in float64 (exact for float32 input)
             v = ew("square", (x,), acc, acc)
         epi = Epilogue("sqrt")

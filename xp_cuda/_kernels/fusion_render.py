@@ -525,7 +525,14 @@ class _Acc:
                 self.elem = lambda v, j: f"xp_truth({v})"
             else:
                 self.elem = lambda v, j: f"xp_cvt<{self.ctype}>({v})"
-            if kind == "mean":
+            if kind == "mean" and acc.startswith("complex"):
+                # part by part, as NumPy's mean: a complex division by n + 0j turns the
+                # partner of an infinite part into NaN (mean(0 + inf j) is 0 + inf j)
+                rt = "float" if acc == "complex64" else "double"
+                m = vals.slot(("M", red.out), red.M)
+                value = (f"[](const {self.ctype} z, const {rt} n) {{{{ return {self.ctype}("
+                         f"z.real() / n, z.imag() / n); }}}}({{}}, ({rt})({m}))")
+            elif kind == "mean":
                 div = vals.op("divide", acc, acc, 2)
                 value = (f"{div}::f({{}}, xp_cvt<{self.ctype}>("
                          f"{vals.slot(('M', red.out), red.M)}))")
