@@ -238,9 +238,9 @@ def moments_launch(cp, kind, x, axes, correction, keepdims, out_dtype, device=No
     key = (kind, x.dtype, out_name, shape, x.strides, axes, keepdims, correction,
            cp.cuda.runtime.getDevice() if device is None else device)
     assert kind in ("var", "std") and x.dtype.kind == "f", (kind, x.dtype)
-    # an empty range: the sum of no squared deviations over the divisor `correction`
-    # (N - correction of the spec, here 0 - correction): 0, or NaN where it is <= 0
-    empty = 0.0 if correction > 0 else math.nan
+    # an empty range: the sum of no squared deviations (0) over N - correction = -correction,
+    # NaN where that is <= 0 (the spec)
+    empty = 0.0 if correction < 0 else math.nan
     return _layout_launch(cp, key, x, axes, keepdims, out_name, empty, lambda xv, ax: _launch(
         cp, *moments_graph(kind, dtype_name(x.dtype), tuple(xv.shape), ax, correction, keepdims,
                            out_name), xv))
