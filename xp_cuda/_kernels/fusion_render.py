@@ -938,26 +938,6 @@ def _block_reduce(e, acc, red, T, var, total, warp_rows=False):
     e.line("__syncthreads();  // the buffer serves the next reduction")
 
 
-ROW_STREAM = False
-STREAM = """template <typename P>
-__device__ __forceinline__ P xp_ldcs(const P* p) {
-  P r;
-  if constexpr (sizeof(P) == 16) { int4 v = __ldcs(reinterpret_cast<const int4*>(p)); r = *reinterpret_cast<const P*>(&v); }
-  else if constexpr (sizeof(P) == 8) { int2 v = __ldcs(reinterpret_cast<const int2*>(p)); r = *reinterpret_cast<const P*>(&v); }
-  else if constexpr (sizeof(P) == 4) { int v = __ldcs(reinterpret_cast<const int*>(p)); r = *reinterpret_cast<const P*>(&v); }
-  else { r = *p; }
-  return r;
-}
-template <typename P>
-__device__ __forceinline__ void xp_stcs(P* p, const P& x) {
-  if constexpr (sizeof(P) == 16) { const int4 v = *reinterpret_cast<const int4*>(&x); __stcs(reinterpret_cast<int4*>(p), v); }
-  else if constexpr (sizeof(P) == 8) { const int2 v = *reinterpret_cast<const int2*>(&x); __stcs(reinterpret_cast<int2*>(p), v); }
-  else if constexpr (sizeof(P) == 4) { const int v = *reinterpret_cast<const int*>(&x); __stcs(reinterpret_cast<int*>(p), v); }
-  else { *p = x; }
-}
-"""
-
-
 def render_rows(rows, graph, outs, name, alias=NO_ALIAS):
     """(kernel source, op structs by name, slot values) of the row kernel `name` computing
     `outs` under the RowPlan `rows` (see RowPlan); constants are runtime slots (only fused
@@ -965,8 +945,6 @@ def render_rows(rows, graph, outs, name, alias=NO_ALIAS):
     vals = _Values()
     vals.const_params = True
     vals.structs["XpShflDown"] = SHUFFLE
-    if ROW_STREAM:
-        vals.structs["XpStream"] = STREAM
     in_decl = _input_params(vals, graph.inputs, rows.inputs, alias)
     T, V, U = rows.threads, rows.vec, rows.per_thread
     S = rows.shape
@@ -1017,14 +995,9 @@ def render_rows(rows, graph, outs, name, alias=NO_ALIAS):
                 with e.block(f"for (int u = 0; u < {U}; ++u) {{"):
                     e.line(f"const long long jv = (long long)u * {T} + t;")
                     with e.block(f"if (jv * {V} < M) {{"):
-                        for k, full in rows.packed:
+                        for k, _ in rows.packed:
                             pk = _pack(next(i.dtype for i in rows.inputs if i.pos == k), V)
-                            if ROW_STREAM and full:
-                                e.line(f"p{k}[u] = xp_ldcs(reinterpret_cast<const {pk}*>("
-                                       f"{loads[k]}) + jv);")
-                            else:
-                                e.line(f"p{k}[u] = reinterpret_cast<const {pk}*>({loads[k]})"
-                                       f"[jv];")
+                            e.line(f"p{k}[u] = reinterpret_cast<const {pk}*>({loads[k]})[jv];")
             with e.block("} else {"):
                 over_row(lambda: [e.line(f"p{k}[u].v[q] = ({loads[k]})[jc];")
                                   for k, _ in rows.packed])
@@ -1088,11 +1061,7 @@ def render_rows(rows, graph, outs, name, alias=NO_ALIAS):
                     with e.block(f"if (jv * {V} < M) {{"):
                         for j in row_outs:
                             pk = _pack(outs[j].dtype.name, V)
-                            if ROW_STREAM:
-                                e.line(f"xp_stcs(reinterpret_cast<{pk}*>(out{j} + p * M) + jv, "
-                                       f"o{j});")
-                            else:
-                                e.line(f"reinterpret_cast<{pk}*>(out{j} + p * M)[jv] = o{j};")
+                            e.line(f"reinterpret_cast<{pk}*>(out{j} + p * M)[jv] = o{j};")
                 with e.block("} else {"):
                     e.pragma("#pragma unroll")
                     with e.block(f"for (int q = 0; q < {V}; ++q) {{"):
