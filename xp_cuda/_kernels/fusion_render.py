@@ -848,7 +848,7 @@ def _reduce_scalar_loop(e, vals, red, x, kc, nd, acc):
 
 # ---- the row kernel (fusion_plan.RowPlan) -----------------------------------------------------
 # Warp shuffles for the block-wide trees of accumulators the hardware shuffles (arithmetic types
-# of at most 8 bytes): two barriers a reduction instead of log2(T). Printed once per translation
+# of at most 8 bytes): one barrier a reduction instead of log2(T). Printed once per translation
 # unit (it rides with the op structs), so the shared fusion.cuh, and the eager kernels built on
 # it, stay as they are.
 SHUFFLE = """template <typename T>
