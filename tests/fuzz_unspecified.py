@@ -195,7 +195,8 @@ UNSPECIFIED = (
           "definite matrix (or a stack of matrices) is implementation-defined.",
           page("linalg.inv")),
     Entry("factorisations of matrices holding NaN or infinity (cuSOLVER against LAPACK)",
-          lambda c, x, r: _factorisation(c) and _nonfinite_input(c),
+          lambda c, x, r: _factorisation(c) and _nonfinite_input(c)
+          and _factorisation_outcomes(x, r),
           "(The linear algebra pages list no special cases: what a factorisation returns or "
           "raises for NaN or infinite input is not specified; an iteration may stop on it, as "
           "cuSOLVER's syevd does, or run through it, as LAPACK's does, and an LU may call a "
@@ -265,10 +266,10 @@ UNSPECIFIED = (
           "real component is unspecified). asinh: If a is NaN and b is +infinity, the result "
           "is ±infinity + NaN j (sign of the real component is unspecified). acos: If a is "
           "either +infinity or -infinity and b is NaN, the result is NaN ± infinity j (sign "
-          "of the imaginary component is unspecified). (Likewise cosh, exp, expm1, sqrt, "
-          "acosh; sin, asin, cos are specified through them: For complex floating-point "
-          "operands, special cases must be handled as if the operation is implemented as "
-          "-1j * sinh(x*1j).)",
+          "of the imaginary component is unspecified). (Likewise cosh (+infinity + infinity "
+          "j only), exp, expm1, sqrt; sin, asin, cos are specified through them: For complex "
+          "floating-point operands, special cases must be handled as if the operation is "
+          "implemented as -1j * sinh(x*1j). Held to exactly those inputs and that part.)",
           page("sinh")),
     Entry("abs of complex values: a rounding of sqrt(a^2 + b^2)",
           lambda c, x, r: c.target in ("ns:abs", "op:abs") and _complex_arg(c)
@@ -819,29 +820,54 @@ def _excused(c, x, r, excuse) -> bool:
     return marked[0] and compare(Outcome(value=a), Outcome(value=b), tol, signed_zero) is None
 
 
-# The functions with a special case "(sign of the real/imaginary component is unspecified)"
-# whose result holds an infinity, and those the spec defines through them (sin through sinh,
-# asin through asinh, cos through cosh).
-_UNSIGNED_INF_SPECIALS = {"ns:acos", "ns:acosh", "ns:asin", "ns:asinh", "ns:cos", "ns:cosh",
-                          "ns:exp", "ns:expm1", "ns:sin", "ns:sinh", "ns:sqrt"}
+# Where a special case leaves the sign of an infinite part open: per function, the input
+# elements (a + bj) and the part (0 real, 1 imaginary) of the result. From the spec's lists
+# (each function is conjugate-symmetric, sinh and asinh odd, cosh even, so the cases for
+# a, b >= +0 cover the other signs): sinh: +inf + (inf or NaN)j -> infinity + NaN j; cosh:
+# +inf + inf j -> infinity + NaN j (but +inf + NaN j -> +infinity + NaN j: specified); exp,
+# expm1: +inf + (inf or NaN)j -> infinity + NaN j; sqrt: -inf + NaN j -> NaN + infinity j;
+# asinh: NaN + inf j -> ±infinity + NaN j; acos: ±inf + NaN j -> NaN ± infinity j. sin,
+# cos, asin through sinh(x*1j), cosh(x*1j), asinh(x*1j) (x*1j is -b + aj).
+def _isinf(p):
+    import numpy as np
+    return np.isinf(p)
+
+
+def _isnan(p):
+    import numpy as np
+    return np.isnan(p)
+
+
+_UNSIGNED_INF_SPECIALS = {
+    "ns:sinh": (0, lambda a, b: _isinf(a) & (_isinf(b) | _isnan(b))),
+    "ns:sin": (1, lambda a, b: _isinf(b) & (_isinf(a) | _isnan(a))),
+    "ns:cosh": (0, lambda a, b: _isinf(a) & _isinf(b)),
+    "ns:cos": (0, lambda a, b: _isinf(a) & _isinf(b)),
+    "ns:exp": (0, lambda a, b: (a == float("inf")) & (_isinf(b) | _isnan(b))),
+    "ns:expm1": (0, lambda a, b: (a == float("inf")) & (_isinf(b) | _isnan(b))),
+    "ns:sqrt": (1, lambda a, b: (a == -float("inf")) & _isnan(b)),
+    "ns:asinh": (0, lambda a, b: _isnan(a) & _isinf(b)),
+    "ns:asin": (1, lambda a, b: _isinf(a) & _isnan(b)),
+    "ns:acos": (1, lambda a, b: _isinf(a) & _isnan(b)),
+}
 
 
 def _opposite_infinities(c):
-    """Marks a part where the input element has a NaN or infinite part, both results hold
-    infinities of opposite signs there and NaN in the other part (the pattern of every such
-    special case: '±infinity + NaN j', 'NaN ± infinity j')."""
+    """Marks the part a special case leaves open (_UNSIGNED_INF_SPECIALS) where both results
+    hold infinities of opposite signs in it and NaN in the other part."""
     import numpy as np
     v = c.args[0].values() if c.args and hasattr(c.args[0], "values") else None
+    part, cases = _UNSIGNED_INF_SPECIALS[c.target]
 
     def excuse(a, b):
         if v is None or v.dtype.kind != "c" or a.dtype.kind != "c" or a.shape != v.shape:
             return None
-        special = ~np.isfinite(v.real) | ~np.isfinite(v.imag)
-
-        def flipped(pa, pb, qa, qb):
-            return special & np.isinf(pa) & (pa == -pb) & np.isnan(qa) & np.isnan(qb)
-        return (flipped(a.real, b.real, a.imag, b.imag),
-                flipped(a.imag, b.imag, a.real, b.real))
+        special = cases(v.real, v.imag)
+        ps = ((a.real, b.real), (a.imag, b.imag))
+        (pa, pb), (qa, qb) = ps[part], ps[1 - part]
+        flipped = special & np.isinf(pa) & (pa == -pb) & np.isnan(qa) & np.isnan(qb)
+        none = np.zeros(a.shape, dtype=bool)
+        return (flipped, none) if part == 0 else (none, flipped)
     return excuse
 
 
@@ -922,11 +948,23 @@ def _factorisation(c) -> bool:
     return False
 
 
+def _factorisation_outcomes(x, r) -> bool:
+    """Each side returned or reported a failed factorisation (a ValueError: singular, no
+    convergence, not positive-definite, failed); an argument error is no factorisation's."""
+    for o in (x, r):
+        if o.exc is not None and not (isinstance(o.exc, ValueError) and any(
+                w in str(o.exc).lower() for w in ("singular", "converge", "definite",
+                                                  "failed"))):
+            return False
+    return True
+
+
 def _finite_matrices(c):
     """The first argument's stack of square finite floating matrices, or None."""
     import numpy as np
     v = c.args[0].values() if c.args and hasattr(c.args[0], "values") else None
-    if v is None or v.dtype.kind not in "fc" or v.ndim < 2 or v.shape[-1] != v.shape[-2]             or not v.size or not np.isfinite(v).all():
+    if v is None or v.dtype.kind not in "fc" or v.ndim < 2 or v.shape[-1] != v.shape[-2] \
+            or not v.size or not np.isfinite(v).all():
         return None
     return v
 
@@ -1071,6 +1109,17 @@ def known_cases():
     call = Call("ns:sin", (A("complex128", [1 + 1j]),))
     cases.append((call, ok("complex128", [complex(nan, -inf)]),
                   ok("complex128", [complex(nan, inf)]), None))
+    # cosh(+inf + NaN j) is +infinity + NaN j, asinh(-inf + NaN j) is -infinity + NaN j:
+    # specified signs, no excuse
+    call = Call("ns:cosh", (A("complex128", [complex(inf, nan)]),))
+    cases.append((call, ok("complex128", [complex(-inf, nan)]),
+                  ok("complex128", [complex(inf, nan)]), None))
+    call = Call("ns:asinh", (A("complex128", [complex(-inf, nan)]),))
+    cases.append((call, ok("complex128", [complex(inf, nan)]),
+                  ok("complex128", [complex(-inf, nan)]), None))
+    call = Call("ns:cos", (A("complex64", [complex(inf, inf)]),))
+    cases.append((call, ok("complex64", [complex(-inf, nan)]),
+                  ok("complex64", [complex(inf, nan)]), name))
     # ... and so is a flipped infinity whose other part is not NaN
     call = Call("ns:sin", (A("complex128", [complex(nan, inf)]),))
     cases.append((call, ok("complex128", [complex(1.0, -inf)]),
@@ -1137,6 +1186,12 @@ def known_cases():
                                                       [1.0, 2.0, 3.0]]), -1))
     cases.append((call, ok("float32", np.full((3, 3), nan)), ok("float32", np.zeros((3, 3))),
                   name))
+    # an argument error is no factorisation's
+    call = Call("linalg:cholesky", (A("float64", [[inf, 1.0], [1.0, 2.0]]),),
+                (("upper", None),))
+    cases.append((call, Outcome(exc=TypeError("cholesky: upper must be True or False, got "
+                                              "None")), ok("float64", [[inf, 0], [0, 1]]),
+                  "a bool keyword given a non-bool (0, None)"))
     # the Frobenius norm is no factorisation (bug (e), the lead's): no excuse
     call = Call("linalg:matrix_norm", (A("complex64", [[complex(nan, -inf), 1.0]]),),
                 (("ord", "fro"),))
