@@ -222,3 +222,10 @@ def test_the_comparison():
     c = "complex64"
     assert E.compare(arr([1e-9 + 1j], c), arr([2e-9 + 1j], c), "ulp") is None
     assert E.compare(arr([1e-9 + 1j], c), arr([2e-9 + 1j], c)) is not None
+
+
+def test_unspecified_entries_on_known_cases():
+    """Each entry written from the GPU sweep covers its known differences and none of the
+    plain wrong values beside them (fuzz_unspecified.known_cases)."""
+    bad = fuzz_unspecified.check_known_cases()
+    assert not bad, "\n".join(f"{c!r}: expected {w!r}, got {g!r}" for c, w, g in bad)
