@@ -224,6 +224,9 @@ int main() {
       r = dbl ? xp_hypot(a, c) : (double)xp_hypot((float)a, (float)c);
     } else if (!strcmp(op, "abs")) {
       r = dbl ? xp_cabs(complex<double>(a, b)) : (double)xp_cabs(complex<float>((float)a, (float)b));
+    } else if (!strcmp(op, "sqrt")) {
+      if (dbl) { complex<double> z = xp_csqrt(complex<double>(a, b)); r = z.real(); i = z.imag(); }
+      else { complex<float> z = xp_csqrt(complex<float>((float)a, (float)b)); r = z.real(); i = z.imag(); }
     } else if (dbl) {
       complex<double> z = xp_cpow(complex<double>(a, b), complex<double>(c, d));
       r = z.real(); i = z.imag();
@@ -432,6 +435,33 @@ def test_complex_pow_defined_cases(device, rng, dt):
     ref = to_numpy(xp.exp(xp.multiply(xy, xp.log(x))))
     tol = 1e-4 if dt == xp.complex64 else 1e-11
     np.testing.assert_allclose(got, ref, rtol=tol, atol=0)
+
+
+@pytest.mark.parametrize("dt", [np.complex64, np.complex128])
+def test_host_complex_sqrt_of_tiny_parts(host_helpers, rng, dt):
+    """Complex sqrt of values whose parts are subnormal or tiny (the GPU fuzz sweep found
+    complex64 sqrt(-2.609e-42 - 2.609e-42j) 3e-5 off) and of ordinary ones: each part within
+    2 ulps of NumPy's (the C library's csqrt)."""
+    ft = np.float32 if dt == np.complex64 else np.float64
+    fi = np.finfo(ft)
+    mags = np.concatenate([fi.smallest_subnormal * rng.integers(1, 2 ** 20, 300),
+                           fi.tiny * rng.random(200), 2.0 ** rng.uniform(-80, 0, 200),
+                           rng.standard_normal(100) * 10 ** rng.uniform(-3, 3, 100)])
+    re = (mags * rng.choice([-1, 1], mags.size)).astype(ft)
+    im = (rng.permutation(mags) * rng.choice([-1, 1], mags.size)).astype(ft)
+    re[:4], im[:4] = ft(-2.609e-42) if ft is np.float32 else -2.609e-310, [0, -0.0, 1e-45, -1e-45]
+    z = np.empty(re.shape, dt)
+    z.real, z.imag = re, im
+    kind = "f" if dt == np.complex64 else "d"
+    got = host_helpers([f"sqrt {kind} {float(a).hex()} {float(b).hex()} 0x0p+0 0x0p+0"
+                        for a, b in zip(re, im)])
+    want = np.sqrt(z)
+    for part, g in (("real", np.array([v[0] for v in got], ft)),
+                    ("imag", np.array([v[1] for v in got], ft))):
+        w = getattr(want, part)
+        ulps = np.abs(g - w) / np.spacing(np.maximum(np.abs(w), fi.smallest_subnormal))
+        bad = np.nonzero(ulps > 2)[0]
+        assert bad.size == 0, (part, [(z[i], g[i], w[i]) for i in bad[:5]])
 
 
 # ---- 2. and 4. on the GPU --------------------------------------------------------------------
