@@ -1372,3 +1372,74 @@ def test_fast_compile_option_is_off_by_default_and_keyed(monkeypatch):
     rp = row_program(t, list(nodes), [x._data], 132)
     assert f".entry {rp.name}(" in nvrtc_compile(rp.source, name="fast.cu", options=opts)
     assert R._entry_key(rp.source, opts, "sm_90") != R._entry_key(rp.source, OPTIONS, "sm_90")
+
+
+# ---- the online sum of exponentials (fusion_plan.online_sumexp) ------------------------------
+
+def csoftmax(a):
+    m = xp.max(a, axis=0, keepdims=True)
+    e = xp.exp(a - m)
+    return e / xp.sum(e, axis=0, keepdims=True)
+
+
+def _lse_columns(dt, rng):
+    """(4099, 9) columns: random, ascending (a rescale at every element), descending, all
+    -inf, -inf with finite values, +inf, NaN, huge spread (terms that underflow), one of all
+    equal values."""
+    n = 4099
+    cols = [rng.standard_normal(n) * 3, np.sort(rng.standard_normal(n) * 50),
+            -np.sort(rng.standard_normal(n)), np.full(n, -np.inf),
+            np.where(rng.random(n) < 0.5, -np.inf, rng.standard_normal(n)),
+            np.where(np.arange(n) == 77, np.inf, rng.standard_normal(n)),
+            np.where(np.arange(n) == 3000, np.nan, rng.standard_normal(n)),
+            rng.uniform(-800, 700, n) if dt == xp.float64 else rng.uniform(-100, 80, n),
+            np.full(n, 1.5)]
+    return np.stack(cols, axis=1).astype(np.float32 if dt == xp.float32 else np.float64)
+
+
+@pytest.mark.parametrize("dt", [xp.float32, xp.float64])
+def test_online_sumexp_columns_match_eager(device, rng, dt):
+    """Log-sum-exp and softmax over columns: one pass for max and the sum of exponentials
+    on cuda; the results are the eager ones (NaN, inf and -inf where the eager form gives
+    them; the maximum to the bit), within the reduction-order tolerance elsewhere."""
+    a = _lse_columns(dt, rng)
+    x = xp.asarray(a, device=device)
+    got = _check(lse_cols, [x], loose=True)
+    want = lse_cols(xp.asarray(a, device=CPU))
+    np.testing.assert_array_equal(np.isnan(to_numpy(got)), np.isnan(to_numpy(want)))
+    np.testing.assert_array_equal(np.isinf(to_numpy(got)), np.isinf(to_numpy(want)))
+    _check(csoftmax, [x], loose=True)
+    _check(lambda v: (lse_cols(v), xp.max(v, axis=0)), [x], loose=True)
+    # strided and transposed views, and a split range (a column of 70001: the partials)
+    _check(lse_cols, [x[::-2, ::2]], loose=True)
+    _check(lse_cols, [xp.asarray(np.ascontiguousarray(a[:, :3].T), device=device).mT],
+           loose=True)
+    long = xp.asarray(rng.standard_normal((70001, 3)).astype(a.dtype) * 20, device=device)
+    _check(lse_cols, [long], loose=True)
+
+
+def test_online_sumexp_plan():
+    """The pass rewrites sum(exp(x - max(x, keepdims=True))) over the max's axes outside row
+    kernels only, and the max rides on the sum's pass (one section, both outputs)."""
+    from xp_cuda.fusion import _trace
+    from xp_cuda._kernels import fusion_plan as fp
+    a = xp.asarray(np.random.default_rng(1).standard_normal((300, 7)).astype(np.float32))
+    t, nodes, *_ = _trace.trace(lse_cols, [a], {}, CPU)
+    plan = kfusion.plan_program(t, list(nodes), [a._data], 132)
+    assert plan.rows is None and len(plan.stages) == 2
+    kinds = sorted(n.attr.kind for n in fp._walk_all(plan.stages[0].outs)
+                   if n.op is fp.Op.REDUCE)
+    assert kinds == ["max", "sumexp"]
+    (prog, _) = kfusion.stage_programs(t, plan, [a._data], 132)
+    assert prog.kernel.count("// reduction") == 1 and ".m;" in prog.kernel
+    # not rewritten: a row kernel (softmax over rows), a sum with dtype=, other axes, or a
+    # max without keepdims
+    for f in (lambda v: softmax(v),
+              lambda v: xp.sum(xp.exp(v - xp.max(v, axis=0, keepdims=True)), axis=0,
+                               dtype=xp.float64),
+              lambda v: xp.sum(xp.exp(v - xp.max(v, axis=0, keepdims=True)), axis=1),
+              lambda v: xp.sum(xp.exp(v - xp.max(v, axis=0)), axis=0)):
+        t, nodes, *_ = _trace.trace(f, [a], {}, CPU)
+        plan = kfusion.plan_program(t, list(nodes), [a._data], 132)
+        assert all(n.attr.kind != "sumexp" for n in fp._walk_all(plan.outs)
+                   if n.op is fp.Op.REDUCE), f

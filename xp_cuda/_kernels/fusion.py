@@ -34,7 +34,8 @@ from .elementwise import CTYPES, OPTIONS, _op_struct, header  # noqa: F401  (nam
 from .fusion_ir import Graph, Op  # noqa: F401
 from .fusion_plan import (COL_GROUPS, CONFIGS, RED_WAVES, THREADS, ContiguousLayout,  # noqa: F401
                           ProgramPlan, describe_rows, describe_stages, input_layouts, itemsize,
-                          lower, plan_kernel, plan_rows, size, split_stages)
+                          lower, online_sumexp, plan_kernel, plan_rows, size,
+                          split_stages)
 from .fusion_render import FLAT, NO_ALIAS, identity, literal, render, render_rows  # noqa: F401
 
 TUNE_MIN_BYTES = 2**25  # operand bytes from which a launch is long enough to time (~8 us)
@@ -411,6 +412,11 @@ def plan_program(trace, outs, in_arrays, sms):
     rows = None
     if len(stages) > 1:
         rows = plan_rows(low, input_layouts(trace.inputs, in_arrays), sms)
+        if rows is None:
+            online = online_sumexp(low)
+            if any(a is not b for a, b in zip(online, low)):
+                low = online
+                stages = split_stages(low, tuple(trace.inputs), _first_mid(trace))
     return ProgramPlan(stages, rows, tuple(low))
 
 

@@ -73,7 +73,7 @@ COL_VECTOR_ITEM = 2
 COL_VECTOR_GROUPS = 256
 # Reductions whose accumulator is a struct of fusion.cuh: kind -> its bytes (XpArg<T> for T of
 # at most 8 bytes: 16; XpMom<double>: 24). Their partials are scratch of 8-byte words.
-STRUCT_ACC = {"argmax": 16, "argmin": 16, "var": 24, "std": 24}
+STRUCT_ACC = {"argmax": 16, "argmin": 16, "var": 24, "std": 24, "sumexp": 24}
 
 _ITEMSIZE = {}
 
@@ -439,6 +439,39 @@ def lower(outs):
             x1 = Node(Op.ELEMENTWISE, (x1,), DName(dt), x1.shape, Elementwise("conj", dt))
         prod = Node(Op.ELEMENTWISE, (x1, x2), DName(dt), shape, Elementwise("multiply", dt))
         return Node(Op.REDUCE, (prod,), node.dtype, node.shape, Reduce("sum", a.axes, False))
+    return transform(outs, fn)
+
+
+def online_sumexp(outs):
+    """sum(exp(x - max(x, axis=A, keepdims=True)), axis=A) -> one "sumexp" reduction of x over
+    A: a running maximum and the sum of exp(x - that maximum), rescaled when it grows (the
+    online form of softmax kernels). The max node stays for the program's other uses, now
+    independent of the sum, so both are computed in one pass over x: log-sum-exp over a
+    column reads x once instead of twice. Terms are exp(x - m) in x's dtype, as the eager
+    sum's; the sum (and a rescale) in float64, so it differs from the eager float32/64 sum by
+    the order of additions only. Only for the multi-kernel plans: a row kernel holds its row."""
+    floats = ("float32", "float64")
+
+    def is_ew(n, name, dt):
+        return (n.op is Op.ELEMENTWISE and n.attr.name == name and n.dtype.name == dt
+                and n.attr.compute_dtype == dt)
+
+    def fn(node, args):
+        a = node.attr
+        if node.op is not Op.REDUCE or a.kind != "sum" or a.acc is not None or \
+                a.epilogue is not None or node.dtype.name not in floats:
+            return None
+        dt = node.dtype.name
+        (e,) = args
+        if not is_ew(e, "exp", dt) or not is_ew(e.args[0], "subtract", dt):
+            return None
+        x, m = e.args[0].args
+        if not (m.op is Op.REDUCE and m.attr.kind == "max" and m.attr.keepdims and
+                m.attr.axes == a.axes and m.attr.epilogue is None and m.args[0] is x and
+                x.dtype.name == dt and tuple(x.shape) == tuple(e.shape)):
+            return None
+        return Node(Op.REDUCE, (x,), node.dtype, node.shape,
+                    Reduce("sumexp", a.axes, a.keepdims, acc="float64"))
     return transform(outs, fn)
 
 

@@ -361,8 +361,11 @@ def render(plan, graph, outs, name, const_params=False, alias=NO_ALIAS):
     body = []
     for grp in plan.groups:
         body.append(_group_section(vals, plan, grp, outs, T))
+    rides = _max_rides(plan, outs)
     for red in plan.reductions:
-        body.append(_reduce_section(vals, plan, red, outs[red.out]))
+        if red.out not in rides.values():
+            body.append(_reduce_section(vals, plan, red, outs[red.out],
+                                        rides.get(red.out)))
     out_decl = _output_params(outs, alias)
     scr_decl = []
     for red in plan.reductions:
@@ -475,7 +478,72 @@ def acc_ctype(red) -> str:
         return f"XpArg<{CTYPES[red.dtype]}>"
     if red.kind in ("var", "std"):
         return f"XpMom<{CTYPES[red.dtype]}>"
+    if red.kind == "sumexp":
+        return f"XpLse<{CTYPES[red.result]}>"
     return CTYPES[red.dtype]
+
+
+# The online sum of exponentials (fusion_plan.online_sumexp), printed into the fused programs
+# that use it (never into the shipped eager kernels): a running maximum m, the float64 sum s of
+# exp(x - m) (each term computed by the program's own exp and subtract, as the eager sum's
+# terms), and whether any element was taken. A -inf maximum's terms vanish against a larger
+# one; all -inf gives exp(-inf - -inf) = NaN, as the eager form does; NaN spreads.
+SUMEXP = """template <typename T>
+struct XpLse { T m; double s; int c; };
+template <typename T>
+struct XpLseOne { T x; };
+template <typename T, typename EXP, typename SUB, typename MAX>
+struct XpLseOp {
+  typedef XpLse<T> A;
+  static __device__ __forceinline__ A zero() { A a; a.m = (T)0; a.s = 0.0; a.c = 0; return a; }
+  static __device__ __forceinline__ XpLseOne<T> one(T x) { XpLseOne<T> o; o.x = x; return o; }
+  static __device__ __forceinline__ A lift(T x) {
+    A a; a.m = x; a.s = (double)EXP::f(SUB::f(x, x)); a.c = 1; return a;
+  }
+  // a's sum against a larger maximum m
+  static __device__ __forceinline__ double scaled(const A& a, T m) {
+    return isinf(a.m) ? 0.0 : a.s * exp((double)a.m - (double)m);
+  }
+  // the maximum is the max reduction's own op (its NaN, its choice among equal zeros)
+  static __device__ __forceinline__ A comb(const A& a, const XpLseOne<T>& o) {
+    if (!a.c) return lift(o.x);
+    A r;
+    r.c = 1;
+    r.m = MAX::f(a.m, o.x);
+    if (o.x > a.m) {
+      r.s = scaled(a, o.x) + (double)EXP::f(SUB::f(o.x, o.x));
+    } else {  // not larger: its term against a.m (NaN where either is NaN)
+      r.s = a.s + (double)EXP::f(SUB::f(o.x, a.m));
+    }
+    return r;
+  }
+  static __device__ __forceinline__ A comb(const XpLseOne<T>& a, const XpLseOne<T>& b) {
+    return comb(lift(a.x), b);
+  }
+  static __device__ __forceinline__ A comb(const A& a, const A& b) {
+    if (!a.c) return b;
+    if (!b.c) return a;
+    A r;
+    r.c = 1;
+    if (a.m != a.m || b.m != b.m) {
+      r.m = MAX::f(a.m, b.m);
+      r.s = a.s + b.s + (double)(r.m - r.m);
+      return r;
+    }
+    r.m = MAX::f(a.m, b.m);
+    r.s = (a.m == r.m ? a.s : scaled(a, r.m)) + (b.m == r.m ? b.s : scaled(b, r.m));
+    return r;
+  }
+};
+template <typename T>
+__device__ __forceinline__ XpLse<T> xp_ldcg(const XpLse<T>* p) {
+  XpLse<T> a;
+  a.m = xp_ldcg(&p->m);
+  a.s = __ldcg(&p->s);
+  a.c = __ldcg(&p->c);
+  return a;
+}
+"""
 
 
 class _Acc:
@@ -490,7 +558,7 @@ class _Acc:
     def __init__(self, vals, red, node):
         kind, acc = red.kind, red.dtype
         self.ctype = acc_ctype(red)
-        self.batched = False
+        self.batched = self.sequential = False
         vtype = CTYPES[acc]  # C type of the value before the final conversion
         if kind in ("argmax", "argmin"):
             t = CTYPES[acc]
@@ -504,6 +572,16 @@ class _Acc:
             self.elem = lambda v, j: f"{rs}::lift({v}, {j})"
             value = "{}.i"
             vtype = "long long"
+        elif kind == "sumexp":
+            t, dt = CTYPES[red.result], red.result
+            vals.structs["XpLse"] = SUMEXP
+            rs = (f"XpLseOp<{t}, {vals.op('exp', dt, dt, 1)}, {vals.op('subtract', dt, dt, 2)}"
+                  f", {vals.op('maximum', dt, dt, 2)}>")
+            self.ident = f"{rs}::zero()"
+            self.comb = f"{rs}::comb"
+            self.elem = lambda v, j: f"{rs}::one(xp_cvt<{t}>({v}))"
+            self.sequential = True  # one running maximum: elements in order, not in a tree
+            value = "{}.s"
         elif kind in ("var", "std"):
             f = CTYPES[acc]
             rs = f"XpMoments<{f}>"
@@ -560,7 +638,30 @@ def _reduce_head(e, vals, red, acc):
     e.line(f"{acc.ctype}* sh = reinterpret_cast<{acc.ctype}*>(xp_smem);")
 
 
-def _reduce_section(vals, plan, red, node):
+_GEOMETRY = ("axes", "P", "M", "row_like", "G", "S", "chunk", "per", "blocks", "flat", "vec",
+             "colvec")
+
+
+def _max_rides(plan, outs) -> dict:
+    """{output of a sumexp reduction: output of a max reduction of the same operand and
+    geometry}: that max is the sumexp accumulator's running maximum, written by the sumexp's
+    section (one pass over x for both; fusion_plan.online_sumexp)."""
+    rides = {}
+    for r in plan.reductions:
+        if r.kind != "sumexp":
+            continue
+        for q in plan.reductions:
+            if q.kind == "max" and q.out not in rides.values() and \
+                    outs[q.out].args[0] is outs[r.out].args[0] and \
+                    all(getattr(q, f) == getattr(r, f) for f in _GEOMETRY):
+                rides[r.out] = q.out
+                break
+    return rides
+
+
+def _reduce_section(vals, plan, red, node, max_out=None):
+    """One reduction's section; `max_out`: the output of a max that rides on this sumexp
+    (_max_rides), written from the accumulator's maximum beside this one's result."""
     if red.colvec > 1:
         return _colvec_section(vals, plan, red, node)
     j, r = red.out, red.index
@@ -599,8 +700,10 @@ def _reduce_section(vals, plan, red, node):
                 if vec > 1:
                     e.line("}")
             _tree(e, comb, red.row_like)
+            ride = "" if max_out is None else f" out{max_out}[p] = sh[threadIdx.x].m;"
             with e.block("if (S == 1) {", close=None):
-                e.line(f"if (live && lane == 0) out{j}[p] = {fin.format('sh[threadIdx.x]')};")
+                with e.block("if (live && lane == 0) {"):
+                    e.line(f"out{j}[p] = {fin.format('sh[threadIdx.x]')};{ride}")
             with e.block("} else {"):
                 with e.block("if (lane == 0) {"):
                     e.line("int last = 0;")
@@ -618,7 +721,7 @@ def _reduce_section(vals, plan, red, node):
                     e.line(f"  acc = {comb}(acc, xp_ldcg(part{r} + p * S + k));")
                 _tree(e, comb, red.row_like)
                 with e.block("if (last && lane == 0) {"):
-                    e.line(f"out{j}[p] = {fin.format('sh[threadIdx.x]')};")
+                    e.line(f"out{j}[p] = {fin.format('sh[threadIdx.x]')};{ride}")
                     e.line(f"cnt{r}[p] = 0;")
             e.line("__syncthreads();")
     return e.text()
@@ -834,6 +937,9 @@ def _reduce_scalar_loop(e, vals, red, x, kc, nd, acc):
                 items = ", ".join(acc.item(v) for v in vs[b:b + 4])
                 e.line(f"const {CTYPES[red.dtype]} xq{b}[4] = {{{items}}};")
                 e.line(f"acc = {comb}(acc, {acc.batch(f'xq{b}')});")
+        elif acc.sequential:
+            for u, v in enumerate(vs):
+                e.line(f"acc = {comb}(acc, {acc.elem(v, f'ju{u}')});")
         else:
             c = [acc.elem(v, f"ju{u}") for u, v in enumerate(vs)]
             while len(c) > 1:
