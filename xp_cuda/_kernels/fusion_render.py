@@ -702,8 +702,12 @@ def _reduce_section(vals, plan, red, node, max_out=None):
             _tree(e, comb, red.row_like)
             ride = "" if max_out is None else f" out{max_out}[p] = sh[threadIdx.x].m;"
             with e.block("if (S == 1) {", close=None):
-                with e.block("if (live && lane == 0) {"):
-                    e.line(f"out{j}[p] = {fin.format('sh[threadIdx.x]')};{ride}")
+                if ride:
+                    with e.block("if (live && lane == 0) {"):
+                        e.line(f"out{j}[p] = {fin.format('sh[threadIdx.x]')};{ride}")
+                else:  # (the shipped eager kernels' text, unchanged)
+                    e.line(f"if (live && lane == 0) out{j}[p] = "
+                           f"{fin.format('sh[threadIdx.x]')};")
             with e.block("} else {"):
                 with e.block("if (lane == 0) {"):
                     e.line("int last = 0;")
