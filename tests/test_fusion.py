@@ -42,6 +42,12 @@ def _same(a, b, loose=False):
         # promoted to a complex128 result keeps float32's rounding)
         rtol = loose if type(loose) is float else (
             1e-4 if a.dtype in (xp.float32, xp.complex64) else 1e-10)
+        if a.dtype.kind == "complex":
+            # complex products with an infinite part: NaN or infinity by the order of the
+            # operations (the spec's multiply: "in the remaining cases, the result is
+            # implementation dependent"); a finite value against a non-finite one still fails
+            both = ~np.isfinite(na) & ~np.isfinite(nb)
+            na, nb = np.where(both, 0, na), np.where(both, 0, nb)
         np.testing.assert_allclose(na, nb, rtol=rtol, atol=rtol, equal_nan=True)
     else:
         np.testing.assert_array_equal(na, nb)
@@ -899,10 +905,11 @@ def test_row_plans_and_fallbacks(device, rng):
                     (row_normalise, [x]), (lse_rows, [x]), (moments, [x]),
                     (arg_and_dot, [x, w])):
         assert _plan_kind(f, args) == "rows", (f.__name__, fuse(f).plan(*args))
-    assert _plan_kind(lse_cols, [x]).startswith("3 kernels"), fuse(lse_cols).plan(x)
+    # the max and the sum of exponentials in one pass (online_sumexp), then log and add
+    assert _plan_kind(lse_cols, [x]).startswith("2 kernels"), fuse(lse_cols).plan(x)
     assert _plan_kind(col_centre, [x]).startswith("2 kernels")
     long = _arr(rng, (2, 70001), xp.float32, device)  # beyond the registers: stages
-    assert _plan_kind(softmax, [long]).startswith("3 kernels")
+    assert _plan_kind(softmax, [long]).startswith("2 kernels")  # (max and sum in one pass)
     assert _plan_kind(lambda a: a * 2 + 1, [x]).startswith("1 kernel")
     assert "row" in fuse(softmax).plan(x) and "4096" in fuse(softmax).plan(x)
     assert "no kernel" in fuse(lambda a: a[1:, ...]).plan(x)
