@@ -492,6 +492,8 @@ SUMEXP = """template <typename T>
 struct XpLse { T m; double s; int c; };
 template <typename T>
 struct XpLseOne { T x; };
+template <typename T, int K>
+struct XpLseBatch { T v[K]; };
 template <typename T, typename EXP, typename SUB, typename MAX>
 struct XpLseOp {
   typedef XpLse<T> A;
@@ -515,6 +517,34 @@ struct XpLseOp {
     } else {  // not larger: its term against a.m (NaN where either is NaN)
       r.s = a.s + (double)EXP::f(SUB::f(o.x, a.m));
     }
+    return r;
+  }
+  template <int K>
+  static __device__ __forceinline__ XpLseBatch<T, K> batch(const T (&v)[K]) {
+    XpLseBatch<T, K> b;
+#pragma unroll
+    for (int q = 0; q < K; ++q) b.v[q] = v[q];
+    return b;
+  }
+  // K elements at once: the new maximum over a's and theirs, a's sum rescaled to it where it
+  // grew, plus their terms exp(x - m) summed pairwise in T
+  template <int K>
+  static __device__ __forceinline__ A comb(const A& a, const XpLseBatch<T, K>& b) {
+    T bm = b.v[0];
+#pragma unroll
+    for (int q = 1; q < K; ++q) bm = MAX::f(bm, b.v[q]);
+    A r;
+    r.c = 1;
+    r.m = a.c ? MAX::f(a.m, bm) : bm;
+    T t[K];
+#pragma unroll
+    for (int q = 0; q < K; ++q) t[q] = EXP::f(SUB::f(b.v[q], r.m));
+#pragma unroll
+    for (int w = 1; w < K; w *= 2)
+#pragma unroll
+      for (int q = 0; q + w < K; q += 2 * w) t[q] = t[q] + t[q + w];
+    const double prev = !a.c ? 0.0 : (a.m == r.m ? a.s : scaled(a, r.m));
+    r.s = prev + (double)t[0];
     return r;
   }
   static __device__ __forceinline__ A comb(const XpLseOne<T>& a, const XpLseOne<T>& b) {
@@ -559,6 +589,7 @@ class _Acc:
         kind, acc = red.kind, red.dtype
         self.ctype = acc_ctype(red)
         self.batched = self.sequential = False
+        self.item_type = CTYPES[acc]  # a batched element's C type
         vtype = CTYPES[acc]  # C type of the value before the final conversion
         if kind in ("argmax", "argmin"):
             t = CTYPES[acc]
@@ -580,7 +611,13 @@ class _Acc:
             self.ident = f"{rs}::zero()"
             self.comb = f"{rs}::comb"
             self.elem = lambda v, j: f"{rs}::one(xp_cvt<{t}>({v}))"
-            self.sequential = True  # one running maximum: elements in order, not in a tree
+            # a step's elements as one batch: their maximum, one rescale where it grows,
+            # then their terms summed in x's dtype (the per-element cost of the eager max and
+            # sum passes, in one pass over x)
+            self.batched = True
+            self.item_type = t
+            self.item = lambda v: f"xp_cvt<{t}>({v})"
+            self.batch = lambda arr: f"{rs}::batch({arr})"
             value = "{}.s"
         elif kind in ("var", "std"):
             f = CTYPES[acc]
@@ -849,7 +886,7 @@ def _reduce_vector_path(e, vals, plan, red, x, acc):
     al = _aligned([(f"in{k}", V * plan.input(k).itemsize) for k in ins])
     al = f"{al} && (M % {V}) == 0"
     kept = bool(red.kept)
-    bt = CTYPES[red.dtype]
+    bt = acc.item_type
 
     def take(arr):
         if acc.batched:
@@ -939,7 +976,7 @@ def _reduce_scalar_loop(e, vals, red, x, kc, nd, acc):
         if acc.batched:  # in batches of four: the moments' batch size
             for b in range(0, U, 4):
                 items = ", ".join(acc.item(v) for v in vs[b:b + 4])
-                e.line(f"const {CTYPES[red.dtype]} xq{b}[4] = {{{items}}};")
+                e.line(f"const {acc.item_type} xq{b}[4] = {{{items}}};")
                 e.line(f"acc = {comb}(acc, {acc.batch(f'xq{b}')});")
         elif acc.sequential:
             for u, v in enumerate(vs):
