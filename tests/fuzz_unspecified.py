@@ -325,6 +325,15 @@ UNSPECIFIED = (
           "matrix_power sum such products in an order the standard leaves open: inf + "
           "(inf * 0) is NaN, inf alone is not.)",
           page("multiply")),
+    Entry("complex squares whose parts overflow: NaN or infinity by the order of operations",
+          lambda c, x, r: c.target in ("ns:square", "op:**") and _complex_arg(c)
+          and _excused(c, x, r, _nan_against_inf),
+          "square: For complex floating-point operands, special cases must be handled as if "
+          "the operation is implemented as x * x (see multiply). multiply: [...] special case "
+          "behavior is unlikely to be consistent across implementations. (The real part of "
+          "(a + a j)^2 is a*a - a*a: inf - inf = NaN once a*a overflows, as the spec's "
+          "formula gives; NumPy's loop returns -inf there.)",
+          page("square")),
     Entry("which part of a complex product carries a NaN",
           lambda c, x, r: c.target in ("ns:prod", "ns:cumulative_prod") and _nan_input(c)
           and _excused(c, x, r, _both_complex_nan),
@@ -1237,6 +1246,13 @@ def known_cases():
                   ok("complex64", complex(6, 0)), None))
     cases.append((Call("ns:vecdot", (u, u)), ok("complex64", complex(inf, 1.0)),
                   ok("complex64", complex(inf, nan)), None))
+
+    name = "complex squares whose parts overflow: NaN or infinity by the order of operations"
+    big = A("complex128", [complex(-1.6056e187, -1.6056e187), 1 + 2j])
+    cases.append((Call("ns:square", (big,)), ok("complex128", [complex(nan, inf), -3 + 4j]),
+                  ok("complex128", [complex(-inf, inf), -3 + 4j]), name))
+    cases.append((Call("ns:square", (big,)), ok("complex128", [complex(nan, inf), -3 + 5j]),
+                  ok("complex128", [complex(-inf, inf), -3 + 4j]), None))
 
     name = "which part of a complex product carries a NaN"
     call = Call("ns:prod", (A("complex128", complex(0, nan)),), (("dtype", Dt("complex128")),))

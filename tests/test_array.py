@@ -211,6 +211,20 @@ def test_indexing_rules(rng, device):
             x[bad]
 
 
+def test_setitem_through_an_empty_mask_checks_the_value(device):
+    """A mask selecting nothing selects (0,) + the rest: the value must broadcast to it on
+    every device (the GPU fuzz sweep: cuda took a (3,) value into (0, 2))."""
+    x = xp.ones((0, 1, 2), dtype=xp.uint8, device=device)
+    m = xp.ones((0, 1), dtype=xp.bool, device=device)
+    for bad in ((3,), (0,), (2, 2)):
+        with pytest.raises(ValueError, match="cannot be broadcast"):
+            x[m] = xp.ones(bad, dtype=xp.uint8, device=device)
+    for ok in ((2,), (1, 2), (0, 2), ()):
+        x[m] = xp.ones(ok, dtype=xp.uint8, device=device)
+    x[m] = 7
+    assert x.shape == (0, 1, 2)
+
+
 def test_setitem(rng, device):
     x, a = random_array(rng, (3, 4), xp.float32, device)
     x[0, ...] = 1.5

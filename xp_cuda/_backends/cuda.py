@@ -284,6 +284,16 @@ class CudaBackend(Backend):
         return super().getitem(data, key, user_key)
 
     def _setitem(self, data, key, value, value_shape):
+        if type(key) is type(data) and key.size == 0 and value_shape:
+            # an empty mask selects (0,) + the rest: CuPy takes any value there, NumPy (and
+            # the standard's broadcasting) only one that broadcasts to it
+            try:
+                np.broadcast_shapes(tuple(value_shape), (0,) + tuple(data.shape[key.ndim:]))
+            except ValueError:
+                raise ValueError(
+                    f"__setitem__: a value of shape {tuple(value_shape)} cannot be broadcast "
+                    f"to the selected elements of an array of shape {tuple(data.shape)}"
+                ) from None
         if type(value) is type(data) and value.dtype != data.dtype:
             # a value of a narrower dtype (float32 into float64 or complex): converted by our
             # kernel, so that CuPy's assignment only moves elements (its casting kernel is
