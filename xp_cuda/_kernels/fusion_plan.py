@@ -21,9 +21,9 @@ The reduced operand may be any elementwise expression of the inputs (a prologue,
 same coordinates); argmax/argmin and var/std carry a struct accumulator (STRUCT_ACC), planned
 the same way, their partials held as 8-byte words.
 
-Whole programs (reductions feeding further work) go through three more passes first (lower,
-split_stages, plan_rows: see "whole programs" below) into a ProgramPlan: one kernel as above
-per reduction depth, or one row kernel (RowPlan) for the whole program.
+Whole programs (reductions feeding further work) go through more passes first (lower,
+split_stages, plan_rows, online_sumexp: see "whole programs" below) into a ProgramPlan: one
+kernel as above per reduction depth, or one row kernel (RowPlan) for the whole program.
 """
 from __future__ import annotations
 
@@ -342,7 +342,7 @@ def plan_kernel(kernel_outs, inputs, sms, config) -> KernelPlan:
 
 # ---- whole programs: reductions that feed further work ----------------------------------------
 # A fused function is a DAG whose reductions may feed elementwise work and further reductions
-# (softmax: max, then sum of exp(x - max), then a division). Three passes, each pure:
+# (softmax: max, then sum of exp(x - max), then a division). Four passes, each pure:
 #   lower         rewrites the traced forms the generator has no section for (vector_norm,
 #                 vecdot) into its own (a prologue of elementwise nodes, a sum with an epilogue)
 #   split_stages  ends a kernel at every reduction whose value feeds other nodes: kernel k
@@ -353,6 +353,9 @@ def plan_kernel(kernel_outs, inputs, sms, config) -> KernelPlan:
 #                 in a block's registers, the whole program is one kernel instead: a block per
 #                 row, the row loaded once, each reduction a block-wide tree, then the outputs
 #                 (fusion_render.render_rows)
+#   online_sumexp where no row kernel holds the row: sum(exp(x - max(x))) over the max's axes
+#                 becomes one "sumexp" reduction of x, so the max and the sum take one pass
+#                 (log-sum-exp over columns reads x once; the max rides on the sum's section)
 # The chosen plan is a ProgramPlan; ``describe`` prints it for people (fuse's ``plan()``).
 
 def transform(outs, fn):
