@@ -16,8 +16,7 @@ from .._dtypes import PROMOTION_TABLE, TypedScalar, from_numpy_dtype
 from .._dtypes import int64 as _INT64
 from .._dtypes import bool as _BOOL
 from .._dtypes import int32 as _INT32
-from .._dtypes import float32 as _FLOAT32
-from .._dtypes import float64 as _FLOAT64
+from .._dtypes import real_dtype
 from .._kernels import copy as _copy
 from .._kernels._runtime import (dtype_name, empty_allocator, library_handle, noting_programs,
                                  reset_library_handles)
@@ -36,9 +35,6 @@ from ._base import (_NO_SWITCH, FAST, Backend, KeptLaunch, KeptMove, complex64_o
                     keep_call, kept_call)
 
 
-# the real DType of each floating DType's name (det's exp runs in it)
-_REAL = {"float32": _FLOAT32, "float64": _FLOAT64, "complex64": _FLOAT32,
-         "complex128": _FLOAT64}
 _RESHAPE_VIEWS: dict = {}  # (shape, strides, itemsize, new shape) -> view strides, or False
 _RESHAPE_VIEWS_MAX = 4096  # layouts remembered (cleared when full: the cache stays bounded)
 _EAGER_STRIDED_MAX = 1 << 16  # elements: below, a launch costs more than the kernel runs
@@ -790,7 +786,7 @@ class CudaBackend(Backend):
         from .._kernels import lapack
         if dtype.name not in lapack.DTYPES:
             return super().det(data, dtype)
-        real = _REAL[dtype.name]
+        real = real_dtype(dtype)  # (det's exp runs in it)
         sign, logabs = self._slogdet_parts(data, dtype, real)
         with self.ctx():
             mag = self.elementwise("exp", None, (logabs,), real, real, logabs.shape)

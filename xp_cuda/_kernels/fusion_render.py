@@ -547,9 +547,6 @@ struct XpLseOp {
     r.s = prev + (double)t[0];
     return r;
   }
-  static __device__ __forceinline__ A comb(const XpLseOne<T>& a, const XpLseOne<T>& b) {
-    return comb(lift(a.x), b);
-  }
   static __device__ __forceinline__ A comb(const A& a, const A& b) {
     if (!a.c) return b;
     if (!b.c) return a;
@@ -588,7 +585,7 @@ class _Acc:
     def __init__(self, vals, red, node):
         kind, acc = red.kind, red.dtype
         self.ctype = acc_ctype(red)
-        self.batched = self.sequential = False
+        self.batched = False
         self.item_type = CTYPES[acc]  # a batched element's C type
         vtype = CTYPES[acc]  # C type of the value before the final conversion
         if kind in ("argmax", "argmin"):
@@ -978,9 +975,6 @@ def _reduce_scalar_loop(e, vals, red, x, kc, nd, acc):
                 items = ", ".join(acc.item(v) for v in vs[b:b + 4])
                 e.line(f"const {acc.item_type} xq{b}[4] = {{{items}}};")
                 e.line(f"acc = {comb}(acc, {acc.batch(f'xq{b}')});")
-        elif acc.sequential:
-            for u, v in enumerate(vs):
-                e.line(f"acc = {comb}(acc, {acc.elem(v, f'ju{u}')});")
         else:
             c = [acc.elem(v, f"ju{u}") for u, v in enumerate(vs)]
             while len(c) > 1:
