@@ -606,9 +606,8 @@ class CudaBackend(Backend):
             cp = self.xp
             fn, shape, ob, oa, n, m, k, ldb, lda, one, zero, batch, lib = plan
             out = self._alloc(shape, dtype._np)
-            handle = library_handle("cublas", self.device.index)
-            lib.setStream(handle, cp.cuda.get_current_stream().ptr)
-            lib.setPointerMode(handle, 0)  # host scalars
+            handle = library_handle("cublas", self.device.index,
+                                    cp.cuda.get_current_stream().ptr)
             if batch is None:
                 fn(handle, ob, oa, n, m, k, one, d2.data.ptr, ldb, d1.data.ptr, lda, zero,
                    out.data.ptr, n)

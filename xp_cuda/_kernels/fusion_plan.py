@@ -47,10 +47,16 @@ THREADS = 256  # threads per block of kernels with a reduction (the shared-memor
 # 984.8 -> 980.2 us). So a launch long enough to time tries each once and keeps the fastest
 # (fusion.Launch._tune).
 CONFIGS = ((16, 1, 256), (8, 1, 256), (16, 2, 128))  # the first: small launches, untimed
-# Reductions split long ranges into about RED_WAVES waves of resident blocks (H200, ratio to
-# the copy rate, same run, waves 1 / 2 / 4 / 8: sum(x*y+1) over 2^28 1.084 / 1.082 / 1.065 /
-# 1.045, torch.compile 1.080; sum over axis 0 of (2^20, 256) 0.97 / 1.03 / 0.98 / 0.93).
-RED_WAVES = 2
+# Reductions split long ranges into about RED_WAVES waves of resident blocks (2048 threads an
+# SM). Fewer, longer blocks won (H200, ms, one run, waves 2 / 1 / 0.75 / 0.5; torch): sum of
+# (8192, 8192) float32 0.0710 / 0.0669 / 0.0665 / 0.0674, torch 0.0691; any of that bool
+# 0.0300 / 0.0278 / 0.0239 / 0.0241; sum over axis 0 of (2^24, 4) 0.0818 / 0.0712 / 0.0702 /
+# 0.0699, torch 0.075; of (8192, 8192) 0.0731 / 0.0737 / 0.0662 / 0.0679; more waves lost
+# (4: 0.0767, 8: 0.0844 for the first). The moments (var, std: a 24-byte accumulator, more
+# registers, fewer resident blocks) want fewer: var of (8192, 8192) 0.0913 / 0.0795 / 0.0894 /
+# 0.0740, torch 0.0867.
+RED_WAVES = 0.75
+KIND_WAVES = {"var": 0.5, "std": 0.5}
 COL_GROUPS = 32  # at most this many neighbouring outputs per block (innermost axis kept);
 # 64 or 128: (2^22, 64) 0.94 -> 0.71, (2^20, 256) 1.03 -> 0.95 / 0.73 (2 waves)
 MAX_GRID = 2**31 - 1  # one thread per vector or element: see elementwise.MAX_GRID
@@ -288,8 +294,7 @@ def plan_reduction(node, j, r, strides_ok, inputs, sms) -> ReducePlan:
     PV = P // colvec  # work items across the kept axes: groups of colvec neighbouring outputs
     if not row_like:
         G = THREADS // min(COL_GROUPS, 1 << max(0, PV - 1).bit_length())
-    # RED_WAVES waves of resident blocks (2048 threads per SM)
-    target = sms * 2048 * RED_WAVES
+    target = int(sms * 2048 * KIND_WAVES.get(kind, RED_WAVES))
     if PV * G >= target or M == 0 or P == 0:  # P == 0: nothing to compute, nothing to split
         S = 1
     else:

@@ -331,8 +331,7 @@ def solve(cp, a, b, method: str | None = None):
                             host_ptr)  # (keep: device pointer arrays, alive until the sync)
         else:
             from cupy_backends.cuda.libs import cusolver
-            handle = library_handle("cusolver", dev)
-            cusolver.setStream(handle, stream)
+            handle = library_handle("cusolver", dev, stream)
             getrf = getattr(cusolver, letter + "getrf")
             getrs = getattr(cusolver, letter + "getrs")
             work = base + plan.work
@@ -391,8 +390,7 @@ def _batched(cp, plan, letter, stream, lu, piv, info, rhs, base, host, host_ptr)
         vb = cp.arange(rhs, rhs + plan.b_step * m, plan.b_step, dtype=np.uint64)
         aptrs, bptrs = va.data.ptr, vb.data.ptr
         keep = (va, vb)
-    handle = library_handle("cublas", cp.cuda.runtime.getDevice())
-    cublas.setStream(handle, stream)
+    handle = library_handle("cublas", cp.cuda.runtime.getDevice(), stream)
     n = plan.n
     getattr(cublas, letter + "getrfBatched")(handle, n, aptrs, n, piv, info, m)
     rs = plan.host_bytes - 4  # getrsBatched's info is a host int, written before it returns
@@ -470,13 +468,11 @@ def lu_factor(cp, a, method: str | None = None):
         # the pointer array on the device (an integer arange: exact); CuPy's pool hands its
         # memory to a later allocation only in this stream's order, after getrfBatched read it
         ptrs = cp.arange(base, base + plan.step * m, plan.step, dtype=np.uint64)
-        handle = library_handle("cublas", dev)
-        cublas.setStream(handle, stream)
+        handle = library_handle("cublas", dev, stream)
         getattr(cublas, letter + "getrfBatched")(handle, n, ptrs.data.ptr, n, pbase, ibase, m)
         return lu, piv
     from cupy_backends.cuda.libs import cusolver
-    handle = library_handle("cusolver", dev)
-    cusolver.setStream(handle, stream)
+    handle = library_handle("cusolver", dev, stream)
     lwork = _getrf_lwork(cp, cusolver, handle, letter, dtype, n, dev, base)
     work = alloc((max(lwork, 1),), a.dtype)
     getrf = getattr(cusolver, letter + "getrf")
