@@ -30,7 +30,8 @@ first-call row draws D from 3..59).
 kernel one after another, and in parallel threads (the runtime uses one unit: fusion.ONE_UNIT).
 --options adds NVRTC options (e.g. --options=--Ofast-compile=mid: faster, but it may change
 the SASS, so only a GPU run can say whether the kernels stay as fast; the runtime adds it only
-where xp_cuda._kernels.fusion.FAST_COMPILE is set, "mid" say, off by default).
+where xp_cuda._kernels.fusion.FAST_COMPILE is set; the real first call on a GPU sets it from
+an --Ofast-compile given here).
 Runs without a GPU (NVRTC only). Never asserts a time.
 """
 from __future__ import annotations
@@ -185,15 +186,20 @@ def child(name: str, shape, arch: str, extra: tuple, units: bool, device: str) -
     return row
 
 
-def gpu_child(name: str, shape, device: str) -> dict:
+def gpu_child(name: str, shape, device: str, options=()) -> dict:
     """The real first call on a GPU, in a process of its own: a fresh kernel cache folder
     (the program is new), every other kernel warmed by the unfused call first; the time
-    NVRTC took inside it (the runtime's _compile, wrapped) and the module loads beside."""
+    NVRTC took inside it (the runtime's _compile, wrapped) and the module loads beside.
+    An --Ofast-compile=LEVEL among ``options`` sets fusion.FAST_COMPILE to LEVEL here."""
     import time
 
     import cupy as cp
 
     import xp_cuda as xp
+    from xp_cuda._kernels import fusion as F
+    for o in options:
+        if o.startswith("--Ofast-compile="):
+            F.FAST_COMPILE = o.split("=", 1)[1]
     from xp_cuda._kernels import _runtime as R
     from xp_cuda.fusion import fuse
 
@@ -255,7 +261,7 @@ def main(argv=None) -> int:
         print(json.dumps(child(a.child, shape, a.arch, extra, a.units, device)))
         return 0
     if a.gpu_child:
-        print(json.dumps(gpu_child(a.gpu_child, shape, device)))
+        print(json.dumps(gpu_child(a.gpu_child, shape, device, extra)))
         return 0
     rows = []
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
@@ -275,7 +281,7 @@ def main(argv=None) -> int:
             row = json.loads(res.stdout.strip().splitlines()[-1])
         if device.startswith("cuda"):  # the real first call, in a process of its own
             cmd = [sys.executable, str(Path(__file__).resolve()), "--gpu-child", name,
-                   "--shape", a.shape, "--device", device]
+                   "--shape", a.shape, "--device", device, f"--options={a.options}"]
             res = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=str(ROOT))
             if res.returncode != 0:
                 print(f"{name} on {device}: failed\n{res.stderr[-2000:]}", file=sys.stderr)
