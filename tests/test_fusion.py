@@ -1368,7 +1368,7 @@ def test_inplace_direct_kernels_compile_with_nvrtc():
 
 @pytest.mark.skipif(_nvrtc_reason() is not None, reason="NVRTC not available")
 def test_fast_compile_option_is_off_by_default_and_keyed(monkeypatch):
-    """fusion.FAST_COMPILE (NVRTC's --Ofast-compile, unverified kernel speed) is off unless
+    """fusion.FAST_COMPILE (NVRTC's --Ofast-compile: its kernels ran 2-5x slower) is off unless
     set; set, a fused kernel still compiles and its cache key differs (a cubin built with it
     is never served to a run without it)."""
     from xp_cuda._kernels import _runtime as R

@@ -382,6 +382,31 @@ def test_library_handles_are_ours_and_reset(monkeypatch):
     assert _runtime.library_handle("cublas", 0) not in (h0, h1)
 
 
+def test_library_handles_bind_their_stream_once(monkeypatch):
+    """library_handle(..., stream) binds the handle to the stream only when it differs from the
+    one it last bound (every binding goes through it, so the record holds); a reset handle is
+    bound again."""
+    from xp_cuda._kernels import _runtime
+    bound = []
+    fake = types.ModuleType("fake_blas_library")
+    fake.create = lambda: 100 + len(bound) * 10
+    fake.destroy = lambda h: None
+    fake.setStream = lambda h, s: bound.append((h, s))
+    monkeypatch.setitem(sys.modules, "fake_blas_library", fake)
+    monkeypatch.setitem(_runtime._HANDLE_LIBRARIES, "cublas", "fake_blas_library")
+    monkeypatch.setattr(_runtime._handles, "by", {})
+    monkeypatch.setattr(_runtime._handles, "stream", {})
+    h = _runtime.library_handle("cublas", 0, 7)
+    assert _runtime.library_handle("cublas", 0, 7) == h and bound == [(h, 7)]
+    assert _runtime.library_handle("cublas", 0) == h and bound == [(h, 7)]  # no stream: as is
+    _runtime.library_handle("cublas", 0, 9)
+    _runtime.library_handle("cublas", 0, 7)
+    assert bound == [(h, 7), (h, 9), (h, 7)]
+    _runtime.reset_library_handles(0)
+    h2 = _runtime.library_handle("cublas", 0, 7)
+    assert h2 != h and bound[-1] == (h2, 7)
+
+
 def test_other_errors_pass_through(monkeypatch, releases):
     _fail(monkeypatch, "empty", lambda: RuntimeError("not about memory"), times=None)
     with pytest.raises(RuntimeError, match="not about memory"):
