@@ -332,7 +332,23 @@ def test_a_source_is_read_once(monkeypatch):
 
 def test_family_modules_take_sources_from_the_runtime():
     from xp_cuda._kernels import elementwise
-    assert elementwise.header() is rt.source("elementwise.cuh")
+    assert elementwise.header("float x;") is rt.source("elementwise.cuh")
+
+
+def test_complex_helpers_only_in_units_that_name_a_complex_type():
+    """A real unit skips elementwise.cuh's complex helpers (and the parse of CuPy's
+    complex.cuh): eager and fused units alike; a unit naming complex<...> has them."""
+    from xp_cuda._kernels import elementwise as E
+    from xp_cuda._kernels import fusion as F
+    real = E.layout_unit("add", ("float32", "float32"), "float32", "float32", "cc")
+    cplx = E.layout_unit("add", ("complex64", "complex64"), "complex64", "complex64", "cc")
+    assert not real.startswith("#define XP_COMPLEX") and "complex<" not in real.split(
+        "#ifdef XP_COMPLEX")[0]
+    assert cplx.startswith("#define XP_COMPLEX\n")
+    prog = type("P", (), {"structs": {}, "kernel": "__global__ void k(complex<float>* p) {}"})
+    assert F.translation_unit([prog]).startswith("#define XP_COMPLEX\n")
+    prog.kernel = "__global__ void k(float* p) {}"
+    assert not F.translation_unit([prog]).startswith("#define XP_COMPLEX")
 
 
 def test_ctypes_cover_the_thirteen_dtypes():

@@ -261,7 +261,8 @@ def host_helpers(tmp_path_factory):
         pytest.skip(f"CuPy's headers are not installed ({e!r})")
     d = tmp_path_factory.mktemp("host_helpers")
     src = d / "h.cpp"
-    src.write_text(_HOST_HARNESS.replace("@CUH@", source("elementwise.cuh")))
+    cuh = "#define XP_COMPLEX\n" + source("elementwise.cuh")  # with its complex helpers
+    src.write_text(_HOST_HARNESS.replace("@CUH@", cuh))
     exe = d / "h"
     r = subprocess.run([_cxx(), "-std=c++17", "-O1", *incs, str(src), "-o", str(exe)],
                        capture_output=True, text=True, timeout=300)

@@ -6,8 +6,15 @@
 // thrust::complex functions (FreeBSD's C99 Annex G code) and add the special cases of the
 // 2023.12 spec that those miss. Everything is __host__ __device__ so the special cases can be
 // checked on a host compiler too.
+//
+// The complex helpers, and CuPy's complex.cuh under them, compile only where XP_COMPLEX is
+// defined: the generators define it for units that name a complex type (elementwise.header).
+// Parsing complex.cuh was a third of a real unit's first compile (35 of ~100 ms of NVRTC's C++
+// front end), paid by every fused program and every kernel not shipped prebuilt.
 #pragma once
+#ifdef XP_COMPLEX
 #include <cupy/complex.cuh>
+#endif
 
 #ifndef XP_HD
 #define XP_HD __host__ __device__ __forceinline__
@@ -219,6 +226,7 @@ XP_HD double xp_hypot(double x, double y) {
   return h * s;
 }
 
+#ifdef XP_COMPLEX
 // ---- complex --------------------------------------------------------------------------------
 template <typename F>
 XP_HD complex<F> xp_c(F re, F im) { return complex<F>(re, im); }
@@ -519,6 +527,8 @@ XP_HD complex<F> xp_cpow(complex<F> x, complex<F> y) {
   }
   return xp_cexp(xp_cmul_annex_g(y, xp_clog(x)));
 }
+
+#endif  // XP_COMPLEX
 
 // ---- kernel bodies ------------------------------------------------------------------------------
 // An operand is an array read at an index (XpArr) or one value (XpVal: a Python scalar passed

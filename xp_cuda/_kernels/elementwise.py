@@ -237,22 +237,27 @@ def layouts_for(dtypes) -> tuple:
     return BINARY_LAYOUTS + (SCALAR_LAYOUTS if dtypes[0] == dtypes[1] else ())
 
 
-def header() -> str:
-    """elementwise.cuh, the device helpers every generated unit starts with."""
-    return source("elementwise.cuh")
+def header(body: str) -> str:
+    """elementwise.cuh, the device helpers every generated unit starts with, for a unit whose
+    code after them is ``body``: its complex helpers are compiled in (XP_COMPLEX) only where
+    ``body`` names a complex C type (CTYPES spells both complex<...>), so a real unit's
+    first compile does not parse CuPy's complex.cuh."""
+    gate = "#define XP_COMPLEX\n" if "complex<" in body else ""
+    return gate + source("elementwise.cuh")
 
 
 def layout_unit(fname: str, dtypes, tc: str, to: str, layout: str) -> str:
     """The source the runtime compiles for one kernel: the helpers and one layout's kernel.
     A first call then waits for the one kernel it launches, not for every layout of the
     function (about half the NVRTC time of a binary function's eight)."""
-    return header() + "\n" + instantiation(fname, tuple(dtypes), tc, to, (layout,))
+    body = instantiation(fname, tuple(dtypes), tc, to, (layout,))
+    return header(body) + "\n" + body
 
 
 def translation_unit(items) -> str:
     """One source: the helpers, then each (fname, dtypes, compute dtype, out dtype)."""
-    return header() + "\n" + "".join(
-        instantiation(f, d, tc, to, layouts_for(d)) for f, d, tc, to in items)
+    body = "".join(instantiation(f, d, tc, to, layouts_for(d)) for f, d, tc, to in items)
+    return header(body) + "\n" + body
 
 
 # No contraction of a*b+c into one FMA: complex products round as NumPy's do (each partial

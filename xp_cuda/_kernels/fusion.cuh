@@ -13,6 +13,7 @@ template <typename To, typename From>
 struct XpCvt {
   static __device__ __forceinline__ To f(const From& v) { return (To)v; }
 };
+#ifdef XP_COMPLEX
 template <typename F, typename From>
 struct XpCvt<complex<F>, From> {
   static __device__ __forceinline__ complex<F> f(const From& v) { return complex<F>((F)v, (F)0); }
@@ -23,16 +24,19 @@ struct XpCvt<complex<F>, complex<G>> {
     return complex<F>((F)v.real(), (F)v.imag());
   }
 };
+#endif
 template <typename To, typename From>
 __device__ __forceinline__ To xp_cvt(const From& v) { return XpCvt<To, From>::f(v); }
 
 // all/any: nonzero is true; NaN counts as true, as the spec says.
 template <typename T>
 __device__ __forceinline__ bool xp_truth(const T& v) { return v != (T)0; }
+#ifdef XP_COMPLEX
 template <typename F>
 __device__ __forceinline__ bool xp_truth(const complex<F>& v) {
   return v.real() != (F)0 || v.imag() != (F)0;
 }
+#endif
 
 // Partials of other blocks: read through L2 (L1 is not coherent across blocks).
 template <typename T>
@@ -40,6 +44,7 @@ __device__ __forceinline__ T xp_ldcg(const T* p) { return __ldcg(p); }
 __device__ __forceinline__ bool xp_ldcg(const bool* p) {
   return (bool)__ldcg(reinterpret_cast<const unsigned char*>(p));
 }
+#ifdef XP_COMPLEX
 __device__ __forceinline__ complex<float> xp_ldcg(const complex<float>* p) {
   float2 v = __ldcg(reinterpret_cast<const float2*>(p));
   return complex<float>(v.x, v.y);
@@ -48,6 +53,7 @@ __device__ __forceinline__ complex<double> xp_ldcg(const complex<double>* p) {
   double2 v = __ldcg(reinterpret_cast<const double2*>(p));
   return complex<double>(v.x, v.y);
 }
+#endif
 
 // ---- reductions whose accumulator is a small struct ------------------------------------------
 // Each is combined by one ordered function, so every grouping of lanes, blocks and splits gives

@@ -82,8 +82,8 @@ def translation_unit(programs) -> str:
     structs = {}
     for p in programs:
         structs.update(p.structs)
-    return "".join([header(), "\n", source("fusion.cuh"), "\n", *structs.values(),
-                    *(p.kernel for p in programs)])
+    body = "".join([*structs.values(), *(p.kernel for p in programs)])
+    return "".join([header(body), "\n", source("fusion.cuh"), "\n", body])
 
 
 def programs(trace, kernel_outs, in_arrays, sms, tune: bool, const_params=False,

@@ -23,6 +23,9 @@ FLAT = ("@flat",)  # coordinates of a C-contiguous element: the flat index itsel
 REDUCE_OP = {"sum": "add", "mean": "add", "prod": "multiply", "max": "maximum",
              "min": "minimum", "all": "logical_and", "any": "logical_or"}
 
+# 16-byte vectors a lane loads before it combines them, on a reduction's vector path.
+VEC_STEPS = 2
+
 _KIND = {"b": "bool", "i": "int", "u": "uint", "f": "float", "c": "complex"}
 
 
@@ -871,7 +874,8 @@ def _tree(e, comb, row_like, value="acc"):
 
 def _reduce_vector_path(e, vals, plan, red, x, acc):
     """The loop's vector branch (inputs aligned, rows of whole vectors): each lane reads
-    16-byte vectors of every input, two in flight. Leaves the branch open for the scalar one.
+    16-byte vectors of every input, VEC_STEPS in flight. Leaves the branch open for the scalar
+    one.
     Elements are taken in index order: one by one, or (batched kinds) as one batch per step."""
     V = red.vec
     comb = acc.comb
@@ -896,22 +900,25 @@ def _reduce_vector_path(e, vals, plan, red, x, acc):
     e.line(f"const long long base = {'p * (M / ' + str(V) + ')' if kept else '0'};")
     e.line(f"const long long vend = min(s * chunk + chunk, M) / {V};")
     e.line(f"long long jv = s * chunk / {V} + lane;")
-    with e.block("for (; jv + G < vend; jv += 2 * G) {"):
+    N = VEC_STEPS
+    step = [f" + {u} * G" if u > 1 else " + G" * u for u in range(N)]  # vector u's offset
+    with e.block(f"for (; jv{step[-1]} < vend; jv += {N} * G) {{"):
         for k, pk in packs.items():
-            e.line(f"{pk} p{k}[2];")
-            e.line(f"p{k}[0] = reinterpret_cast<const {pk}*>(in{k})[base + jv];")
-            e.line(f"p{k}[1] = reinterpret_cast<const {pk}*>(in{k})[base + jv + G];")
+            e.line(f"{pk} p{k}[{N}];")
+            for u in range(N):
+                off = step[u]
+                e.line(f"p{k}[{u}] = reinterpret_cast<const {pk}*>(in{k})[base + jv{off}];")
         if acc.batched:
-            e.line(f"{bt} xb[{2 * V}];")
+            e.line(f"{bt} xb[{N * V}];")
         e.pragma("#pragma unroll")
-        with e.block("for (int u = 0; u < 2; ++u) {"):
+        with e.block(f"for (int u = 0; u < {N}; ++u) {{"):
             e.pragma("#pragma unroll")
             with e.block(f"for (int q = 0; q < {V}; ++q) {{"):
                 e.lines(inner)
                 take("xb")
         if acc.batched:
             e.line(f"acc = {comb}(acc, {acc.batch('xb')});")
-    with e.block("if (jv < vend) {"):
+    with e.block("for (; jv < vend; jv += G) {" if N > 2 else "if (jv < vend) {"):
         e.line("const int u = 0;")
         for k, pk in packs.items():
             e.line(f"{pk} p{k}[1];")
