@@ -54,9 +54,12 @@ CONFIGS = ((16, 1, 256), (8, 1, 256), (16, 2, 128))  # the first: small launches
 # 0.0699, torch 0.075; of (8192, 8192) 0.0731 / 0.0737 / 0.0662 / 0.0679; more waves lost
 # (4: 0.0767, 8: 0.0844 for the first). The moments (var, std: a 24-byte accumulator, more
 # registers, fewer resident blocks) want fewer: var of (8192, 8192) 0.0913 / 0.0795 / 0.0894 /
-# 0.0740, torch 0.0867.
+# 0.0740, torch 0.0867. max and min over axis 0 of (8192, 8192) float32 wanted 0.5 too
+# (0.0777 -> 0.0686 ms, torch 0.0737) at a small cost over all axes (0.0676 -> 0.0688, torch
+# 0.0693) and over axis 0 of (2^24, 4) (0.0716 -> 0.0727, torch 0.0764); argmax/argmin lost
+# more than they gained (all axes 0.0768 -> 0.0793, (2^24, 4) 0.0962 -> 0.1029).
 RED_WAVES = 0.75
-KIND_WAVES = {"var": 0.5, "std": 0.5}
+KIND_WAVES = {"var": 0.5, "std": 0.5, "max": 0.5, "min": 0.5}
 COL_GROUPS = 32  # at most this many neighbouring outputs per block (innermost axis kept);
 # 64 or 128: (2^22, 64) 0.94 -> 0.71, (2^20, 256) 1.03 -> 0.95 / 0.73 (2 waves)
 MAX_GRID = 2**31 - 1  # one thread per vector or element: see elementwise.MAX_GRID
