@@ -412,8 +412,8 @@ def scipy_via_numpy(call, path, fixed_in=None):
             f"{call} computes through NumPy ({path}) and returns xp.asarray(out) without "
             f"device=, so the result lands on xp_cuda's default device, not the input's "
             f"(https://github.com/scipy/scipy/issues/21736" + (
-                f"; fixed in SciPy {fixed_in[0]}.{fixed_in[1]} by "
-                f"https://github.com/scipy/scipy/pull/25714)" if fixed_in else ")"))
+                f"; SciPy {fixed_in[0]}.{fixed_in[1]} passes the input's device on)"
+                if fixed_in else ")"))
     return reasons
 
 
@@ -512,6 +512,7 @@ def special_softmax(xp, X):
 
 
 @case("scipy", matrix, rtol=1e-12, atol=1e-15,
+      # (special's fix: https://github.com/scipy/scipy/pull/25714)
       xfail=scipy_via_numpy("scipy.special.erf, erfc, expit and ndtr", SPECIAL_FALLBACK,
                             fixed_in=(1, 18)))
 def special_erf_expit(xp, X):
@@ -520,14 +521,14 @@ def special_erf_expit(xp, X):
 
 
 @case("scipy", positive, rtol=1e-12,
-      xfail=scipy_via_numpy("scipy.special.gammaln", SPECIAL_FALLBACK))
+      xfail=scipy_via_numpy("scipy.special.gammaln", SPECIAL_FALLBACK, fixed_in=(1, 18)))
 def special_gammaln(xp, P):
     from scipy import special
     return special.gammaln(P * 7.0), special.gammaln(P)
 
 
 @case("scipy", probabilities, rtol=1e-12,
-      xfail=scipy_via_numpy("scipy.special.entr", SPECIAL_FALLBACK))
+      xfail=scipy_via_numpy("scipy.special.entr", SPECIAL_FALLBACK, fixed_in=(1, 18)))
 def special_entr(xp, p, q):
     from scipy import special
     return special.entr(p)
@@ -553,7 +554,8 @@ def signal_convolve_fft(xp, a, b):
 
 @case("scipy", signals, rtol=1e-10, atol=1e-12,
       xfail=scipy_via_numpy("scipy.signal.convolve(method='direct') and correlate on 1-D input",
-                            "the numpy.convolve fast path of scipy/signal/_signaltools.py"))
+                            "the numpy.convolve fast path of scipy/signal/_signaltools.py",
+                            fixed_in=(1, 18)))
 def signal_convolve_direct(xp, a, b):
     from scipy import signal
     return signal.convolve(a, b, method="direct"), signal.correlate(a, b, mode="valid")
@@ -567,7 +569,8 @@ def fft_fft(xp, X):
 
 @case("scipy", matrix, rtol=1e-12, atol=1e-12,
       xfail=scipy_via_numpy("scipy.fft.dct and idct", "scipy/fft/_realtransforms_backend.py "
-                            "(https://github.com/scipy/scipy/pull/24039 describes it)"))
+                            "(https://github.com/scipy/scipy/pull/24039 describes it)",
+                            fixed_in=(1, 18)))
 def fft_dct(xp, X):
     from scipy import fft
     return fft.dct(X, type=2, axis=0), fft.idct(X, type=2, norm="ortho")

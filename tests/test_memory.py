@@ -33,6 +33,15 @@ _NO_GPU = cuda_device_count() == 0
 CUDA0 = Device("cuda", 0)
 
 
+@pytest.fixture(autouse=True)
+def _cpu_default(request, monkeypatch):
+    """Tests not marked cuda patch the cpu backend and read results as NumPy arrays: they run
+    with cpu as the default device, whatever XP_CUDA_DEFAULT_DEVICE says (cuda:0 on the GPU
+    machine)."""
+    if request.node.get_closest_marker("cuda") is None:
+        monkeypatch.setattr(_devices, "_default", CPU)
+
+
 def _numpy_memory_error():
     """A real NumPy _ArrayMemoryError (it reports the bytes it asked for)."""
     try:
@@ -225,11 +234,11 @@ def _fail(monkeypatch, name, make_error, times=1):
     return failing
 
 
-def _calls():  # the public calls of the guard tests, each through one backend primitive
-    a = xp.asarray([[1.0, 2.0], [3.0, 4.0]])
-    b = xp.asarray([[0.5, -1.0], [2.0, 0.25]])
+def _calls():  # the public calls of the guard tests, each through one cpu backend primitive
+    a = xp.asarray([[1.0, 2.0], [3.0, 4.0]], device=CPU)
+    b = xp.asarray([[0.5, -1.0], [2.0, 0.25]], device=CPU)
     return {  # name: (backend primitive, the call, its expected values)
-        "empty": ("empty", lambda: xp.empty((3, 2)), None),
+        "empty": ("empty", lambda: xp.empty((3, 2), device=CPU), None),
         "add": ("elementwise", lambda: xp.add(a, b), np.add(a._data, b._data)),
         "+": ("elementwise", lambda: a + b, np.add(a._data, b._data)),
         "sin": ("elementwise", lambda: xp.sin(a), np.sin(a._data)),
