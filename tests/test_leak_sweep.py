@@ -176,7 +176,8 @@ def test_integer_array_index_out_of_bounds_chains_no_internal_key(revisions):
     msg = _raised(lambda: x[xp.asarray(np.array([0, 5], np.int8)), :], IndexError)
     assert "out of bounds for axis 0 of size 0" in msg
     y = xp.asarray(np.arange(6).reshape(2, 3))
-    msg = _raised(lambda: y[xp.asarray([0, 1]), xp.asarray([3])], IndexError)
+    i, j = xp.asarray([0, 1], device=y.device), xp.asarray([3], device=y.device)
+    msg = _raised(lambda: y[i, j], IndexError)
     assert "out of bounds" in msg
 
 
