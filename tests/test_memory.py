@@ -147,26 +147,25 @@ def test_check_size_names_the_rule():
 
 # ---- real out-of-memory on cpu (requests no address space holds) -----------------------------
 
-def _huge(shape):  # a float64 view of `shape` on cpu without memory behind it
-    return xp.broadcast_to(xp.asarray(1.5, device=CPU), shape)
+def _huge(shape):  # a float64 view of `shape` without memory behind it
+    return xp.broadcast_to(xp.asarray(1.5), shape)
 
 
 REAL_CPU_CASES = {  # each asks for 2**48 bytes or more
-    "empty": (lambda: xp.empty((2**45,), device=CPU), 2**48),
-    "zeros": (lambda: xp.zeros((2**46,), device=CPU), 2**49),
+    "empty": (lambda: xp.empty((2**45,)), 2**48),
+    "zeros": (lambda: xp.zeros((2**46,)), 2**49),
     "broadcast_to + 1.0": (lambda: _huge((2**41, 16)) + 1.0, 2**48),
     "sin": (lambda: xp.sin(_huge((2**41, 16))), 2**48),
     "astype": (lambda: xp.astype(_huge((2**42, 16)), xp.float32), 2**48),
     "reshape copy": (lambda: xp.reshape(xp.permute_dims(_huge((2**41, 16)), (1, 0)), (-1,),
                                         copy=True), 2**48),
     "concat": (lambda: xp.concat([_huge((2**41, 16))] * 2), 2**49),
-    # (NumPy: 2 steps)
-    "tile": (lambda: xp.tile(xp.asarray([1.0, 2.0], device=CPU), (2**44, 2)), 2**48),
-    "repeat": (lambda: xp.repeat(xp.asarray([1.0, 2.0], device=CPU), 2**44), 2**48),
+    "tile": (lambda: xp.tile(xp.asarray([1.0, 2.0]), (2**44, 2)), 2**48),  # (NumPy: 2 steps)
+    "repeat": (lambda: xp.repeat(xp.asarray([1.0, 2.0]), 2**44), 2**48),
     "matmul": (lambda: xp.matmul(_huge((2**23, 1)), _huge((1, 2**23))), 2**49),
     "linalg.outer": (lambda: xp.linalg.outer(_huge((2**23,)), _huge((2**23,))), 2**49),
     "meshgrid": (lambda: xp.meshgrid(_huge((2**23,)), _huge((2**23,))), 2**49),
-    "fft.fft": (lambda: xp.fft.fft(xp.asarray([1 + 1j, 2], device=CPU), n=2**45), 2**49),
+    "fft.fft": (lambda: xp.fft.fft(xp.asarray([1 + 1j, 2]), n=2**45), 2**49),
 }
 
 
@@ -184,7 +183,7 @@ def test_real_out_of_memory_on_cpu(case):
     assert "bytes are free there" in msg or "not known here" in msg, msg
     assert e.__cause__ is None and e.__suppress_context__, "the raw error must not be chained"
     # the namespace keeps working
-    assert xp.sum(xp.asarray([1.0, 2.0], device=CPU) + 1.0) == 5.0
+    assert xp.sum(xp.asarray([1.0, 2.0]) + 1.0) == 5.0
 
 
 # ---- allocations made to fail (the one path: release, one retry, our MemoryError) ------------
@@ -234,11 +233,11 @@ def _fail(monkeypatch, name, make_error, times=1):
     return failing
 
 
-def _calls():  # the public calls of the guard tests, each through one cpu backend primitive
-    a = xp.asarray([[1.0, 2.0], [3.0, 4.0]], device=CPU)
-    b = xp.asarray([[0.5, -1.0], [2.0, 0.25]], device=CPU)
+def _calls():  # the public calls of the guard tests, each through one backend primitive
+    a = xp.asarray([[1.0, 2.0], [3.0, 4.0]])
+    b = xp.asarray([[0.5, -1.0], [2.0, 0.25]])
     return {  # name: (backend primitive, the call, its expected values)
-        "empty": ("empty", lambda: xp.empty((3, 2), device=CPU), None),
+        "empty": ("empty", lambda: xp.empty((3, 2)), None),
         "add": ("elementwise", lambda: xp.add(a, b), np.add(a._data, b._data)),
         "+": ("elementwise", lambda: a + b, np.add(a._data, b._data)),
         "sin": ("elementwise", lambda: xp.sin(a), np.sin(a._data)),

@@ -878,9 +878,9 @@ def _tree(e, comb, row_like, value="acc"):
 
 def _reduce_vector_path(e, vals, plan, red, x, acc):
     """The loop's vector branch (inputs aligned, rows of whole vectors): each lane reads
-    16-byte vectors of every input, VEC_STEPS in flight. Leaves the branch open for the scalar
-    one.
-    Elements are taken in index order: one by one, or (batched kinds) as one batch per step."""
+    16-byte vectors of every input, VEC_STEPS in flight (BATCH_VEC_STEPS for batched kinds),
+    then the rest one at a time. Leaves the branch open for the scalar one. Elements are taken
+    in index order: one by one, or (batched kinds) as one batch per step."""
     V = red.vec
     comb = acc.comb
     vals.start("pack", "0")
@@ -905,13 +905,12 @@ def _reduce_vector_path(e, vals, plan, red, x, acc):
     e.line(f"const long long vend = min(s * chunk + chunk, M) / {V};")
     e.line(f"long long jv = s * chunk / {V} + lane;")
     N = BATCH_VEC_STEPS if acc.batched else VEC_STEPS
-    step = [f" + {u} * G" if u > 1 else " + G" * u for u in range(N)]  # vector u's offset
-    with e.block(f"for (; jv{step[-1]} < vend; jv += {N} * G) {{"):
+    off = ["", " + G"] + [f" + {u} * G" for u in range(2, N)]  # vector u's offset from jv
+    with e.block(f"for (; jv{off[N - 1]} < vend; jv += {N} * G) {{"):
         for k, pk in packs.items():
             e.line(f"{pk} p{k}[{N}];")
             for u in range(N):
-                off = step[u]
-                e.line(f"p{k}[{u}] = reinterpret_cast<const {pk}*>(in{k})[base + jv{off}];")
+                e.line(f"p{k}[{u}] = reinterpret_cast<const {pk}*>(in{k})[base + jv{off[u]}];")
         if acc.batched:
             e.line(f"{bt} xb[{N * V}];")
         e.pragma("#pragma unroll")
