@@ -59,6 +59,7 @@ CALLS = {
     "vector_norm": "xp.linalg.vector_norm(m, axis=-1)",
     "matrix_norm": "xp.linalg.matrix_norm(m, ord='fro')",
     "flip": "xp.flip(m)",
+    "transpose add": "xp.matrix_transpose(m) + m",
 }
 
 
