@@ -170,7 +170,8 @@ def reduction_cases() -> list[Case]:
 
 def unique_cases() -> list[Case]:
     data = [("int8", lambda s: {"x": Input(s.long, "int8")}),
-            ("float32 dups", lambda s: {"x": Input(s.mid, "dups")})]
+            ("float32 dups", lambda s: {"x": Input(s.mid, "dups")}),
+            ("float32 distinct", lambda s: {"x": Input(s.mid)})]
     return [Case(f"{f}(x) {label}", inputs, lambda xp, a, f=f: getattr(xp, f)(a["x"]),
                  bytes=None, check=f)
             for label, inputs in data

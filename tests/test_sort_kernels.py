@@ -789,3 +789,119 @@ def test_replayed_sort_programs_match_direct_planning(rig):
     for off in (0, 0, 16, 4):
         K.searchsorted(cp, rig.array(x, 0x30000000 + off), rig.array(x, 0x40000000), "left")
     assert len(rig.recorded) == 2, rig.recorded
+
+
+# ---- hash_unique: few distinct values, no sort -------------------------------------------------
+
+def test_every_hash_kernel_has_a_compile_unit():
+    units = K.units()
+    for w in K.UNIQUE_WIDTHS:
+        for k in ("count", "finish", "inverse"):
+            assert f"HASHUNIQ({w}," in units[f"xp_hashuniq_{k}_{w}"]
+
+
+@pytest.mark.parametrize("width", K.UNIQUE_WIDTHS)
+@pytest.mark.parametrize("n", [1, 2, 5, 2047, 2048, 2049, K.L_MAX + 1, 70001, 3_000_000,
+                               2**31 + 7, 2**33 + 3])
+@pytest.mark.parametrize("sms", [1, 78, 132])
+def test_plan_hash_unique_chunks_and_scratch_layout(width, n, sms):
+    p = K.plan_hash_unique(n, width, sms)
+    vec = 16 // width
+    # every element in exactly one block's chunk, every block with elements, vector-aligned
+    # chunk starts, offsets within a chunk in 32 bits
+    assert p.chunk % vec == 0 and p.chunk < 2**32
+    assert p.blocks * p.chunk >= n > (p.blocks - 1) * p.chunk
+    per_sm = {4: 4, 8: 2}[width]  # one wave of what the shared tables let reside
+    assert 1 <= p.blocks <= per_sm * sms or p.chunk > 2**30
+    # the block's shared table: keys, counts, first offsets, then its 20-byte state
+    assert p.smem == K.HQ_SLOTS * (width + 4 + 4) + 20
+    # scratch: {abort, claims} (8), nuniq (8), counts, then the all-ones part from the
+    # largest integer's first: {its count (zeroed), its first, the float zero's first, pad},
+    # first indices, keys; then the slots' ranks
+    assert p.counts_off == 16 and p.max_off == p.counts_off + 8 * K.HQ_SLOTS
+    assert p.zero_bytes == p.max_off + 8
+    assert p.first_off == p.max_off + 32 and p.keys_off == p.first_off + 8 * K.HQ_SLOTS
+    assert p.keys_off % 16 == 0 and p.rank_off % 16 == 0
+    assert p.ff_end == p.rank_off == p.keys_off + width * K.HQ_SLOTS
+    assert p.total == p.rank_off + 4 * K.HQ_SLOTS
+    assert p.inverse_smem == K.HQ_SLOTS * (width + 4) <= 49152  # no opt-in needed
+    assert K.HQ_MAX * 2 == K.HQ_SLOTS
+
+
+def _few_distinct(rng, dtype, n, k):
+    """n elements drawn from k distinct values of dtype (floats: no NaN; -0.0 and +0.0 both,
+    infinities; integers: the dtype's extremes among them)."""
+    dt = np.dtype(dtype)
+    if dt.kind == "f":
+        pool = np.unique((rng.standard_normal(4 * k) * 1e3).astype(dt))[:max(k - 4, 1)]
+        pool = np.concatenate([pool, np.array([np.inf, -np.inf, 0.0], dt)])
+    else:
+        info = np.iinfo(dt)
+        pool = np.unique(rng.integers(info.min, info.max, size=4 * k, dtype=dt,
+                                      endpoint=True))[:max(k - 2, 1)]
+        pool = np.concatenate([pool, np.array([info.min, info.max], dt)])
+    pool = np.unique(pool)[:k]
+    a = pool[rng.integers(0, pool.size, n)]
+    if dt.kind == "f":
+        a[rng.random(n) < 0.05] = -0.0
+    return a
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(_NO_GPU, reason="no usable CUDA GPU here")
+@pytest.mark.parametrize("dtype", K.SORTED_UNIQUE_DTYPES)
+@pytest.mark.parametrize("n,k", [(K.L_MAX + 1, 3), (70001, 1000), (3_000_000, 1000),
+                                 (3_000_000, K.HQ_MAX), (1 << 20, 1)])
+def test_hash_unique_serves_few_distinct_values(cp, dtype, n, k):
+    """hash_unique answers (no sort) for at most HQ_MAX distinct values and no NaN, every
+    part exact (values bitwise: the first occurrence's, -0.0 included), and sorted_unique
+    (which tries it first) agrees."""
+    rng = np.random.default_rng(_seed("hash_unique", dtype, n, k))
+    a = _few_distinct(rng, dtype, n, k)
+    assert np.unique(a).size <= K.HQ_MAX
+    x = cp.asarray(a)
+    vals, first, inv, counts = _unique_flat_ref(a)
+    for wi, wv, wc in ((False, False, False), (True, True, True), (False, True, False),
+                       (False, False, True)):
+        got = K.hash_unique(cp, x, wi, wv, wc)
+        assert got is not None, f"{dtype} n={n} k={k}: refused"
+        v = cp.asnumpy(got["values"])
+        ub = f"u{a.dtype.itemsize}"
+        assert v.dtype == a.dtype and np.array_equal(v.view(ub), a[first].view(ub)), dtype
+        if wi:
+            assert np.array_equal(cp.asnumpy(got["indices"]), first)
+        if wv:
+            assert np.array_equal(cp.asnumpy(got["inverse_indices"]), inv.reshape(-1))
+        if wc:
+            assert np.array_equal(cp.asnumpy(got["counts"]), counts)
+    _check_sorted_unique(cp, a, x, f"{dtype} n={n} k={k}")
+    # a misaligned view: the scalar loads
+    xb = cp.asarray(np.concatenate([a[:1], a]))
+    _check_sorted_unique(cp, a, xb[1:], f"{dtype} n={n} k={k} offset 1")
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(_NO_GPU, reason="no usable CUDA GPU here")
+@pytest.mark.parametrize("dtype", K.SORTED_UNIQUE_DTYPES)
+def test_hash_unique_refuses_and_sorted_unique_still_answers(cp, dtype):
+    """More than HQ_MAX distinct values (in one block's chunk, or only across blocks: each
+    chunk of a sorted input holds few), or a NaN: hash_unique returns None and sorted_unique
+    gives NumPy's answer through the sort."""
+    rng = np.random.default_rng(_seed("hash_refuse", dtype))
+    dt = np.dtype(dtype)
+    n = 3_000_000
+    # HQ_MAX + 2: the integers' largest value is counted beside the table
+    cases = {"HQ_MAX + 2 distinct": _few_distinct(rng, dtype, n, K.HQ_MAX + 2),
+             "sorted, many distinct": np.sort(rng.integers(0, 50_000, n)).astype(dt),
+             "all distinct": rng.permutation(n).astype(dt)}
+    if dt.kind == "f":
+        nan = _few_distinct(rng, dtype, n, 10)
+        nan[n // 2] = np.nan
+        cases["one NaN"] = nan
+    for label, a in cases.items():
+        if label.startswith("HQ_MAX") and np.unique(a).size < K.HQ_MAX + 2:
+            continue  # the draw missed a value: not this case
+        x = cp.asarray(a)
+        for wi, wv, wc in ((False, False, False), (True, True, True)):
+            assert K.hash_unique(cp, x, wi, wv, wc) is None, f"{dtype} {label}"
+        _check_sorted_unique(cp, a, x, f"{dtype} {label}")
