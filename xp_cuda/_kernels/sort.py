@@ -668,18 +668,24 @@ def hash_unique(cp, flat, want_index: bool, want_inverse: bool, want_counts: boo
                                 inverse.data.ptr if want_inverse else 0))
     if k < 0:
         return None
-    whole = keep_whole(k, HQ_MAX + 1)
+    return _unique_parts(k, HQ_MAX + 1, values, indices, inverse, ucounts)
+
+
+def _unique_parts(k: int, cap: int, values, indices, inverse, counts) -> dict:
+    """The set functions' results from buffers of cap entries holding k: views, or copies of
+    few values (keep_whole); None buffers were not asked for."""
+    whole = keep_whole(k, cap)
 
     def part(a):
         return a[:k] if whole else a[:k].copy()
 
     out = {"values": part(values)}
-    if want_index:
+    if indices is not None:
         out["indices"] = part(indices)
-    if want_inverse:
+    if inverse is not None:
         out["inverse_indices"] = inverse
-    if want_counts:
-        out["counts"] = part(ucounts)
+    if counts is not None:
+        out["counts"] = part(counts)
     return out
 
 
@@ -742,19 +748,7 @@ def _sorted_unique_direct(cp, flat, want_values_only: bool, want_index: bool,
          np.uint64(ptr), np.uint64(ptr + 16), np.uint64(ptr + 20),
          np.uint64(ptr + plan.aggs_off), np.uint64(ptr + plan.incls_off)))
     k = int(scratch[:8].view(np.int64).get()[0])  # the one device-to-host transfer
-    whole = keep_whole(k, n)
-
-    def part(a):
-        return a[:k] if whole else a[:k].copy()
-
-    out = {"values": part(values)}
-    if want_index:
-        out["indices"] = part(indices)
-    if want_inverse:
-        out["inverse_indices"] = inverse
-    if want_counts:
-        out["counts"] = part(counts)
-    return out
+    return _unique_parts(k, n, values, indices, inverse, counts)
 
 
 def _plan_search(cp, kernel, flag, ashape, astrides, vshape, vstrides, dt, ap, vp, op) -> bool:
