@@ -921,6 +921,7 @@ def _reduce_vector_path(e, vals, plan, red, x, acc):
                 take("xb")
         if acc.batched:
             e.line(f"acc = {comb}(acc, {acc.batch('xb')});")
+    # the rest: at most one vector when N is 2 (an `if`, the source the shipped cubins hold)
     with e.block("for (; jv < vend; jv += G) {" if N > 2 else "if (jv < vend) {"):
         e.line("const int u = 0;")
         for k, pk in packs.items():
