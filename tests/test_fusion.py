@@ -857,9 +857,12 @@ def _plan_kind(f, args):
         line for line in text.split("\n") if line.split(" ")[0].isdigit()).split(" (")[0]
 
 
-# odd row lengths: a warp per row (37, 129, 33, 8), a block per row (4099: 512 threads;
-# 20000: 1024 threads), a row beyond the on-chip limit (70001: the multi-kernel plan)
-ROW_SHAPES = [(5, 37), (3, 4099), (2, 3, 129), (33,), (1, 8), (2, 20000), (2, 70001)]
+# row lengths: a warp per row (37, 129, 33, 8, 128), a block per row (4099: 512 threads;
+# 20000: 1024 threads; 4096), a row beyond the on-chip limit (70001: the multi-kernel plan);
+# rows ending inside a vector (37, 4099, ...), at a vector (8, 20000: a check a vector) and
+# exactly at the thread's last vector (128 and 4096 for every dtype: no checks)
+ROW_SHAPES = [(5, 37), (3, 4099), (2, 3, 129), (33,), (1, 8), (2, 20000), (2, 70001),
+              (3, 128), (2, 4096)]
 
 
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
@@ -1021,7 +1024,7 @@ def _whole_program_corpus():
     items = []
     for name in sorted(PROGRAMS):
         for dt in (xp.float32, xp.float64):
-            for shape in ((6, 37), (64, 4096), (8, 32768), (2, 70001), (33,)):
+            for shape in ((6, 37), (64, 4096), (8, 32768), (2, 70001), (33,), (3, 4100)):
                 if name in ("norm_test", "lse_cols", "col_centre") and len(shape) < 2:
                     continue
                 f, args = _program_args(rng, name, shape, dt, CPU)

@@ -454,6 +454,26 @@ def test_row_plan_geometry(shape, want):
     assert kept == ([] if rows.per_thread * rows.vec == 32 else ["exp"]), kept
 
 
+@pytest.mark.parametrize("shape,checks", [
+    ((3, 4096), None),  # 256 threads x 4 vectors x 4 floats: the row ends at the last vector
+    ((3, 128), None),  # a warp per row, one vector a thread
+    ((3, 4100), "vector"),  # whole vectors, the last thread's last one past the end
+    ((3, 8), "vector"),
+    ((3, 4099), "element"), ((3, 37), "element")])
+def test_row_kernel_checks_the_row_end_only_where_it_can_fall(shape, checks):
+    """Bounds checks cost an instruction or more an element in every pass (the row kernel is
+    limited by issue), so a row kernel checks per element only where a row ends inside a
+    vector, per vector where it ends between vectors short of the last, else not at all."""
+    t, nodes, plan = _whole(_softmax, [shape])
+    src = kfusion.RowProgram(t, plan, list(plan.outs)).kernel
+    assert ("jc < M" in src) == (checks == "element")
+    assert ("* 4 < M" in src) == (checks == "vector")
+    assert (f"M = {shape[-1]}LL" in src) == (checks is None)
+    if checks is None:  # one source serves every row count
+        t2, nodes2, plan2 = _whole(_softmax, [(5,) + shape[1:]])
+        assert kfusion.RowProgram(t2, plan2, list(plan2.outs)).kernel == src
+
+
 def test_row_plan_fallbacks():
     def ln(a, w):
         mu = xp.mean(a, axis=-1, keepdims=True)

@@ -1103,8 +1103,16 @@ def render_rows(rows, graph, outs, name, alias=NO_ALIAS):
     nd = len(S)
     vals.packed = frozenset(k for k, _ in rows.packed)
     e = Emitter(2)
-    e.line(f"const long long P = {vals.slot(('rows',), rows.P)}, "
-           f"M = {vals.slot(('M',), rows.M)};")
+    # Bounds checks cost instructions on every element of every pass, and a row kernel is
+    # limited by instruction issue before DRAM (ncu, layer norm over (32768, 4096): 210M
+    # instructions issued against torch.compile's 100M). So the source knows how rows end:
+    # `full` rows are exactly U vectors a thread (no checks, M a literal: the source still
+    # depends only on T, U and V), rows of `whole` vectors check once a vector, others once
+    # an element.
+    full = rows.M == U * T * V
+    whole = rows.M % V == 0
+    m_expr = f"{rows.M}LL" if full else vals.slot(('M',), rows.M)
+    e.line(f"const long long P = {vals.slot(('rows',), rows.P)}, M = {m_expr};")
     R = rows.rows_per_block
     if R > 1:  # a warp per row, R rows a block (short rows: no block barrier)
         e.line("const int t = threadIdx.x & 31, w = threadIdx.x >> 5;")
@@ -1129,30 +1137,44 @@ def render_rows(rows, graph, outs, name, alias=NO_ALIAS):
         for k, _ in rows.packed:
             e.line(f"{_pack(rows.inputs[[i.pos for i in rows.inputs].index(k)].dtype, V)} "
                    f"p{k}[{U}];")
+        def in_row(check):
+            """The block of statements for the part of the row `check` guards (none where
+            the rows' ends make it always true)."""
+            return e.block(f"if ({check}) {{") if check else contextlib.nullcontext()
+
         def over_row(emit_body):
             """emit_body() for element jc of the thread's part of the row: u, q unrolled."""
             e.pragma("#pragma unroll")
             with e.block(f"for (int u = 0; u < {U}; ++u) {{"):
-                e.pragma("#pragma unroll")
-                with e.block(f"for (int q = 0; q < {V}; ++q) {{"):
-                    e.line(f"const long long jc = ((long long)u * {T} + t) * {V} + q;")
-                    with e.block("if (jc < M) {"):
-                        emit_body()
+                with in_row(None if full or not whole else
+                            f"((long long)u * {T} + t) * {V} < M"):
+                    e.pragma("#pragma unroll")
+                    with e.block(f"for (int q = 0; q < {V}; ++q) {{"):
+                        e.line(f"const long long jc = ((long long)u * {T} + t) * {V} + q;")
+                        with in_row(None if whole else "jc < M"):
+                            emit_body()
 
         if rows.packed:
             al = _aligned([(f"in{k}", V * lay.itemsize) for lay in rows.inputs
                            for k, _ in rows.packed if lay.pos == k])
-            with e.block(f"if ((M % {V}) == 0 && {al}) {{", close=None):
-                e.pragma("#pragma unroll")
-                with e.block(f"for (int u = 0; u < {U}; ++u) {{"):
-                    e.line(f"const long long jv = (long long)u * {T} + t;")
-                    with e.block(f"if (jv * {V} < M) {{"):
-                        for k, _ in rows.packed:
-                            pk = _pack(next(i.dtype for i in rows.inputs if i.pos == k), V)
-                            e.line(f"p{k}[u] = reinterpret_cast<const {pk}*>({loads[k]})[jv];")
-            with e.block("} else {"):
+            def scalar_loads():
                 over_row(lambda: [e.line(f"p{k}[u].v[q] = ({loads[k]})[jc];")
                                   for k, _ in rows.packed])
+            if whole:
+                with e.block(f"if ({al}) {{", close=None):
+                    e.pragma("#pragma unroll")
+                    with e.block(f"for (int u = 0; u < {U}; ++u) {{"):
+                        e.line(f"const long long jv = (long long)u * {T} + t;")
+                        with in_row(None if full else f"jv * {V} < M"):
+                            for k, _ in rows.packed:
+                                pk = _pack(next(i.dtype for i in rows.inputs if i.pos == k),
+                                           V)
+                                e.line(f"p{k}[u] = reinterpret_cast<const {pk}*>"
+                                       f"({loads[k]})[jv];")
+                with e.block("} else {"):
+                    scalar_loads()
+            else:
+                scalar_loads()
 
         # row values kept between passes (RowPlan.kept): the first pass computing one stores
         # it, later passes read it (element u * V + q of the thread's part of the row)
@@ -1199,27 +1221,26 @@ def render_rows(rows, graph, outs, name, alias=NO_ALIAS):
             e.pragma("#pragma unroll")
             with e.block(f"for (int u = 0; u < {U}; ++u) {{"):
                 e.line(f"const long long jv = (long long)u * {T} + t;")
-                for j in row_outs:
-                    e.line(f"{_pack(outs[j].dtype.name, V)} o{j};")
-                e.pragma("#pragma unroll")
-                with e.block(f"for (int q = 0; q < {V}; ++q) {{"):
-                    e.line(f"const long long jc = jv * {V} + q;")
-                    with e.block("if (jc < M) {"):
-                        e.lines(body)
-                        for j, r in zip(row_outs, res):
-                            e.line(f"o{j}.v[q] = {r};")
-                # rows of whole vectors (fresh outputs are aligned): vector stores
-                with e.block(f"if ((M % {V}) == 0) {{", close=None):
-                    with e.block(f"if (jv * {V} < M) {{"):
-                        for j in row_outs:
-                            pk = _pack(outs[j].dtype.name, V)
-                            e.line(f"reinterpret_cast<{pk}*>(out{j} + p * M)[jv] = o{j};")
-                with e.block("} else {"):
+                with in_row(None if full or not whole else f"jv * {V} < M"):
+                    for j in row_outs:
+                        e.line(f"{_pack(outs[j].dtype.name, V)} o{j};")
                     e.pragma("#pragma unroll")
                     with e.block(f"for (int q = 0; q < {V}; ++q) {{"):
                         e.line(f"const long long jc = jv * {V} + q;")
+                        with in_row(None if whole else "jc < M"):
+                            e.lines(body)
+                            for j, r in zip(row_outs, res):
+                                e.line(f"o{j}.v[q] = {r};")
+                    if whole:  # rows of whole vectors (fresh outputs are aligned)
                         for j in row_outs:
-                            e.line(f"if (jc < M) out{j}[p * M + jc] = o{j}.v[q];")
+                            pk = _pack(outs[j].dtype.name, V)
+                            e.line(f"reinterpret_cast<{pk}*>(out{j} + p * M)[jv] = o{j};")
+                    else:
+                        e.pragma("#pragma unroll")
+                        with e.block(f"for (int q = 0; q < {V}; ++q) {{"):
+                            e.line(f"const long long jc = jv * {V} + q;")
+                            for j in row_outs:
+                                e.line(f"if (jc < M) out{j}[p * M + jc] = o{j}.v[q];")
         one_outs = [j for j, k in enumerate(rows.outs) if k == "one"]
         if one_outs:
             with e.block("if (t == 0) {"):
