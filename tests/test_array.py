@@ -579,3 +579,48 @@ def test_arrays_from_cupy_take_the_kept_path(monkeypatch):
     assert not calls, "the kept launch was not used for arrays wrapped from CuPy"
     np.testing.assert_array_equal(to_numpy(r), np.array([[1.5], [-2.0]], np.float32)
                                   + np.array([[0.25, 1.0, -3.0, 8.0]], np.float32))
+
+
+_REFLECTED = {"float": ("add", "sub", "mul", "truediv", "pow"),
+              "complex": ("add", "sub", "mul", "truediv"),
+              "int": ("add", "sub", "mul", "and", "or", "xor"),
+              "uint": ("add", "sub", "mul", "and", "or", "xor"),
+              "bool": ("and", "or", "xor")}
+
+
+@pytest.mark.parametrize("dtype", [xp.float32, xp.float64, xp.complex64, xp.int8, xp.int64,
+                                   xp.uint16, xp.bool], ids=str)
+def test_reflected_operators_take_their_hot_path_with_the_same_results(device, rng, dtype):
+    """A Python scalar first (1.0 / x, 3 - x) has its own hot path, as the scalar last has
+    (its kept plan, a scalar-first kernel on cuda): repeated calls on contiguous, strided,
+    0-d and empty arrays give NumPy's values for the scalar in the array's dtype, and a
+    scalar the array's dtype refuses is still refused."""
+    from xp_cuda._backends._base import FAST, FAST_ANY_LAYOUT
+    kind = dtype.kind
+    scalar = {"float": 1.5, "complex": 2.0, "int": 3, "uint": 3, "bool": True}[kind]
+    x, ref = random_array(rng, (4, 6), dtype, device)
+    cases = [(x, ref), (x[:, ::2], ref[:, ::2]), (x[1, 2], ref[1, 2]), (x[:0, ...], ref[:0])]
+    for stem in _REFLECTED[kind]:
+        method = getattr(Array, f"__r{stem}__")
+        np_op = getattr(operator, stem if stem not in ("and", "or") else stem + "_")
+        s = np.asarray(scalar, dtype=dtype._np)
+        for a, r in cases:
+            want = np.asarray(np_op(s, r))
+            for _ in range(2):  # the checked call, then the kept plan
+                got = method(a, scalar)
+                assert got.dtype == dtype and got.device == device and got.shape == r.shape
+                if stem == "pow":
+                    np.testing.assert_allclose(to_numpy(got), want, rtol=1e-6)
+                else:
+                    assert np.array_equal(to_numpy(got), want, equal_nan=kind != "bool"), stem
+        name = {"sub": "subtract", "mul": "multiply", "truediv": "divide",
+                "and": "bitwise_and", "or": "bitwise_or", "xor": "bitwise_xor"}.get(stem, stem)
+        assert (name, "s", dtype._np) in FAST or (name, "s", dtype._np) in FAST_ANY_LAYOUT
+    if kind in ("int", "uint"):
+        with pytest.raises(TypeError):
+            1.5 - x
+        with pytest.raises(OverflowError):
+            2**70 - x
+    if kind == "float":
+        with pytest.raises(TypeError):
+            True - x

@@ -202,6 +202,23 @@ def apply2(name: str, x1, x2) -> Array:
                 out._data = entry[0](d1, x2.value)
                 out._device = entry[1]
                 return out
+    elif type(x1) is TypedScalar and type(x2) is Array:  # a reflected operator: 1.0 / x
+        d2 = x2._data
+        key = (name, "s", d2.dtype)
+        entry = _FAST.get(key)
+        if entry is not None:
+            plan, dev, ctx = entry
+            if (x2._device is dev or x2._device == dev) and d2._c_contiguous:
+                if ctx is None:
+                    return Array._new(plan.sc(x1.value, d2, d2.shape), dev)
+                with ctx:
+                    return Array._new(plan.sc(x1.value, d2, d2.shape), dev)
+        entry = _FAST_ANY.get(key)
+        if entry is not None and x2._device is entry[1]:
+            out = _new_object(Array)
+            out._data = entry[0](x1.value, d2)
+            out._device = entry[1]
+            return out
     return _apply_checked(name, (x1, x2))
 
 

@@ -105,16 +105,22 @@ def _remember(name, f, operands):
     """Register the plain NumPy call f for these operand dtypes in FAST_ANY_LAYOUT: the spec
     layer called elementwise only after its checks passed for them, f gave the result dtype
     itself (no cast), and NumPy's result dtype follows from the operand dtypes alone, so a later
-    call with the same dtypes (and, for two arrays, equal shapes) may run f directly. An array
-    operand first only (the hot paths start from an array)."""
+    call with the same dtypes (and, for two arrays, equal shapes) may run f directly (a
+    scalar first too: the reflected operators)."""
     x1 = operands[0]
-    if type(x1) is not np.ndarray:
-        return
     if len(operands) == 1:
+        if type(x1) is not np.ndarray:
+            return
         key = (name, x1.dtype)
     else:
         x2 = operands[1]
-        if type(x2) is TypedScalar:
+        if type(x1) is TypedScalar:  # a reflected operator (1.0 / x)
+            if type(x2) is not np.ndarray:
+                return
+            key = (name, "s", x2.dtype)
+        elif type(x1) is not np.ndarray:
+            return
+        elif type(x2) is TypedScalar:
             key = (name, x1.dtype, "s")
         elif type(x2) is np.ndarray:
             key = (name, x1.dtype, x2.dtype)
@@ -168,8 +174,9 @@ class CpuBackend(Backend):
                             x2.value if type(x2) is TypedScalar else x2)
                     # a call the hot path could take (not a broadcast, which comes here
                     # every time): remember it
-                    if out.dtype == out_dtype._np and (type(x2) is TypedScalar or
-                                                       x1.shape == x2.shape):
+                    if out.dtype == out_dtype._np and (
+                            type(x2) is TypedScalar or type(x1) is TypedScalar or
+                            x1.shape == x2.shape):
                         _remember(name, f, operands)
                 else:
                     out = f(operands[0])

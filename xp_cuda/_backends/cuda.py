@@ -182,11 +182,11 @@ class CudaBackend(Backend):
                        for o in operands)
         with self.ctx():
             plan = self._plan(name, dtypes, in_dtype, out_dtype)
-            if type(operands[0]) is not TypedScalar:
+            # (a scalar and an array: "s" first, for the reflected operators, or last)
+            if type(operands[0]) is not TypedScalar or type(operands[-1]) is not TypedScalar:
                 key = (name,) + tuple(o.dtype if type(o) is not TypedScalar else "s"
                                       for o in operands)
-                if key[-1] != "s" or len(key) == 3:
-                    FAST[key] = (plan, self.device, self.switch)
+                FAST[key] = (plan, self.device, self.switch)
             args, modes = [], []
             for o in operands:
                 if type(o) is TypedScalar:

@@ -295,7 +295,7 @@ class Plan:
     """
 
     __slots__ = ("fname", "dtypes", "tc", "to", "out_np", "kernels", "vec", "max_blocks",
-                 "cp", "_ndarray", "_fn", "_fs", "_launch", "_per_block", "_stream", "_geos")
+                 "cp", "_ndarray", "_fn", "_fs", "_fsc", "_launch", "_per_block", "_stream", "_geos")
 
     def __init__(self, cp, fname, dtypes, tc, to):
         self.cp = cp
@@ -310,6 +310,7 @@ class Plan:
         self._ndarray = empty_allocator(cp)
         self._fn = None
         self._fs = None
+        self._fsc = None
         self._launch = driver_launch()
         self._per_block = THREADS * self.vec
         self._stream = cp.cuda.get_current_stream
@@ -378,6 +379,29 @@ class Plan:
     def _bind_cs(self):
         self._fs = self.kernel("cs").ptr
         return self._fs
+
+    def sc(self, value, d2, shape):
+        """A scalar first (a reflected operator: 1.0 / x) and a C-contiguous operand: cs with
+        the cells in the kernel's order (scalar, array, out, n)."""
+        if value.itemsize > 8:
+            return self.contiguous("sc", (value, d2), shape, d2.size)
+        out = self._ndarray(shape, self.out_np)
+        n = out.size
+        if n:
+            fn = self._fsc or self._bind_sc()
+            vals, addr = _PARAMS.block
+            vals[0] = int.from_bytes(value.tobytes(), "little")
+            vals[1] = d2.data.ptr
+            vals[2] = out.data.ptr
+            vals[3] = n
+            blocks = (n + self._per_block - 1) // self._per_block
+            self._launch(fn, blocks if blocks < MAX_GRID else MAX_GRID, 1, 1,
+                         THREADS, 1, 1, 0, self._stream().ptr, addr, 0)
+        return out
+
+    def _bind_sc(self):
+        self._fsc = self.kernel("sc").ptr
+        return self._fsc
 
     def kernel(self, layout):
         k = self.kernels.get(layout)
