@@ -174,3 +174,21 @@ def test_forbidden_patterns_catch_what_they_name():
                "imports CuPy": "import cupy"}
     for what, pattern in FORBIDDEN.items():
         assert re.search(pattern, samples[what]), what
+
+
+# ---- packaging: a license, one version, typing markers -----------------------------------------
+def test_license_version_and_typing_marker_are_declared_once():
+    """The BSD-3-Clause license is declared and shipped; the version is written only in
+    pyproject.toml and xp_cuda.__version__ is that one; py.typed ships with the package."""
+    import xp_cuda
+    root = PKG.parent
+    project = (root / "pyproject.toml").read_text()
+    assert re.search(r'^license = "BSD-3-Clause"$', project, re.M)
+    assert "BSD 3-Clause License" in (root / "LICENSE").read_text()
+    versions = re.findall(r'^version\s*=\s*"([^"]+)"', project, re.M)
+    assert len(versions) == 1 and xp_cuda.__version__ == versions[0]
+    written = [p.name for p in PKG.rglob("*.py")
+               if re.search(r'__version__\s*=\s*["\']', p.read_text())]
+    assert written == [], written
+    assert (PKG / "py.typed").is_file() and '"py.typed"' in project
+    assert "## [Unreleased]" in (root / "CHANGELOG.md").read_text()

@@ -6,7 +6,7 @@ named submodules (``xp_cuda.nonstandard``, ``xp_cuda.fuse``, ``xp_cuda.spatial``
 
 import math as _math
 
-from . import _memory, _revisions
+from . import _memory, _revisions, _version
 from . import (_creation, _data_type_functions, _elementwise, _indexing, _linear_algebra,
                _manipulation, _searching, _set, _sorting, _statistical, _utility, fft, linalg)
 from ._creation import *  # noqa: F401,F403
@@ -27,7 +27,7 @@ from ._utility import *  # noqa: F401,F403
 from ._revisions import set_api_version  # noqa: E402,F401  (not in __all__: not the standard's)
 
 __array_api_version__ = _revisions.api_version()
-__version__ = "0.1.0"
+__version__ = _version.version()
 
 e = _math.e
 inf = _math.inf
