@@ -1,0 +1,91 @@
+"""The command line (xp-cuda, python -m xp_cuda): commands, and one-line errors with a non-zero
+exit for what a user can get wrong (a bad device name, no GPU, a closed pipe)."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+import xp_cuda as xp
+
+
+def run(*args, env=None, code=None):
+    cmd = [sys.executable, "-c", code] if code else [sys.executable, "-m", "xp_cuda", *args]
+    e = dict(os.environ, **(env or {}))
+    return subprocess.run(cmd, capture_output=True, text=True, env=e, timeout=600)
+
+
+def _gpu():
+    return any(d.kind != "cpu" for d in xp.__array_namespace_info__().devices())
+
+
+def test_version_and_help():
+    r = run("--version")
+    assert r.returncode == 0 and r.stdout.strip() == f"xp_cuda {xp.__version__}"
+    r = run("--help")
+    assert r.returncode == 0
+    for command in ("info", "check", "warm", "bench", "conformance"):
+        assert command in r.stdout
+
+
+def test_info_is_the_default_and_has_a_json_form():
+    r = run("--quiet")
+    assert r.returncode == 0 and "Array API standard 2023.12 in force" in r.stdout
+    assert "kernel cache:" in r.stdout and "default device:" in r.stdout
+    r = run("info", "--json", env={"XP_CUDA_API_VERSION": "2024.12"})
+    report = json.loads(r.stdout)
+    assert report["api_version"] == "2024.12" and report["xp_cuda"] == xp.__version__
+    assert report["devices"][0]["device"] == "cpu"
+    assert report["default_device"] in [d["device"] for d in report["devices"]]
+    assert set(report["kernel_cache"]) == {"folder", "entries", "bytes", "shipped_archs"}
+
+
+@pytest.mark.parametrize("value", ["gpu7", "cuda:99", "cuda:-1"])
+def test_a_bad_default_device_is_one_line_and_exit_2(value):
+    r = run(env={"XP_CUDA_DEFAULT_DEVICE": value})
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("xp-cuda: ") and value in lines[0]
+    r = run("check", "--device", value)
+    assert r.returncode == 2 and r.stderr.startswith("xp-cuda: --device:")
+
+
+def test_a_closed_pipe_is_not_an_error():
+    """`xp-cuda info | head -1`: the reader leaves before the report ends."""
+    code = ("import os, sys; r, w = os.pipe(); os.close(r); os.dup2(w, 1); "
+            "from xp_cuda._cli import main; sys.exit(main(['info']))")
+    r = run(code=code)
+    assert r.returncode == 0 and r.stderr == ""
+
+
+def test_check_compares_every_family_with_cpu():
+    r = run("check", "--device", "cpu")  # the machinery (cpu against itself) anywhere
+    assert r.returncode == 0 and "12 of 12 families agree with cpu" in r.stdout
+    r = run("check")
+    assert r.returncode == 0, r.stdout + r.stderr
+    if not _gpu():
+        assert "no usable CUDA GPU" in r.stdout
+    else:  # every GPU, every family
+        n = sum(d.kind != "cpu" for d in xp.__array_namespace_info__().devices())
+        assert f"{12 * n} of {12 * n} families agree with cpu" in r.stdout
+
+
+def test_warm_loads_the_shipped_kernels_or_says_why_not():
+    r = run("warm", "--quiet")
+    if _gpu():
+        assert r.returncode == 0 and "kernels ready on cuda:0" in r.stdout, r.stderr
+    else:
+        assert r.returncode == 1 and r.stderr.startswith("xp-cuda: warm: no usable CUDA GPU")
+        assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_bench_and_conformance_name_what_they_run():
+    r = run("bench", "nosuch")
+    assert r.returncode == 2 and "the suites are" in r.stderr and "namespace" in r.stderr
+    r = run("conformance", "--help")
+    assert r.returncode == 0 and "usage" in r.stdout.lower()
+    r = run("bogus")
+    assert r.returncode == 2 and "unrecognized arguments: bogus" in r.stderr
