@@ -89,3 +89,24 @@ def test_bench_and_conformance_name_what_they_run():
     assert r.returncode == 0 and "usage" in r.stdout.lower()
     r = run("bogus")
     assert r.returncode == 2 and "unrecognized arguments: bogus" in r.stderr
+
+
+def test_check_says_wrong_and_exits_1_when_a_family_differs(monkeypatch, capsys):
+    """The verdict can fail: a family whose device result differs from its cpu result, and one
+    that raises, each named; the exit status is 1."""
+    from xp_cuda import _cli
+    calls = []
+
+    def drifting(d):  # the first call (the device's) is off by one ulp-sized step
+        calls.append(d)
+        return (xp.asarray([1.0, 2.0 + (1e-3 if len(calls) == 1 else 0.0)], device=d),)
+
+    def broken(d):
+        raise RuntimeError("a kernel failed\nsecond line")
+    monkeypatch.setattr(_cli, "_families", lambda xp_: [("elementwise", drifting),
+                                                        ("scan", broken)])
+    assert _cli.main(["check", "--device", "cpu"]) == 1
+    out = capsys.readouterr().out
+    assert "elementwise   WRONG: differs from cpu" in out
+    assert "scan          FAILED: RuntimeError: a kernel failed\n" in out
+    assert "0 of 2 families agree with cpu" in out
