@@ -110,3 +110,23 @@ def test_check_says_wrong_and_exits_1_when_a_family_differs(monkeypatch, capsys)
     assert "elementwise   WRONG: differs from cpu" in out
     assert "scan          FAILED: RuntimeError: a kernel failed\n" in out
     assert "0 of 2 families agree with cpu" in out
+
+
+SUITES = ["creation", "elementwise", "fusion", "namespace", "reduction", "spatial", "vecdot",
+          "workloads"]
+
+
+def test_bench_lists_every_benchmark_of_the_checkout():
+    from pathlib import Path
+    found = sorted(p.stem[6:] for p in
+                   (Path(__file__).resolve().parent.parent / "benchmarks").glob("bench_*.py"))
+    assert found == SUITES
+
+
+@pytest.mark.skipif(_gpu(), reason="with a GPU the benchmarks measure (minutes): this checks "
+                    "their path on a machine without one")
+@pytest.mark.parametrize("suite", SUITES)
+def test_a_benchmark_without_a_gpu_says_so_in_one_line(suite, tmp_path):
+    r = run("bench", suite, "--out", str(tmp_path))
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
+    assert f"bench_{suite}: no usable GPU here; nothing measured" in r.stdout

@@ -909,7 +909,7 @@ class Worker:
 
     def _start(self):
         root = os.path.dirname(os.path.dirname(os.path.abspath(xp_cuda.__file__)))
-        env = dict(os.environ, SCIPY_ARRAY_API="1",
+        env = dict(os.environ, SCIPY_ARRAY_API="1", XP_CUDA_CPU_DEVICES="2",  # (cpu:1)
                    PYTHONPATH=os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])))
         self.log = tempfile.TemporaryFile()
         self.proc = subprocess.Popen([sys.executable, os.path.abspath(__file__)], env=env,

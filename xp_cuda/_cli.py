@@ -44,12 +44,20 @@ def _cache_summary() -> dict:
     return out
 
 
+def _all_devices(xp) -> list:
+    try:
+        return xp.__array_namespace_info__().devices()
+    except ValueError as e:  # a bad XP_CUDA_CPU_DEVICES: say it, in one line
+        raise CliError(str(e)) from None
+
+
 def _devices(xp) -> list:
     from xp_cuda._devices import cupy_module
     rows = []
-    for d in xp.__array_namespace_info__().devices():
+    for d in _all_devices(xp):
         if d.kind == "cpu":
-            rows.append({"device": str(d), "name": platform.processor() or platform.machine(),
+            rows.append({"device": str(d), "name": (platform.processor() or platform.machine())
+                         + (" (simulated)" if d.index else ""),
                          "memory_gib": None, "free_gib": None, "compute_capability": None})
             continue
         cp = cupy_module()
@@ -190,7 +198,7 @@ def cmd_check(args) -> int:
     import xp_cuda as xp
     from xp_cuda._devices import CPU, parse_device
     devices = [_parse(parse_device, args.device)] if args.device else [
-        d for d in xp.__array_namespace_info__().devices() if d.kind != "cpu"]
+        d for d in _all_devices(xp) if d.kind != "cpu"]
     if not devices:
         print("no usable CUDA GPU here: only cpu, which is the reference (nothing to compare)")
         return 0
@@ -230,7 +238,7 @@ def cmd_warm(args) -> int:
     from xp_cuda._kernel_set import units
     from xp_cuda._kernels import load_kernel
     devices = [_parse(parse_device, args.device)] if args.device else [
-        d for d in xp.__array_namespace_info__().devices() if d.kind != "cpu"]
+        d for d in _all_devices(xp) if d.kind != "cpu"]
     devices = [d for d in devices if d.kind != "cpu"]
     if not devices:
         raise CliError("warm: no usable CUDA GPU here (kernels are loaded for a GPU's "

@@ -1,6 +1,12 @@
-"""Devices ("cpu", "cuda:N") and the default device.
+"""Devices ("cpu", "cuda:N", and the simulated "cpu:N") and the default device.
 
 The backend behind each device (the primitives the spec layer calls) is in xp_cuda._backends.
+
+Simulated devices: with XP_CUDA_CPU_DEVICES=N (or xp_cuda.nonstandard.simulate_cpu_devices(N))
+the devices cpu:1 ... cpu:N-1 exist beside cpu, each a distinct device in every rule (mixing
+raises, to_device copies, device= is honoured and propagates) computing with NumPy, so that
+code can test that it keeps arrays on the caller's device on a machine without a GPU. Off by
+default (N = 1: cpu alone).
 """
 from __future__ import annotations
 
@@ -8,6 +14,7 @@ import os
 import warnings
 
 ENV_DEFAULT_DEVICE = "XP_CUDA_DEFAULT_DEVICE"
+ENV_CPU_DEVICES = "XP_CUDA_CPU_DEVICES"
 
 
 _INTERNED: dict = {}  # (kind, index) -> the one Device object of that device
@@ -33,7 +40,7 @@ class Device:
             raise ValueError(f"unknown device kind {kind!r}; devices are 'cpu' and 'cuda:N'")
         dev = object.__new__(cls)
         dev.kind = kind
-        dev.index = 0 if kind == "cpu" else int(index)
+        dev.index = int(index)
         return _INTERNED.setdefault((dev.kind, dev.index), dev)
 
     def __eq__(self, other):
@@ -45,7 +52,7 @@ class Device:
         return hash((self.kind, self.index))
 
     def __repr__(self):
-        return "cpu" if self.kind == "cpu" else f"cuda:{self.index}"
+        return f"{self.kind}:{self.index}" if self.index or self.kind == "cuda" else "cpu"
 
     __str__ = __repr__
 
@@ -54,7 +61,8 @@ class Device:
 
     @property
     def dlpack(self) -> tuple:
-        """This device as DLPack's (device type, index): kDLCPU 1, kDLCUDA 2."""
+        """This device as DLPack's (device type, index): kDLCPU 1, kDLCUDA 2 (a simulated cpu:N
+        is the host's memory: kDLCPU 0)."""
         return (1, 0) if self.kind == "cpu" else (2, self.index)
 
 
@@ -126,16 +134,49 @@ def cuda_unavailable_reason():
     return _reason
 
 
+_cpu_count = None  # cpu devices: 1 (cpu alone), or more with the simulated cpu:N
+
+
+def cpu_device_count() -> int:
+    """cpu and the simulated cpu:N devices: XP_CUDA_CPU_DEVICES (read once), or what
+    simulate_cpu_devices set; 1 by default."""
+    global _cpu_count
+    if _cpu_count is None:
+        env = os.environ.get(ENV_CPU_DEVICES, "").strip()
+        if not env:
+            _cpu_count = 1
+        elif env.isdigit() and int(env) >= 1:
+            _cpu_count = int(env)
+        else:
+            raise ValueError(f"{ENV_CPU_DEVICES}={env!r}: write how many cpu devices there "
+                             f"are, 1 (cpu alone) or more (cpu, cpu:1, ...)")
+    return _cpu_count
+
+
+def simulate_cpu_devices(n: int) -> list:
+    """Make cpu:1 ... cpu:n-1 exist beside cpu (n = 1: cpu alone again); returns the devices.
+    Arrays made on a device that is switched off keep working there; no new array can be put
+    on it (device=, to_device and XP_CUDA_DEFAULT_DEVICE refuse it)."""
+    global _cpu_count, _default
+    if type(n) is not int or n < 1:
+        raise ValueError(f"simulate_cpu_devices: n must be an int of at least 1, got {n!r}")
+    _cpu_count = n
+    _default = None  # (XP_CUDA_DEFAULT_DEVICE may name one of them)
+    return all_devices()
+
+
 def all_devices() -> list:
-    return [CPU] + [Device("cuda", i) for i in range(cuda_device_count())]
+    return [Device("cpu", i) for i in range(cpu_device_count())] + [
+        Device("cuda", i) for i in range(cuda_device_count())]
 
 
 def parse_device(text: str) -> Device:
     t = text.strip().lower()
     if t == "cpu":
         return CPU
-    if t.startswith("cuda:") and t[5:].isdigit():
-        return Device("cuda", int(t[5:]))
+    for kind in ("cpu", "cuda"):
+        if t.startswith(kind + ":") and t[len(kind) + 1:].isdigit():
+            return Device(kind, int(t[len(kind) + 1:]))
     if t == "cuda":
         return Device("cuda", 0)
     raise ValueError(f"cannot read {text!r} as a device; write 'cpu' or 'cuda:N'")
@@ -182,6 +223,13 @@ def check_device(device, where: str = "device") -> Device:
             f"{where}: expected a device object, got {device!r}; use x.device or one of "
             f"xp.__array_namespace_info__().devices()"
         )
+    if device.kind == "cpu" and device.index >= cpu_device_count():
+        raise ValueError(
+            f"{where}: {device} is a simulated device, and {cpu_device_count()} cpu "
+            f"device{'s are' if cpu_device_count() != 1 else ' is'} on; set "
+            f"{ENV_CPU_DEVICES}={device.index + 1} (or call "
+            f"xp_cuda.nonstandard.simulate_cpu_devices({device.index + 1})), or use one of "
+            f"{all_devices()}")
     if device.kind == "cuda" and device.index >= cuda_device_count():
         n = cuda_device_count()
         why = f"; CuPy: {_reason}" if n == 0 and _reason else ""

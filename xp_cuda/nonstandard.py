@@ -2,7 +2,7 @@
 
 Not part of the strict namespace (never in ``xp_cuda.__all__``); import them by name::
 
-    from xp_cuda.nonstandard import logspace
+    from xp_cuda.nonstandard import logspace, simulate_cpu_devices
 """
 from __future__ import annotations
 
@@ -12,10 +12,24 @@ import numpy as np
 
 from ._creation import (_device_arg, _int_range_check, _lin_at, _lin_last, _make,
                         _lin_params, _to_float)
+from ._devices import simulate_cpu_devices as _simulate
 from ._dtypes import DEFAULT_DTYPES, scalar_type_name
 from ._validation import check_dtype_arg, check_int, normalize_axis
 
-__all__ = ["logspace"]
+__all__ = ["logspace", "simulate_cpu_devices"]
+
+
+def simulate_cpu_devices(n: int) -> list:
+    """Simulated devices for testing device propagation without a GPU: cpu:1 ... cpu:n-1
+    beside cpu, each a distinct device in every rule of the standard's device support
+    (mixing arrays of two devices raises, ``to_device`` copies, ``device=`` is honoured and
+    results stay on their inputs' device), computing with NumPy. ``n = 1`` switches them off
+    (the default); the environment variable ``XP_CUDA_CPU_DEVICES=n`` sets the same at
+    import. Returns ``__array_namespace_info__().devices()``.
+
+    Arrays made on a device that is switched off keep working there; no new array can be put
+    on it."""
+    return _simulate(n)
 
 
 def _exact_powers(ibase: int, exps: np.ndarray):

@@ -30,7 +30,8 @@ def backend(device: Device) -> Backend:
         return _backends[device]
     except KeyError:
         check_device(device)
-        b = _backends[device] = CudaBackend(device)
+        b = _backends[device] = (CpuBackend(device) if device.kind == "cpu" else
+                                 CudaBackend(device))
         return b
 
 

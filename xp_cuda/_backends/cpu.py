@@ -156,6 +156,9 @@ class CpuBackend(Backend):
     xp = np
     device = CPU
 
+    def __init__(self, device=CPU):
+        self.device = device  # cpu, or a simulated cpu:N (the same NumPy, a distinct device)
+
     def elementwise(self, name, fn, operands, in_dtype, out_dtype, shape, plan_key=None):
         """One of the 65 functions: NumPy's `fn`, with the standard's fixes. operands: native
         arrays or TypedScalars of the operators."""
@@ -353,6 +356,8 @@ class CpuBackend(Backend):
         """A copy on this device of a native array of another device."""
         if stream is not None:
             raise ValueError("to_device: stream must be None when moving to the cpu")
+        if isinstance(src_backend, CpuBackend):  # between cpu and a simulated cpu:N: a copy,
+            return np.array(data, copy=True)  # as between any two devices (never an alias)
         return src_backend.to_host(data)
 
     # ---- creation: the references of the cuda kernels --------------------------------------
