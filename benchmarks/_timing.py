@@ -128,6 +128,15 @@ def gpu_usable() -> bool:
         return False
 
 
+def no_gpu(name: str) -> bool:
+    """True, after one line saying so, where no GPU is usable: a benchmark then measures
+    nothing and exits 0 (never a CUDA traceback on a machine without a GPU)."""
+    if gpu_usable():
+        return False
+    print(f"{name}: no usable GPU here; nothing measured")
+    return True
+
+
 def time_gpu_budget(fn, warmup: int = 3, reps: int = 20, budget_s: float = 2.0) -> float:
     """``time_gpu`` with fewer repetitions for slow calls: at most about ``budget_s`` seconds
     of timed calls (never fewer than 3), so one slow function cannot stall a whole run."""

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # xp_cuda from this checkout
-from _timing import copy_gbps, environment, print_table, time_gpu, write_json, size_arg, try_import  # noqa: E402
+from _timing import no_gpu, copy_gbps, environment, print_table, time_gpu, write_json, size_arg, try_import  # noqa: E402
 
 
 def cases(cp, xp, torch, n: int):
@@ -85,6 +85,8 @@ def main(argv=None) -> int:
     ap.add_argument("--n", type=size_arg, default=2**28,
                     help="elements per array (expressions like 2**28 allowed)")
     args = ap.parse_args(argv)
+    if no_gpu("bench_creation"):
+        return 0
     n = args.n
 
     import cupy as cp

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # xp_cuda from this checkout
-from _timing import copy_gbps, environment, print_table, time_gpu, write_json, size_arg, try_import  # noqa: E402
+from _timing import no_gpu, copy_gbps, environment, print_table, time_gpu, write_json, size_arg, try_import  # noqa: E402
 
 
 def bandwidth_cases(cp, xp, torch, n: int) -> list[dict]:
@@ -120,6 +120,8 @@ def main(argv=None) -> int:
     ap.add_argument("--n", type=size_arg, default=2**28,
                     help="elements per array (expressions like 2**28 allowed)")
     args = ap.parse_args(argv)
+    if no_gpu("bench_elementwise"):
+        return 0
 
     import cupy as cp
     cp.cuda.Device(0).use()

@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # xp_cuda from this checkout
-from _timing import copy_gbps, environment, print_table, time_gpu, write_json, try_import  # noqa: E402
+from _timing import no_gpu, copy_gbps, environment, print_table, time_gpu, write_json, try_import  # noqa: E402
 
 
 def _cases(xp):
@@ -287,6 +287,8 @@ def main():
     ap.add_argument("--whole-only", action="store_true",
                     help="only the whole-program rows (reductions feeding further work)")
     args = ap.parse_args()
+    if no_gpu("bench_fusion"):
+        return 0
     with_torch = not args.no_torch and not os.environ.get("XP_BENCH_NO_TORCH")
     res = {"env": environment(), "rows": [], "host": {}} if args.whole_only else \
         run(args.log2n, with_torch)

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # xp_cuda from this checkout
-from _timing import copy_gbps, environment, print_table, time_gpu, write_json, try_import  # noqa: E402
+from _timing import no_gpu, copy_gbps, environment, print_table, time_gpu, write_json, try_import  # noqa: E402
 
 
 def cases(log2n: int):
@@ -38,6 +38,8 @@ def main(argv=None) -> int:
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--log2n", type=int, default=28, help="log2 of the elements per array")
     args = ap.parse_args(argv)
+    if no_gpu("bench_reduction"):
+        return 0
 
     import cupy as cp
     import numpy as np

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from _timing import copy_gbps, environment, print_table, time_gpu, write_json  # noqa: E402
+from _timing import no_gpu, copy_gbps, environment, print_table, time_gpu, write_json  # noqa: E402
 
 
 def _wall(fn, reps=3):
@@ -36,6 +36,8 @@ def main():
     ap.add_argument("--scipy-full", action="store_true")
     ap.add_argument("--small", action="store_true", help="tiny sizes (smoke test)")
     args = ap.parse_args()
+    if no_gpu("bench_spatial"):
+        return 0
 
     import cupy as cp
     import numpy as np

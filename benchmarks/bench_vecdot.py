@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # xp_cuda from this checkout
-from _timing import copy_gbps, environment, print_table, time_gpu, write_json, try_import  # noqa: E402
+from _timing import no_gpu, copy_gbps, environment, print_table, time_gpu, write_json, try_import  # noqa: E402
 
 # (name, shape, axis, dtype): the shapes the kernel family must cover.
 CASES = [
@@ -128,6 +128,8 @@ def main(argv=None) -> int:
     ap.add_argument("--explore", action="store_true",
                     help="also time launch configurations near the chosen one")
     args = ap.parse_args(argv)
+    if no_gpu("bench_vecdot"):
+        return 0
 
     import cupy as cp
     cp.cuda.Device(0).use()
