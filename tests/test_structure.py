@@ -192,3 +192,41 @@ def test_license_version_and_typing_marker_are_declared_once():
     assert written == [], written
     assert (PKG / "py.typed").is_file() and '"py.typed"' in project
     assert "## [Unreleased]" in (root / "CHANGELOG.md").read_text()
+
+
+# ---- documentation: every public callable says what it is --------------------------------------
+_PYTHON_DEFAULTS = {"__class__", "__init_subclass__", "__subclasshook__", "__new__", "__init__",
+                    "__getattribute__", "__setattr__", "__delattr__", "__dir__", "__format__",
+                    "__reduce__", "__reduce_ex__", "__sizeof__", "__str__", "__repr__",
+                    "__hash__", "__getstate__", "__setstate__"}
+
+
+def public_callables():
+    """(name, object, of the standard) for each public callable: the namespace, linalg, fft,
+    the array object, the inspection object, and the modules outside the standard."""
+    import xp_cuda as xp
+    from xp_cuda import fft, fusion, linalg, nonstandard, spatial
+    from xp_cuda._array import Array
+    out = [(f"xp.{n}", getattr(xp, n), True) for n in xp.__all__]
+    out += [(f"linalg.{n}", getattr(linalg, n), True) for n in linalg.__all__]
+    out += [(f"fft.{n}", getattr(fft, n), True) for n in fft.__all__]
+    out += [(f"{m.__name__}.{n}", getattr(m, n), False) for m in (nonstandard, fusion, spatial)
+            for n in m.__all__]
+    out += [(f"Array.{n}", getattr(Array, n), True) for n in dir(Array)
+            if (not n.startswith("_") or (n.startswith("__") and n.endswith("__")))
+            and n not in _PYTHON_DEFAULTS]
+    info = xp.__array_namespace_info__()
+    out += [(f"info.{n}", getattr(info, n), True) for n in
+            ("capabilities", "default_device", "default_dtypes", "devices", "dtypes")]
+    return [(n, o, s) for n, o, s in out if callable(o) and not isinstance(o, type(xp.float32))]
+
+
+def test_every_public_callable_has_a_docstring_naming_its_spec_section():
+    import inspect
+    items = public_callables()
+    assert len(items) > 200
+    bare = [n for n, o, _ in items if not inspect.getdoc(o)]
+    assert bare == [], bare
+    # the standard's callables name it ("Array API ..."), with the revision or chapter
+    unnamed = [n for n, o, std in items if std and "Array API" not in inspect.getdoc(o)]
+    assert unnamed == [], unnamed

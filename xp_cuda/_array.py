@@ -247,6 +247,8 @@ class Array:
     __str__ = __repr__
 
     def __iter__(self):
+        """Not in the Array API standard: Iteration over the first axis (x[0, ...], x[1, ...],
+        ...): the standard defines none; a 0-d array cannot be iterated."""
         # The standard defines no __iter__; Python would iterate through x[0], x[1], ...,
         # which the multi-axis rule refuses beyond 1-d: iterate over the first axis
         # explicitly, x[i, ...] (0-d arrays have no first axis).
@@ -256,13 +258,16 @@ class Array:
 
     # ---- namespace, devices, DLPack -------------------------------------------------------
     def __array_namespace__(self, /, *, api_version=None):
-        """The xp_cuda namespace; an ``api_version`` other than the one in force puts that
-        revision in force for the whole process (as array-api-strict does)."""
+        """Array API 2023.12 ``__array_namespace__`` (array object): the xp_cuda namespace; an
+        ``api_version`` other than the one in force puts that revision in force for the whole
+        process (as array-api-strict does)."""
         if api_version is not None and api_version != _revisions.state.revision:
             _revisions.set_api_version(api_version)
         return sys.modules["xp_cuda"]  # the namespace (imported: it holds this module)
 
     def to_device(self, device, /, *, stream=None) -> "Array":
+        """Array API 2023.12 array object ``to_device``: this array on ``device`` (itself when
+        it is there already, else a copy); ``stream`` only for a cuda destination."""
         check_device(device, "to_device")
         if device == self._device:
             return self
@@ -273,9 +278,12 @@ class Array:
                                    "to_device")
 
     def __dlpack_device__(self):
+        """Array API 2023.12 array object: the DLPack (device type, index) of the data."""
         return self._device.dlpack
 
     def __dlpack__(self, /, *, stream=None, max_version=None, dl_device=None, copy=None):
+        """Array API 2023.12 array object: a DLPack capsule of the data (shared; a copy to
+        the host where ``dl_device`` asks for the CPU)."""
         check_copy(copy, "__dlpack__")
         data = self._data
         if dl_device is not None and tuple(dl_device) != self.__dlpack_device__():
@@ -301,10 +309,10 @@ class Array:
 
     # ---- the NumPy door, pickle and copy ---------------------------------------------------
     def __array__(self, dtype=None, copy=None):
-        """numpy.asarray(x): on the cpu NumPy's own array (NumPy 2's copy semantics: copy=None
-        shares where it can, True always copies, False refuses a copy); on a GPU a TypeError
-        naming the explicit door (numpy.from_dlpack(x, device="cpu")): a silent device to
-        host copy is what this namespace exists to prevent."""
+        """Not in the Array API standard: numpy.asarray(x): on the cpu NumPy's own array (NumPy
+        2's copy semantics: copy=None shares where it can, True always copies, False refuses a
+        copy); on a GPU a TypeError naming the explicit door (numpy.from_dlpack(x,
+        device="cpu")): a silent device to host copy is what this namespace exists to prevent."""
         check_copy(copy, "__array__")
         door = getattr(self._b, "numpy_door", None)
         if door is None:
@@ -319,11 +327,14 @@ class Array:
         return _rebuild, (self._b.to_host(self._data), self._device)
 
     def __copy__(self):
+        """Not in the Array API standard: copy.copy(x): a new array with the same values (never
+        shared memory)."""
         # Values, not a reference, as NumPy's copy.copy: an Array is a mutable container
         # (x[...] = v), so a copy sharing the buffer would change with the original.
         return type(self)._new(self._b.copy(self._data), self._device)
 
     def __deepcopy__(self, memo):
+        """Not in the Array API standard: copy.deepcopy(x): as copy.copy."""
         out = memo.get(id(self))
         if out is None:
             out = memo[id(self)] = self.__copy__()
@@ -340,18 +351,23 @@ class Array:
         return self._data.item()
 
     def __bool__(self):
+        """Array API 2023.12 array object: bool(x) of a 0-d array of any dtype."""
         return bool(self._scalar("bool", "any"))
 
     def __int__(self):
+        """Array API 2023.12 array object: int(x) of a 0-d array of a real or boolean dtype."""
         return int(self._scalar("int", "real-valued or boolean"))
 
     def __float__(self):
+        """Array API 2023.12 array object: float(x) of a 0-d array of a real or boolean dtype."""
         return float(self._scalar("float", "real-valued or boolean"))
 
     def __complex__(self):
+        """Array API 2023.12 array object: complex(x) of a 0-d array of any dtype."""
         return complex(self._scalar("complex", "any"))
 
     def __index__(self):
+        """Array API 2023.12 array object: operator.index(x) of a 0-d array of an integer dtype."""
         return int(self._scalar("index", "integer"))
 
     # ---- indexing ------------------------------------------------------------------------
@@ -536,6 +552,8 @@ class Array:
         return _wrap(out, self._device)
 
     def __getitem__(self, key, /):
+        """Array API 2023.12 indexing: integers, slices, ellipsis, None and a boolean mask
+        (integer arrays from 2024.12); a key names every axis or holds an ellipsis."""
         try:  # (no cost without an exception, Python 3.11+)
             try:
                 k = self._key(key, setting=False)
@@ -549,6 +567,8 @@ class Array:
             return _memory.recover(e, Array.__getitem__, (self, key), None, "__getitem__")
 
     def __setitem__(self, key, value, /):
+        """Array API 2023.12 indexing: x[key] = value, value an array of x's dtype on x's
+        device broadcast to the selection, or a Python scalar x's dtype can hold."""
         try:  # the out-of-memory guard (xp_cuda._memory), inline: no cost without a failure
             k = self._key(key, setting=True)
             if isinstance(value, Array):

@@ -133,8 +133,9 @@ def _check_cast(src: DType, dst: DType, fname):
 
 
 def asarray(obj, /, *, dtype=None, device=None, copy=None):
-    """Convert obj (an array, Python scalars and sequences, a NumPy/CuPy/DLPack array, or a
-    buffer) to an xp_cuda array. A foreign array stays on its own device unless device= says."""
+    """Array API 2023.12 ``asarray`` (creation functions): convert obj (an array, Python scalars
+    and sequences, a NumPy/CuPy/DLPack array, or a buffer) to an xp_cuda array. A foreign array
+    stays on its own device unless device= says."""
     fname = "asarray"
     if dtype is not None:
         check_dtype_arg(dtype, fname)
@@ -171,7 +172,8 @@ _KDL_CPU, _KDL_CUDA, _KDL_CUDA_HOST, _KDL_CUDA_MANAGED = 1, 2, 3, 13
 
 
 def from_dlpack(x, /, *, device=None, copy=None):
-    """Import any DLPack exporter (NumPy, CuPy, torch, ...). device= moves it, copy= as 2023.12."""
+    """Array API 2023.12 ``from_dlpack`` (creation functions): import any DLPack exporter
+    (NumPy, CuPy, torch, ...). device= moves it, copy= as 2023.12."""
     fname = "from_dlpack"
     if device is not None:
         check_device(device, fname)
@@ -243,6 +245,9 @@ def _filled(fname, shape, value, dtype, device):
 
 
 def empty(shape, *, dtype=None, device=None):
+    """Array API 2023.12 ``empty`` (creation functions): an uninitialised array of ``shape``;
+    dtype the default floating dtype unless given, on ``device`` (the default device unless
+    given)."""
     return _new_filled("empty", shape, dtype or _DEFAULT_FLOAT, device, None, True)
 
 
@@ -252,11 +257,13 @@ _ONE = {d: d._np.type(1) for d in _dtypes.ALL_DTYPES}
 
 
 def zeros(shape, *, dtype=None, device=None):
+    """Array API 2023.12 ``zeros`` (creation functions): an array of ``shape`` filled with zeros."""
     dtype = check_dtype_arg(dtype or _DEFAULT_FLOAT, "zeros")
     return _new_filled("zeros", shape, dtype, device, _ZERO[dtype])
 
 
 def ones(shape, *, dtype=None, device=None):
+    """Array API 2023.12 ``ones`` (creation functions): an array of ``shape`` filled with ones."""
     dtype = check_dtype_arg(dtype or _DEFAULT_FLOAT, "ones")
     return _new_filled("ones", shape, dtype, device, _ONE[dtype])
 
@@ -272,6 +279,9 @@ def _scalar_dtype(value, fname):
 
 
 def full(shape, fill_value, *, dtype=None, device=None):
+    """Array API 2023.12 ``full`` (creation functions): an array of ``shape`` filled with
+    ``fill_value`` (its dtype inferred from the value's Python type unless given; a value the
+    dtype cannot hold is refused)."""
     if dtype is None:
         dtype = _scalar_dtype(fill_value, "full")
     else:
@@ -288,26 +298,36 @@ def _like(fname, x, dtype, device):
 
 
 def empty_like(x, /, *, dtype=None, device=None):
+    """Array API 2023.12 ``empty_like`` (creation functions): an uninitialised array of ``x``'s
+    shape, and of its dtype and device unless given."""
     shape, dtype, device = _like("empty_like", x, dtype, device)
     return empty(shape, dtype=dtype, device=device)
 
 
 def zeros_like(x, /, *, dtype=None, device=None):
+    """Array API 2023.12 ``zeros_like`` (creation functions): an array of ``x``'s shape filled
+    with zeros, of ``x``'s dtype and device unless given."""
     shape, dtype, device = _like("zeros_like", x, dtype, device)
     return zeros(shape, dtype=dtype, device=device)
 
 
 def ones_like(x, /, *, dtype=None, device=None):
+    """Array API 2023.12 ``ones_like`` (creation functions): an array of ``x``'s shape filled
+    with ones, of ``x``'s dtype and device unless given."""
     shape, dtype, device = _like("ones_like", x, dtype, device)
     return ones(shape, dtype=dtype, device=device)
 
 
 def full_like(x, /, fill_value, *, dtype=None, device=None):
+    """Array API 2023.12 ``full_like`` (creation functions): an array of ``x``'s shape filled
+    with ``fill_value``, of ``x``'s dtype and device unless given."""
     shape, dtype, device = _like("full_like", x, dtype, device)
     return full(shape, fill_value, dtype=dtype, device=device)
 
 
 def eye(n_rows, n_cols=None, /, *, k=0, dtype=None, device=None):
+    """Array API 2023.12 ``eye`` (creation functions): a 2-D array with ones on the ``k``-th
+    diagonal and zeros elsewhere."""
     fname = "eye"
     n_rows = check_int(n_rows, fname, "n_rows")
     n_cols = n_rows if n_cols is None else check_int(n_cols, fname, "n_cols")
@@ -332,10 +352,14 @@ def _tri(fname, x, k, upper):
 
 
 def tril(x, /, *, k=0):
+    """Array API 2023.12 ``tril`` (creation functions): ``x`` with the elements above the
+    ``k``-th diagonal of its last two axes zeroed."""
     return _tri("tril", x, k, upper=False)
 
 
 def triu(x, /, *, k=0):
+    """Array API 2023.12 ``triu`` (creation functions): ``x`` with the elements below the
+    ``k``-th diagonal of its last two axes zeroed."""
     return _tri("triu", x, k, upper=True)
 
 
@@ -357,7 +381,8 @@ def _real_number(v, fname, argname):
 
 
 def arange(start, /, stop=None, step=1, *, dtype=None, device=None):
-    """Exactly ceil((stop - start) / step) elements with values start + i * step."""
+    """Array API 2023.12 ``arange`` (creation functions): exactly ceil((stop - start) / step)
+    elements with values start + i * step."""
     fname = "arange"
     if stop is None:
         start, stop = 0, start
@@ -431,8 +456,9 @@ def _int_range_check(fname, values, dtype):
 
 
 def linspace(start, stop, /, num, *, dtype=None, device=None, endpoint=True):
-    """num evenly spaced values; the same float64 operations as NumPy 2.x on every device
-    (integer dtypes: floor of NumPy's float64 grid, exactly NumPy's values)."""
+    """Array API 2023.12 ``linspace`` (creation functions): num evenly spaced values; the same
+    float64 operations as NumPy 2.x on every device (integer dtypes: floor of NumPy's float64
+    grid, exactly NumPy's values)."""
     fname = "linspace"
     kinds = set()
     for v, n in ((start, "start"), (stop, "stop")):
@@ -469,6 +495,8 @@ def linspace(start, stop, /, num, *, dtype=None, device=None, endpoint=True):
 
 
 def meshgrid(*arrays, indexing="xy"):
+    """Array API 2023.12 ``meshgrid`` (creation functions): coordinate matrices from 1-D
+    coordinate arrays (``indexing`` 'xy' or 'ij'); all inputs share one dtype and one device."""
     fname = "meshgrid"
     if indexing not in ("xy", "ij"):
         raise ValueError(f"meshgrid: indexing must be 'xy' or 'ij', got {indexing!r}")

@@ -15,6 +15,9 @@ from ._validation import check_copy, check_dtype_arg
 
 
 def astype(x, dtype, /, *, copy=True, device=None):
+    """Array API 2023.12 ``astype`` (data type functions): ``x`` converted to ``dtype`` (a
+    complex to real cast is refused: take real, imag or abs first); ``copy=False`` returns ``x``
+    itself where the dtype already matches."""
     fname = "astype"
     d = check_array(x, fname)._data
     if device is None and copy is True:  # the everyday call: a kept launch first
@@ -50,7 +53,8 @@ def _dtype_of(v, fname, argname):
 
 
 def can_cast(from_, to, /):
-    """True when from_ promotes to `to` under the spec's table (no value can change)."""
+    """Array API 2023.12 ``can_cast`` (data type functions): true when from_ promotes to `to`
+    under the spec's table (no value can change)."""
     src = _dtype_of(from_, "can_cast", "from_")
     check_dtype_arg(to, "can_cast")
     return PROMOTION_TABLE.get((src, to)) is to
@@ -75,6 +79,8 @@ class iinfo_object:
 
 
 def finfo(type, /):
+    """Array API 2023.12 ``finfo`` (data type functions): machine limits of a floating-point
+    dtype (bits, eps, max, min, smallest_normal, dtype)."""
     dt = _dtype_of(type, "finfo", "type")
     if dt.kind not in ("float", "complex"):
         raise TypeError(f"finfo: {dt} is not a floating-point dtype; use iinfo for integers")
@@ -85,6 +91,8 @@ def finfo(type, /):
 
 
 def iinfo(type, /):
+    """Array API 2023.12 ``iinfo`` (data type functions): machine limits of an integer dtype
+    (bits, max, min, dtype)."""
     dt = _dtype_of(type, "iinfo", "type")
     if dt.kind not in ("int", "uint"):
         raise TypeError(f"iinfo: {dt} is not an integer dtype; use finfo for floating-point")
@@ -93,6 +101,8 @@ def iinfo(type, /):
 
 
 def isdtype(dtype, kind):
+    """Array API 2023.12 ``isdtype`` (data type functions): whether ``dtype`` is of ``kind`` (a
+    dtype, a kind name such as 'integral' or 'real floating', or a tuple of them)."""
     if not isinstance(dtype, DType):
         raise TypeError(f"isdtype: dtype must be an xp_cuda dtype, got {dtype!r}")
     if isinstance(kind, tuple):
@@ -108,9 +118,9 @@ def isdtype(dtype, kind):
 
 
 def result_type(*arrays_and_dtypes):
-    """The promoted dtype of arrays and dtypes; from 2024.12 Python scalars too, each typed
-    by the scalar rules against the arrays' and dtypes' promoted dtype (at least one array
-    or dtype is required)."""
+    """Array API 2023.12 ``result_type`` (data type functions): the promoted dtype of arrays and
+    dtypes; from 2024.12 Python scalars too, each typed by the scalar rules against the arrays'
+    and dtypes' promoted dtype (at least one array or dtype is required)."""
     if not arrays_and_dtypes:
         raise ValueError("result_type: at least one array or dtype is required")
     dts, scalars = [], []

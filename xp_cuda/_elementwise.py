@@ -430,7 +430,26 @@ def _inplace(self, other, fname, op):
     return self
 
 
+def _operator_doc(fname, op, reflected, inplace) -> str:
+    """The docstring of an operator method, from its row of the operator tables."""
+    if inplace:
+        return (f"Array API 2023.12 array object, in-place operator ``x {op} y``: "
+                f"``x[...] = {fname}(x, y)``, where the result keeps x's dtype and shape "
+                f"(else a TypeError or ValueError).")
+    if reflected:
+        return (f"Array API 2023.12 array object, reflected operator ``y {op} x`` for a Python "
+                f"scalar y: ``{fname}(y, x)``, y typed by x's dtype.")
+    return (f"Array API 2023.12 array object, operator ``x {op} y``: ``{fname}(x, y)``; y an "
+            f"array or a Python scalar (typed by x's dtype).")
+
+
 def _operator(fname, op, reflected=False, inplace=False):
+    method = _operator_method(fname, op, reflected, inplace)
+    method.__doc__ = _operator_doc(fname, op, reflected, inplace)
+    return method
+
+
+def _operator_method(fname, op, reflected=False, inplace=False):
     # (the out-of-memory guard inline, as in _make)
     if inplace:
         def method(self, other):
@@ -461,6 +480,7 @@ def _unary(fname):
             return apply(fname, (self,))
         except _memory.errors() as e:
             return _memory.recover(e, method, (self,), None, fname)
+    method.__doc__ = f"Array API 2023.12 array object, unary operator: ``{fname}(x)``."
     return method
 
 

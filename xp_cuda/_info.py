@@ -23,23 +23,31 @@ class Info:
     """What this namespace offers: capabilities, devices and dtypes."""
 
     def capabilities(self):
+        """Array API inspection ``capabilities``: what this library supports (boolean
+        indexing, data-dependent shapes, and the later revisions' keys)."""
         return {key: value for key, (rule, value) in CAPABILITIES.items()
                 if rule is None or _revisions.allows(rule)}
 
     def default_device(self):
+        """Array API inspection ``default_device``: cuda:0 where a GPU is usable, else cpu
+        (XP_CUDA_DEFAULT_DEVICE overrides)."""
         return default_device()
 
     def default_dtypes(self, *, device=None):
+        """Array API inspection ``default_dtypes``: the default real floating, complex
+        floating, integral and indexing dtypes (the same on every device)."""
         if device is not None:
             check_device(device, "default_dtypes")
         return dict(DEFAULT_DTYPES)
 
     def devices(self):
-        """Every device (a list; a tuple from 2025.12)."""
+        """Array API inspection ``devices``: every device (a list; a tuple from 2025.12)."""
         devices = all_devices()
         return tuple(devices) if _revisions.allows(_TUPLES) else devices
 
     def dtypes(self, *, device=None, kind=None):
+        """Array API inspection ``dtypes``: the dtypes (of ``kind``, as isdtype reads it) by
+        name; every device has all of them."""
         if device is not None:
             check_device(device, "dtypes")
         if kind is None:
@@ -50,4 +58,6 @@ class Info:
 
 
 def __array_namespace_info__():
+    """Array API 2023.12 inspection: the namespace's information object (capabilities,
+    devices, dtypes)."""
     return Info()

@@ -39,6 +39,9 @@ def _check_matmul(x1, x2):
 
 
 def matmul(x1, x2, /):
+    """Array API 2023.12 ``matmul`` (linear algebra functions): the matrix product of ``x1`` and
+    ``x2`` (stacks broadcast; 1-D operands promoted as the standard says), computed by cuBLAS on
+    cuda."""
     d1 = check_array(x1, "matmul", "x1")._data
     d2 = check_array(x2, "matmul", "x2")._data
     # dtypes and shapes decide the checks: once per combination
@@ -54,6 +57,8 @@ def matmul(x1, x2, /):
 
 
 def matrix_transpose(x, /):
+    """Array API 2023.12 ``matrix_transpose`` (linear algebra functions): ``x`` with its last two
+    axes swapped (a view)."""
     fname = "matrix_transpose"
     d = check_array(x, fname, "x")._data
     if d.ndim < 2:
@@ -89,6 +94,8 @@ def _as_int(v):
 
 
 def tensordot(x1, x2, /, *, axes=2):
+    """Array API 2023.12 ``tensordot`` (linear algebra functions): the sum of products over
+    ``axes`` (an int: the last of ``x1`` with the first of ``x2``; or two sequences of axes)."""
     fname = "tensordot"
     dtype, device = _numeric_pair(fname, x1, x2)
     n1, n2 = x1.ndim, x2.ndim
@@ -174,6 +181,8 @@ def negative_axis_check(fname, x1, x2, axis):
 
 
 def vecdot(x1, x2, /, *, axis=-1):
+    """Array API 2023.12 ``vecdot`` (linear algebra functions): the dot product ``sum(conj(x1) *
+    x2)`` over ``axis``, the other axes broadcast (our fused kernel on cuda)."""
     fname = "vecdot"
     dtype, device = _numeric_pair(fname, x1, x2)
     axis = negative_axis_check(fname, x1, x2, axis)
@@ -226,6 +235,10 @@ def _imatmul_op(self, other):
 
 
 # Array's @ operators, installed by the module that owns matmul (_array never imports it).
+_matmul_op.__doc__ = "Array API 2023.12 array object, operator ``x @ y``: ``matmul(x, y)``."
+_rmatmul_op.__doc__ = "Array API 2023.12 array object, reflected ``y @ x``: ``matmul(y, x)``."
+_imatmul_op.__doc__ = ("Array API 2023.12 array object, in-place ``x @= y``: ``x[...] = "
+                       "matmul(x, y)``, where the result keeps x's dtype and shape.")
 Array.__matmul__, Array.__rmatmul__, Array.__imatmul__ = _matmul_op, _rmatmul_op, _imatmul_op
 
 __all__ = ["matmul", "matrix_transpose", "tensordot", "vecdot"]

@@ -73,10 +73,14 @@ def _sum_prod(name, x, axis, dtype, keepdims):
 
 
 def sum(x, /, *, axis=None, dtype=None, keepdims=False):  # noqa: A001
+    """Array API 2023.12 ``sum`` (statistical functions): the sum over ``axis``, accumulated in
+    the default dtype of the input's kind (integers widen) unless ``dtype`` is given."""
     return _sum_prod("sum", x, axis, dtype, keepdims)
 
 
 def prod(x, /, *, axis=None, dtype=None, keepdims=False):
+    """Array API 2023.12 ``prod`` (statistical functions): the product over ``axis``, accumulated
+    in the default dtype of the input's kind (integers widen) unless ``dtype`` is given."""
     return _sum_prod("prod", x, axis, dtype, keepdims)
 
 
@@ -109,6 +113,9 @@ def _cumulative(fname, kind, x, axis, dtype, include_initial):
 
 
 def cumulative_sum(x, /, *, axis=None, dtype=None, include_initial=False):
+    """Array API 2023.12 ``cumulative_sum`` (statistical functions): the running sum along
+    ``axis`` (``include_initial`` prepends the zero), in the sum's default dtype unless
+    ``dtype`` is given."""
     return _cumulative("cumulative_sum", "sum", x, axis, dtype, include_initial)
 
 
@@ -145,10 +152,14 @@ def _same_dtype_reduction(name, check, x, axis, keepdims):
 
 
 def max(x, /, *, axis=None, keepdims=False):  # noqa: A001
+    """Array API 2023.12 ``max`` (statistical functions): the largest element over ``axis`` (NaN
+    propagates); an empty reduction is a ValueError."""
     return _same_dtype_reduction("max", _check_max_min, x, axis, keepdims)
 
 
 def min(x, /, *, axis=None, keepdims=False):  # noqa: A001
+    """Array API 2023.12 ``min`` (statistical functions): the smallest element over ``axis`` (NaN
+    propagates); an empty reduction is a ValueError."""
     return _same_dtype_reduction("min", _check_max_min, x, axis, keepdims)
 
 
@@ -204,10 +215,14 @@ def _var(fname, x, axis, correction, keepdims):
 
 
 def var(x, /, *, axis=None, correction=0.0, keepdims=False):
+    """Array API 2023.12 ``var`` (statistical functions): the variance over ``axis`` with
+    ``correction`` degrees of freedom subtracted."""
     return _var("var", x, axis, correction, keepdims)
 
 
 def std(x, /, *, axis=None, correction=0.0, keepdims=False):
+    """Array API 2023.12 ``std`` (statistical functions): the standard deviation over ``axis``
+    with ``correction`` degrees of freedom subtracted."""
     return _var("std", x, axis, correction, keepdims)
 
 

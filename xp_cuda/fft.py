@@ -168,32 +168,38 @@ def _transform_1d(fname, x, n, axis, norm):
 
 
 def fft(x, /, *, n=None, axis=-1, norm="backward"):
-    """One-dimensional discrete Fourier transform of a complex array (same dtype out)."""
+    """Array API 2023.12 ``fft.fft`` (Fourier transform extension): one-dimensional discrete
+    Fourier transform of a complex array (same dtype out)."""
     return _transform_1d("fft", x, n, axis, norm)
 
 
 def ifft(x, /, *, n=None, axis=-1, norm="backward"):
-    """One-dimensional inverse discrete Fourier transform of a complex array."""
+    """Array API 2023.12 ``fft.ifft`` (Fourier transform extension): one-dimensional inverse
+    discrete Fourier transform of a complex array."""
     return _transform_1d("ifft", x, n, axis, norm)
 
 
 def rfft(x, /, *, n=None, axis=-1, norm="backward"):
-    """One-dimensional DFT of a real array; n//2 + 1 complex outputs of matching precision."""
+    """Array API 2023.12 ``fft.rfft`` (Fourier transform extension): one-dimensional DFT of a
+    real array; n//2 + 1 complex outputs of matching precision."""
     return _transform_1d("rfft", x, n, axis, norm)
 
 
 def irfft(x, /, *, n=None, axis=-1, norm="backward"):
-    """Inverse of rfft: n real outputs (default 2*(M-1)) from a complex array."""
+    """Array API 2023.12 ``fft.irfft`` (Fourier transform extension): inverse of rfft: n real
+    outputs (default 2*(M-1)) from a complex array."""
     return _transform_1d("irfft", x, n, axis, norm)
 
 
 def hfft(x, /, *, n=None, axis=-1, norm="backward"):
-    """DFT of a Hermitian-symmetric signal given by its first half: n real outputs."""
+    """Array API 2023.12 ``fft.hfft`` (Fourier transform extension): DFT of a
+    Hermitian-symmetric signal given by its first half: n real outputs."""
     return _transform_1d("hfft", x, n, axis, norm)
 
 
 def ihfft(x, /, *, n=None, axis=-1, norm="backward"):
-    """Inverse of hfft: n//2 + 1 complex outputs from a real array."""
+    """Array API 2023.12 ``fft.ihfft`` (Fourier transform extension): inverse of hfft: n//2 + 1
+    complex outputs from a real array."""
     return _transform_1d("ihfft", x, n, axis, norm)
 
 
@@ -274,22 +280,26 @@ def _ascending(axes, sizes):
 
 
 def fftn(x, /, *, s=None, axes=None, norm="backward"):
-    """n-dimensional discrete Fourier transform of a complex array (same dtype out)."""
+    """Array API 2023.12 ``fft.fftn`` (Fourier transform extension): n-dimensional discrete
+    Fourier transform of a complex array (same dtype out)."""
     return _transform_nd("fftn", x, s, axes, norm)
 
 
 def ifftn(x, /, *, s=None, axes=None, norm="backward"):
-    """n-dimensional inverse discrete Fourier transform of a complex array."""
+    """Array API 2023.12 ``fft.ifftn`` (Fourier transform extension): n-dimensional inverse
+    discrete Fourier transform of a complex array."""
     return _transform_nd("ifftn", x, s, axes, norm)
 
 
 def rfftn(x, /, *, s=None, axes=None, norm="backward"):
-    """n-dimensional DFT of a real array; the last axis gets s[-1]//2 + 1 complex outputs."""
+    """Array API 2023.12 ``fft.rfftn`` (Fourier transform extension): n-dimensional DFT of a
+    real array; the last axis gets s[-1]//2 + 1 complex outputs."""
     return _transform_nd("rfftn", x, s, axes, norm)
 
 
 def irfftn(x, /, *, s=None, axes=None, norm="backward"):
-    """Inverse of rfftn: real output of sizes s (last default 2*(M-1))."""
+    """Array API 2023.12 ``fft.irfftn`` (Fourier transform extension): inverse of rfftn: real
+    output of sizes s (last default 2*(M-1))."""
     return _transform_nd("irfftn", x, s, axes, norm)
 
 
@@ -345,14 +355,15 @@ class _SignatureOfRevision(inspect.Signature):
 
 
 def fftfreq(n, /, *, d=1.0, dtype=None, device=None):
-    """Sample frequencies of an n-point DFT: [0, 1, ..., -1] / (d*n), in the default float
-    dtype; from 2024.12 ``dtype`` (a real floating dtype) chooses it."""
+    """Array API 2023.12 ``fft.fftfreq`` (Fourier transform extension): sample frequencies of an
+    n-point DFT: [0, 1, ..., -1] / (d*n), in the default float dtype; from 2024.12 ``dtype`` (a
+    real floating dtype) chooses it."""
     return _freq("fftfreq", n, d, dtype, device)
 
 
 def rfftfreq(n, /, *, d=1.0, dtype=None, device=None):
-    """Non-negative sample frequencies of an n-point rfft: n//2 + 1 values (``dtype`` as in
-    fftfreq)."""
+    """Array API 2023.12 ``fft.rfftfreq`` (Fourier transform extension): non-negative sample
+    frequencies of an n-point rfft: n//2 + 1 values (``dtype`` as in fftfreq)."""
     return _freq("rfftfreq", n, d, dtype, device)
 
 
@@ -381,12 +392,14 @@ def _shift(fname, x, axes):
 
 
 def fftshift(x, /, *, axes=None):
-    """Move the zero-frequency component to the centre along axes (all by default)."""
+    """Array API 2023.12 ``fft.fftshift`` (Fourier transform extension): move the zero-frequency
+    component to the centre along axes (all by default)."""
     return _shift("fftshift", x, axes)
 
 
 def ifftshift(x, /, *, axes=None):
-    """Inverse of fftshift (they differ by one sample on odd lengths)."""
+    """Array API 2023.12 ``fft.ifftshift`` (Fourier transform extension): inverse of fftshift
+    (they differ by one sample on odd lengths)."""
     return _shift("ifftshift", x, axes)
 
 

@@ -111,6 +111,8 @@ def _conj_t(a):
 # ---- decompositions and solvers ---------------------------------------------------------------
 
 def cholesky(x, /, *, upper=False):
+    """Array API 2023.12 ``cholesky`` (linear algebra extension): the Cholesky factor of each
+    symmetric (Hermitian) positive-definite matrix, lower unless ``upper``."""
     fname = "cholesky"
     _square(_floating(x, fname), fname)
     check_bool(upper, fname, "upper")
@@ -123,6 +125,8 @@ def cholesky(x, /, *, upper=False):
 
 
 def det(x, /):
+    """Array API 2023.12 ``det`` (linear algebra extension): the determinant of each square
+    matrix."""
     fname = "det"
     _square(_floating(x, fname), fname)
     stack = x.shape[:-2]
@@ -139,6 +143,8 @@ def det(x, /):
 
 
 def slogdet(x, /):
+    """Array API 2023.12 ``slogdet`` (linear algebra extension): the sign and the natural log of
+    the absolute determinant of each square matrix."""
     fname = "slogdet"
     _square(_floating(x, fname), fname)
     stack = x.shape[:-2]
@@ -157,6 +163,8 @@ def slogdet(x, /):
 
 
 def eigh(x, /):
+    """Array API 2023.12 ``eigh`` (linear algebra extension): eigenvalues (ascending) and
+    eigenvectors of each symmetric (Hermitian) matrix."""
     fname = "eigh"
     _square(_floating(x, fname), fname)
     rdt = real_dtype(x.dtype)
@@ -172,6 +180,8 @@ def eigh(x, /):
 
 
 def eigvalsh(x, /):
+    """Array API 2023.12 ``eigvalsh`` (linear algebra extension): the eigenvalues (ascending) of
+    each symmetric (Hermitian) matrix."""
     fname = "eigvalsh"
     _square(_floating(x, fname), fname)
     rdt = real_dtype(x.dtype)
@@ -184,6 +194,7 @@ def eigvalsh(x, /):
 
 
 def inv(x, /):
+    """Array API 2023.12 ``inv`` (linear algebra extension): the inverse of each square matrix."""
     fname = "inv"
     _square(_floating(x, fname), fname)
     if x.size == 0:
@@ -223,8 +234,9 @@ def _check_solve(x1, x2):
 
 
 def solve(x1, x2, /):
-    """x2 of shape (M,) is one vector for every matrix in x1; any x2 of 2 or more dimensions
-    is a stack of (M, K) matrices (2023.12: only a 1-D x2 is a vector)."""
+    """Array API 2023.12 ``solve`` (linear algebra extension): x2 of shape (M,) is one vector
+    for every matrix in x1; any x2 of 2 or more dimensions is a stack of (M, K) matrices
+    (2023.12: only a 1-D x2 is a vector)."""
     fname = "solve"
     d1 = check_array(x1, fname, "x1")._data
     d2 = check_array(x2, fname, "x2")._data
@@ -252,6 +264,8 @@ def solve(x1, x2, /):
 
 
 def qr(x, /, *, mode="reduced"):
+    """Array API 2023.12 ``qr`` (linear algebra extension): the QR factorisation of each matrix
+    (``mode`` 'reduced' or 'complete')."""
     fname = "qr"
     _matrix(_floating(x, fname), fname)
     if mode not in ("reduced", "complete"):
@@ -292,6 +306,8 @@ def _svd_native(b, fname, x, full_matrices, compute_uv):
 
 
 def svd(x, /, *, full_matrices=True):
+    """Array API 2023.12 ``svd`` (linear algebra extension): the singular value decomposition U,
+    S, Vh of each matrix (``full_matrices`` as the standard says)."""
     fname = "svd"
     _matrix(_floating(x, fname), fname)
     check_bool(full_matrices, fname, "full_matrices")
@@ -314,6 +330,8 @@ def svd(x, /, *, full_matrices=True):
 
 
 def svdvals(x, /):
+    """Array API 2023.12 ``svdvals`` (linear algebra extension): the singular values of each
+    matrix, descending."""
     fname = "svdvals"
     _matrix(_floating(x, fname), fname)
     *stack, m, n = x.shape
@@ -356,6 +374,8 @@ def _kept_values(s, tol):
 
 
 def matrix_rank(x, /, *, rtol=None):
+    """Array API 2023.12 ``matrix_rank`` (linear algebra extension): the number of singular
+    values above ``rtol`` times the largest."""
     fname = "matrix_rank"
     _matrix(_floating(x, fname), fname)
     stack = x.shape[:-2]
@@ -374,6 +394,8 @@ def matrix_rank(x, /, *, rtol=None):
 
 
 def pinv(x, /, *, rtol=None):
+    """Array API 2023.12 ``pinv`` (linear algebra extension): the Moore-Penrose pseudo-inverse of
+    each matrix (singular values below ``rtol`` times the largest count as zero)."""
     fname = "pinv"
     _matrix(_floating(x, fname), fname)
     *stack, m, n = x.shape
@@ -400,6 +422,8 @@ def pinv(x, /, *, rtol=None):
 # ---- powers and products ---------------------------------------------------------------------
 
 def matrix_power(x, n, /):
+    """Array API 2023.12 ``matrix_power`` (linear algebra extension): each square matrix raised
+    to the integer power ``n`` (negative: of its inverse)."""
     fname = "matrix_power"
     _square(_floating(x, fname), fname)
     n = check_int(n, fname, "n")
@@ -427,6 +451,8 @@ def matrix_power(x, n, /):
 
 
 def outer(x1, x2, /):
+    """Array API 2023.12 ``outer`` (linear algebra extension): the outer product of two 1-D
+    arrays."""
     fname = "outer"
     dtype, device = _numeric_pair(fname, x1, x2)
     for a, nm in ((x1, "x1"), (x2, "x2")):
@@ -439,6 +465,8 @@ def outer(x1, x2, /):
 
 
 def cross(x1, x2, /, *, axis=-1):
+    """Array API 2023.12 ``cross`` (linear algebra extension): the cross product of 3-element
+    vectors along ``axis``."""
     fname = "cross"
     dtype, device = _numeric_pair(fname, x1, x2)
     axis = negative_axis_check(fname, x1, x2, axis)
@@ -467,6 +495,8 @@ def _check_diagonal(x, offset):
 
 
 def diagonal(x, /, *, offset=0):
+    """Array API 2023.12 ``diagonal`` (linear algebra extension): the ``offset``-th diagonal of
+    each matrix of the last two axes."""
     d = check_array(x, "diagonal", "x")._data
     key = ("diagonal", d.shape, offset, type(offset))  # the checks read only these
     offset = planned(key, (offset,), _check_diagonal, x, offset)
@@ -481,6 +511,8 @@ def _check_trace(x, offset, dtype):
 
 
 def trace(x, /, *, offset=0, dtype=None):
+    """Array API 2023.12 ``trace`` (linear algebra extension): the sum of the ``offset``-th
+    diagonal of each matrix."""
     d = check_array(x, "trace", "x")._data
     # dtype, shape and the options decide the checks: once per combination
     key = ("trace", d.dtype, d.shape, offset, type(offset), dtype, type(dtype))
@@ -517,6 +549,8 @@ def _check_vector_norm(x, axis, keepdims):
 
 
 def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
+    """Array API 2023.12 ``vector_norm`` (linear algebra extension): the vector norm of order
+    ``ord`` over ``axis`` (all axes by default); sums of squares accumulate in float64."""
     d = check_array(x, "vector_norm", "x")._data
     # dtype, shape, axis and keepdims decide the checks: once per combination; ord is a value
     # (any float), checked on every call
@@ -544,6 +578,8 @@ def _check_matrix_norm(x, keepdims, ord):
 
 
 def matrix_norm(x, /, *, keepdims=False, ord="fro"):
+    """Array API 2023.12 ``matrix_norm`` (linear algebra extension): the matrix norm of each
+    matrix ('fro', 'nuc', 1, 2, inf and their negatives)."""
     fname = "matrix_norm"
     d = check_array(x, fname, "x")._data
     # dtype, shape and the options decide the checks: once per combination (ord=inf is a
