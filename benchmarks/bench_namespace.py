@@ -436,8 +436,16 @@ def run_cases(plat: Platform, cases, sizes: Sizes, label: str, warmup: int, reps
     rows, table = [], []
     inputs = Inputs(plat.lib)
     peers = [i.name for i in plat.impls[1:]]
-    for case in cases:
-        print(f"[{plat.name} {label}] {case.name}", file=sys.stderr, flush=True)
+    try:  # a progress bar on stderr (tqdm, a dependency of xp_cuda); else a line a case
+        from tqdm import tqdm
+        bar = tqdm(cases, desc=f"{plat.name} {label}", unit="case", file=sys.stderr)
+    except ImportError:
+        bar = None
+    for case in (bar if bar is not None else cases):
+        if bar is None:
+            print(f"[{plat.name} {label}] {case.name}", file=sys.stderr, flush=True)
+        else:
+            bar.set_postfix_str(case.name[:40])
         specs = case.inputs(sizes)
         try:
             src = {k: inputs(s) for k, s in specs.items()}

@@ -3,6 +3,7 @@ exit for what a user can get wrong (a bad device name, no GPU, a closed pipe).""
 from __future__ import annotations
 
 import json
+import re
 import os
 import subprocess
 import sys
@@ -130,3 +131,20 @@ def test_a_benchmark_without_a_gpu_says_so_in_one_line(suite, tmp_path):
     r = run("bench", suite, "--out", str(tmp_path))
     assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
     assert f"bench_{suite}: no usable GPU here; nothing measured" in r.stdout
+
+
+def test_bench_writes_json_and_compares_with_an_earlier_run(tmp_path):
+    """xp-cuda bench: the suite's JSON in --out (its own options passed through), then
+    --compare runs tools/bench_compare.py on the two folders."""
+    first, second = tmp_path / "a", tmp_path / "b"
+    opts = ["--only", "sum(x, all axes)", "--allow-cpu"]
+    r = run("bench", "namespace", "--out", str(first), *opts)
+    assert r.returncode == 0, r.stderr
+    rows = json.loads((first / "namespace.json").read_text())["rows"]
+    assert any(row["case"].startswith("sum(x, all axes)") for row in rows)
+    r = run("bench", "namespace", "--out", str(second), "--compare", str(first), *opts)
+    assert r.returncode in (0, 1), r.stderr  # 1: a row fell by more than the limit (noise)
+    # the comparison: a row per case of both runs (file, case, impl, metric, old, new, ratio)
+    assert re.search(r"namespace +sum\(x, all axes\)", r.stdout), r.stdout
+    r = run("bench", "--out", str(second), "--compare", str(tmp_path / "none"))
+    assert r.returncode == 2 and "no such file or folder" in r.stderr

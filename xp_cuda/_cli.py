@@ -266,12 +266,32 @@ def _checkout_script(rel: str, what: str) -> Path:
 
 
 def cmd_bench(args) -> int:
+    """The suite's script (its table on stdout, its progress on stderr) writing JSON into
+    --out; then the namespace suite's plots (benchmarks/plot.py) and, with --compare, the
+    change from an earlier run (tools/bench_compare.py)."""
     folder = ROOT / "benchmarks"
     suites = sorted(p.stem[6:] for p in folder.glob("bench_*.py"))
     if suites and args.suite not in suites:
         raise CliError(f"bench: no suite {args.suite!r}; the suites are {', '.join(suites)}")
     script = _checkout_script(f"benchmarks/bench_{args.suite}.py", "bench")
-    return subprocess.call([sys.executable, str(script), *args.rest])
+    out = Path(args.out)
+    if args.compare and not Path(args.compare).exists():
+        raise CliError(f"bench: --compare {args.compare}: no such file or folder")
+    status = subprocess.call([sys.executable, str(script), "--out", str(out), *args.rest])
+    if status != 0:
+        return status
+    made = out / f"{args.suite}.json"
+    if args.suite == "namespace" and made.is_file():
+        if subprocess.call([sys.executable, str(folder / "plot.py"), str(made),
+                            str(out)]) != 0:
+            print("xp-cuda: bench: no plots (pip install -e .[plots] for matplotlib)",
+                  file=sys.stderr)
+    if args.compare:
+        old = Path(args.compare)
+        old_dir = old if old.is_dir() else old.parent
+        return subprocess.call([sys.executable, str(_checkout_script(
+            "tools/bench_compare.py", "bench --compare")), str(old_dir), str(out)])
+    return 0
 
 
 def cmd_conformance(args) -> int:
@@ -301,7 +321,11 @@ def parser() -> argparse.ArgumentParser:
     p = sub.add_parser("bench", help="a benchmark of the checkout (benchmarks/bench_SUITE.py)")
     p.add_argument("suite", nargs="?", default="namespace",
                    help="namespace (default), fusion, workloads, reduction, ...")
-    p.add_argument("rest", nargs=argparse.REMAINDER, help="the benchmark's own options")
+    p.add_argument("--out", default="bench-out",
+                   help="the folder for JSON (and the namespace suite's PNG plots)")
+    p.add_argument("--compare", metavar="OLD",
+                   help="an earlier run's folder (or a JSON in it): the change, row by row")
+    # (any other option goes to the benchmark itself: see main's parse_known_args)
     p.set_defaults(run=cmd_bench)
     p = sub.add_parser("conformance", help="the official array-api-tests suite "
                        "(array_api_tests_config/run.py)")
@@ -317,7 +341,12 @@ def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not any(a in COMMANDS or a in ("-h", "--help", "--version") for a in argv):
         argv.insert(0, "info")  # the default command (its options too: xp-cuda --json)
-    args = parser().parse_args(argv)
+    ap = parser()
+    args, unknown = ap.parse_known_args(argv)
+    if args.command == "bench":
+        args.rest = unknown  # the benchmark's own options (--only, --quick, --allow-cpu, ...)
+    elif unknown:
+        ap.error(f"unrecognized arguments: {' '.join(unknown)}")
     try:
         status = args.run(args)
         sys.stdout.flush()
