@@ -444,12 +444,6 @@ def _operator_doc(fname, op, reflected, inplace) -> str:
 
 
 def _operator(fname, op, reflected=False, inplace=False):
-    method = _operator_method(fname, op, reflected, inplace)
-    method.__doc__ = _operator_doc(fname, op, reflected, inplace)
-    return method
-
-
-def _operator_method(fname, op, reflected=False, inplace=False):
     # (the out-of-memory guard inline, as in _make)
     if inplace:
         def method(self, other):
@@ -471,6 +465,7 @@ def _operator_method(fname, op, reflected=False, inplace=False):
                 return _binary(self, other, fname, op)
             except _memory.errors() as e:
                 return _memory.recover(e, method, (self, other), None, op)
+    method.__doc__ = _operator_doc(fname, op, reflected, inplace)
     return method
 
 
