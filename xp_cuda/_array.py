@@ -1,6 +1,8 @@
 """The Array object: one backend buffer (NumPy or CuPy) and its Device, with the spec's rules."""
 from __future__ import annotations
 
+from typing import Any
+
 import operator
 import sys
 
@@ -184,6 +186,8 @@ class Array:
     """
 
     __slots__ = ("_data", "_device", "__weakref__")
+    _data: Any  # the backend's native array (NumPy's, CuPy's)
+    _device: Device
     # NumPy and CuPy binary operators defer to ours, which reject foreign arrays clearly.
     __array_ufunc__ = None
     __array_priority__ = 1000
@@ -607,7 +611,7 @@ class Array:
             raise TypeError(f"{op}: {_foreign_hint(other)}")
         return NotImplemented
 
-    __hash__ = None
+    __hash__ = None  # type: ignore[assignment]  # arrays are mutable: unhashable
 
 
 def _rebuild(host, device: Device) -> Array:

@@ -18,6 +18,7 @@ import platform
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent  # the checkout, where there is one
 
@@ -34,7 +35,7 @@ class CliError(Exception):
 def _cache_summary() -> dict:
     from xp_cuda._kernels import _runtime as rt
     folder = rt.cache_dir()
-    out = {"folder": str(folder) if folder else None, "entries": 0, "bytes": 0,
+    out: dict[str, Any] = {"folder": str(folder) if folder else None, "entries": 0, "bytes": 0,
            "shipped_archs": rt.shipped_archs()}
     if folder is not None and folder.is_dir():
         for p in folder.rglob("*"):

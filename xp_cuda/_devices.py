@@ -28,6 +28,8 @@ class Device:
     a foreign array, DLPack, a pickle) must not fall to the full path on every call."""
 
     __slots__ = ("kind", "index")
+    kind: str
+    index: int
 
     def __new__(cls, kind: str, index: int = 0):
         try:

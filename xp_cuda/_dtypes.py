@@ -5,6 +5,8 @@ no other module decides a result dtype.
 """
 from __future__ import annotations
 
+import builtins
+
 import numpy as np
 
 from . import _revisions
@@ -90,7 +92,7 @@ DEFAULT_DTYPES = {"real floating": float64, "complex floating": complex128,
                   "integral": int64, "indexing": int64}
 
 
-def in_category(dtype: DType, category: str) -> bool:
+def in_category(dtype: DType, category: str) -> builtins.bool:  # (bool here is the dtype)
     return dtype.kind in _CATEGORY_KINDS[category]
 
 

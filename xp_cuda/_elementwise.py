@@ -230,6 +230,7 @@ def _apply_checked(name: str, operands) -> Array:
     """Validate, take the result dtype and shape from the tables, and make one backend call.
     The cuda backend registers the validated plan in _FAST for the hot paths above."""
     x1 = operands[0]
+    key: tuple  # (function, dtypes and shapes: one operand's, or two)
     if len(operands) == 1:
         d1 = x1._data
         key = (name, d1.dtype, d1.shape)
@@ -339,14 +340,14 @@ def _make(name: str):
             except _memory.errors() as e:
                 return _memory.recover(e, f, (x,), None, name)
     else:
-        def f(x1, x2, /):
+        def f(x1, x2, /):  # type: ignore[misc]  # one or two operands, by the row
             try:
                 if isinstance(x1, Array) and isinstance(x2, Array):  # the common case, inline
                     return apply2(name, x1, x2)
                 return _with_scalar(name, x1, x2)
             except _memory.errors() as e:
                 return _memory.recover(e, f, (x1, x2), None, name)
-    f.__xp_guarded__ = True
+    f.__xp_guarded__ = True  # type: ignore[attr-defined]
     f.__name__ = f.__qualname__ = name
     f.__doc__ = f"Array API 2023.12 ``{name}``: elementwise, inputs of {ROWS[name][1]} dtype."
     return f

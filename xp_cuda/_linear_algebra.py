@@ -239,6 +239,9 @@ _matmul_op.__doc__ = "Array API 2023.12 array object, operator ``x @ y``: ``matm
 _rmatmul_op.__doc__ = "Array API 2023.12 array object, reflected ``y @ x``: ``matmul(y, x)``."
 _imatmul_op.__doc__ = ("Array API 2023.12 array object, in-place ``x @= y``: ``x[...] = "
                        "matmul(x, y)``, where the result keeps x's dtype and shape.")
-Array.__matmul__, Array.__rmatmul__, Array.__imatmul__ = _matmul_op, _rmatmul_op, _imatmul_op
+for _name, _op in (("__matmul__", _matmul_op), ("__rmatmul__", _rmatmul_op),
+                  ("__imatmul__", _imatmul_op)):
+    setattr(Array, _name, _op)
+del _name, _op
 
 __all__ = ["matmul", "matrix_transpose", "tensordot", "vecdot"]

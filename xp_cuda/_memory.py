@@ -40,7 +40,7 @@ _LIBRARY_ERRORS = (
     ("cupy_backends.cuda.api.runtime", "CUDARuntimeError", (2,)),  # cudaErrorMemoryAllocation
     ("cupy_backends.cuda.api.driver", "CUDADriverError", (2,)),  # CUDA_ERROR_OUT_OF_MEMORY
 )
-_errors = (MemoryError,)
+_errors: tuple[type, ...] = (MemoryError,)
 _complete = False
 
 
@@ -50,7 +50,7 @@ def errors() -> tuple:
     exception propagates (an ``except`` clause's expression), so it costs nothing otherwise."""
     global _errors, _complete
     if not _complete:
-        found = [MemoryError]
+        found: list[type] = [MemoryError]
         for module, name, _ in _LIBRARY_ERRORS:
             cls = getattr(sys.modules.get(module), name, None)
             if isinstance(cls, type):
@@ -162,7 +162,7 @@ def recover(e, fn, args, kwargs, fname: str):
 
 # ---- the guard of a namespace function ---------------------------------------------------------
 
-def guard(fn, fname: str = None):
+def guard(fn, fname: str | None = None):
     """fn with the guard around it: a wrapper of fn's exact parameters (read from its code, so
     a call passes them on as given, without packing *args and **kwargs: ~40 ns where a
     generic wrapper cost ~100 ns), its defaults, name, docstring and signature."""

@@ -102,9 +102,9 @@ def install(namespace: str) -> None:
                 setattr(module, name, hidden.pop(name))
         elif name in module.__dict__:
             hidden[name] = module.__dict__.pop(name)
-    module.__all__ = [n for n in full if introduced.get(n, DEFAULT) <= state.revision]
+    setattr(module, "__all__", [n for n in full if introduced.get(n, DEFAULT) <= state.revision])
     if namespace == "xp_cuda":
-        module.__array_api_version__ = state.revision
+        setattr(module, "__array_api_version__", state.revision)
 
 
 def set_api_version(api_version: str, /) -> None:

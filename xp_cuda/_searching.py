@@ -97,6 +97,7 @@ def searchsorted(x1, x2, /, *, side="left", sorter=None) -> Array:
     if not isinstance(x2, Array):  # the test check_array makes: the hot path pays nothing more
         return searchsorted(x1, _scalar_x2(x1, x2), side=side, sorter=sorter)
     v = x2._data
+    key: tuple
     if sorter is None:
         s = None
         key = ("searchsorted", a.dtype, a.shape, v.dtype, v.shape, side, type(side))

@@ -62,7 +62,7 @@ def _unguarded(f):
     return getattr(f, "__wrapped__", f)  # (the caller's guard names the fft function)
 
 
-_conj = _unguarded(_elementwise.conj)
+_conj = _unguarded(_elementwise.conj)  # type: ignore[attr-defined]
 
 
 def _times(a, factor):
@@ -368,7 +368,7 @@ def rfftfreq(n, /, *, d=1.0, dtype=None, device=None):
 
 
 for _f in (fftfreq, rfftfreq):
-    _f.__signature__ = _SignatureOfRevision(_f, "fftfreq dtype", ("dtype",))
+    _f.__signature__ = _SignatureOfRevision(_f, "fftfreq dtype", ("dtype",))  # type: ignore[attr-defined]
 del _f
 
 

@@ -2,6 +2,8 @@
 vocabulary, and the hot path's memo of validated elementwise plans (see __init__)."""
 from __future__ import annotations
 
+from typing import Any, Callable
+
 import contextlib
 import math
 
@@ -108,8 +110,9 @@ _NO_SWITCH = contextlib.nullcontext()  # reusable: entering it does nothing
 # context variable, so setting a prebuilt one costs ~0.15 us. Thread- and async-safe like
 # np.errstate (a ContextVar); the fallback is np.errstate where NumPy hides those names.
 try:
-    from numpy._core._ufunc_config import _extobj_contextvar as _FP_STATE
-    from numpy._core._ufunc_config import _make_extobj
+    # (NumPy's private names: the except below takes np.errstate where they are gone)
+    from numpy._core._ufunc_config import _extobj_contextvar as _FP_STATE  # type: ignore[attr-defined]
+    from numpy._core._ufunc_config import _make_extobj  # type: ignore[attr-defined]
     _FP_IGNORE = _make_extobj(all="ignore")
     fp_quiet_on = _FP_STATE.set
     fp_quiet_off = _FP_STATE.reset
@@ -194,6 +197,9 @@ class Backend:
     device: Device = CPU
     # When arrays of several backends meet in one call (an argument of a fused function and
     # an array it closes over), the one of higher rank handles it (and reports the problem).
+    # (primitives every backend defines, declared for the type checker)
+    move_in: Callable[..., Any]
+    full: Callable[..., Any]
     rank = 0
 
     # A context that makes this backend's device current, or None where there is no device

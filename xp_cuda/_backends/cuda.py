@@ -107,7 +107,7 @@ class CudaBackend(Backend):
         self._dev = cp.cuda.Device(device.index)
         self.switch = None if cuda_device_count() == 1 else self._dev
         self._alloc = empty_allocator(cp)  # cp.empty's Python layers cost ~4 us a call
-        self._plans = {}  # (name, dtype names) -> elementwise Plan on this device
+        self._plans: dict = {}  # (name, dtype names) -> elementwise Plan on this device
 
     def ctx(self):
         # one visible GPU: it is always current, and entering CuPy's Device costs ~1 us

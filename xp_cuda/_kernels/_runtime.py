@@ -278,11 +278,12 @@ def resolve_cache_dir(setting: str | None) -> Path | None:
     per-user folder in the temp directory, with one warning naming both; when that is refused
     too, the warning says why and the result is None: kernels compile into memory, no disk
     cache. Never raises for the cache's sake."""
+    why: str | None
     try:
         wanted = (Path(os.path.expanduser(setting)) if setting and setting.strip()
                   else _default_cache_dir())
     except (RuntimeError, KeyError) as e:  # no home directory to expand
-        wanted, why = setting or "~/.cache/xp_cuda/kernels", f"no home directory ({e})"
+        wanted, why = Path(setting or "~/.cache/xp_cuda/kernels"), f"no home directory ({e})"
     else:
         why = _usable(wanted)
         if why is None:

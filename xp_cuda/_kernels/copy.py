@@ -263,7 +263,9 @@ def plan_copy(shape, dst_strides, src_strides, itemsize: int, dst_align: int = 0
         norm.append((S // w, w, w))
         S = w
     norm.sort(key=lambda t: (-t[1], -abs(t[2])))  # stable: destination order, outermost first
-    sh, dst, src = [], [], []
+    sh: list = []
+    dst: list = []
+    src: list = []
     for n, ds, ss in norm:
         if sh and dst[-1] == ds * n and src[-1] == ss * n:
             sh[-1] *= n
@@ -280,7 +282,7 @@ def plan_copy(shape, dst_strides, src_strides, itemsize: int, dst_align: int = 0
                 == wide):
             S = wide
             sh, dst, src = sh[:-1], dst[:-1], src[:-1]
-    geo = dict(shape=tuple(sh), dst_strides=tuple(dst), src_strides=tuple(src),
+    geo: dict = dict(shape=tuple(sh), dst_strides=tuple(dst), src_strides=tuple(src),
                dst_offset=doff, src_offset=soff)
     if not sh or (len(sh) == 1 and dst[0] == S and src[0] == S):
         return CopyPlan("memcpy", S, **geo)
@@ -331,7 +333,7 @@ def plan_roll(shape, dst_strides, src_strides, itemsize: int, shifts, dst_align:
         return RollPlan("empty", S)
     dims = [[n, ds, ss, k] for n, ds, ss, k in zip(shape, dst_strides, src_strides, shifts)
             if n != 1]
-    merged = []
+    merged: list = []
     for d in dims:  # an unrolled dim contiguous in both with its unrolled inner neighbour
         p = merged[-1] if merged else None
         if (p is not None and p[3] == 0 and d[3] == 0 and p[1] == d[1] * d[0]
@@ -370,7 +372,7 @@ def plan_gather(x_shape, x_strides, axis: int, m: int, itemsize: int, x_align: i
     if w < S:
         dims.append([S // w, w, False])
         S = w
-    merged = []
+    merged: list = []
     for d in dims:
         p = merged[-1] if merged else None
         if p is not None and not p[2] and not d[2] and p[1] == d[1] * d[0]:
@@ -386,11 +388,11 @@ def plan_gather(x_shape, x_strides, axis: int, m: int, itemsize: int, x_align: i
             S = wide
             merged = merged[:-1]
     shape = tuple(d[0] for d in merged)
-    dst, acc = [], S
+    steps_out, acc = [], S
     for n in reversed(shape):
-        dst.append(acc)
+        steps_out.append(acc)
         acc *= n
-    dst = tuple(reversed(dst))
+    dst = tuple(reversed(steps_out))
     src = tuple(d[1] for d in merged)
     gdim = next(i for i, d in enumerate(merged) if d[2])
     shift = _needs_shift(S, out_align, dst[:-1])
@@ -412,7 +414,9 @@ def plan_concat(out_shape, axis: int, parts, itemsize: int = 1) -> tuple:
     parts are skipped."""
     outer = math.prod(out_shape[:axis])
     inner = math.prod(out_shape[axis + 1:])
-    steps, run, col = [], [], 0
+    steps: list = []
+    run: list = []
+    col = 0
 
     def flush():
         for k in range(0, len(run), MAXPARTS):
@@ -768,7 +772,7 @@ def plan_along(x_shape, x_strides, idx_shape, idx_strides, axis: int,
     out = along_shape(x_shape, idx_shape, axis)
     if 0 in out:
         return AlongPlan("empty", itemsize)
-    dims = []  # [n, x stride, index stride] in output order, size-1 dims dropped
+    dims: list = []  # [n, x stride, index stride] in output order, size-1 dims dropped
     for i, n in enumerate(out):
         if n == 1:
             continue

@@ -64,7 +64,7 @@ class Clip:
 
 class Take(NamedTuple):
     """A source axis indexed by an int: the view reads this index of it."""
-    index: int
+    index: int  # type: ignore[assignment]  # a field named as tuple's method
 
 
 class Slice(NamedTuple):

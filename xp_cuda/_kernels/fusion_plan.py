@@ -84,7 +84,7 @@ COL_VECTOR_GROUPS = 256
 # at most 8 bytes: 16; XpMom<double>: 24). Their partials are scratch of 8-byte words.
 STRUCT_ACC = {"argmax": 16, "argmin": 16, "var": 24, "std": 24, "sumexp": 24}
 
-_ITEMSIZE = {}
+_ITEMSIZE: dict = {}
 
 
 def itemsize(name: str) -> int:
@@ -221,7 +221,7 @@ def flat_inputs(nodes) -> tuple:
 def plan_group(outs, idxs, shape, strides_ok, inputs, config, T) -> GroupPlan:
     n = size(shape)
     flat = all(contiguous(outs[j], shape, strides_ok) for j in idxs)
-    fin = ()
+    fin: tuple = ()
     vec = unroll = 1
     if flat:
         fin = flat_inputs([outs[j] for j in idxs])
@@ -283,7 +283,8 @@ def plan_reduction(node, j, r, strides_ok, inputs, sms) -> ReducePlan:
         G = min(256, 1 << (max(1, M // unroll).bit_length() - 1))
     elif row_like:
         G = 256 if M >= 2048 else 32 if M >= 64 else 1
-    colvec, cfin = 1, ()
+    colvec = 1
+    cfin: tuple = ()
     if not row_like and kind not in STRUCT_ACC and kept == tuple(range(nd - len(kept), nd)) \
             and contiguous(x, x.shape, strides_ok):
         cfin = flat_inputs([x])
@@ -328,13 +329,13 @@ def plan_kernel(kernel_outs, inputs, sms, config) -> KernelPlan:
     """The whole kernel: groups, then reductions, then the grid that covers every section."""
     T = THREADS if any(n.op is Op.REDUCE for n in kernel_outs) else config[2]
     strides_ok = {i.pos: i.contiguous for i in inputs}
-    shapes = {}
+    shapes: dict = {}
     for j, node in enumerate(kernel_outs):
         if node.op is not Op.REDUCE:
             shapes.setdefault(node.shape, []).append(j)
     groups = tuple(plan_group(kernel_outs, idxs, shape, strides_ok, inputs, config, T)
                    for shape, idxs in shapes.items())
-    reds = []
+    reds: list = []
     for j, node in enumerate(kernel_outs):
         if node.op is Op.REDUCE:
             reds.append(plan_reduction(node, j, len(reds), strides_ok, inputs, sms))
@@ -490,7 +491,7 @@ def reduce_depths(outs) -> dict:
     """id(node) -> the number of reductions on the longest path below the node's value: the
     kernel that can compute it (a reduction is computed in the kernel of its operand's
     depth; its consumers one kernel later)."""
-    depth = {}
+    depth: dict = {}
 
     def d(node):
         key = id(node)

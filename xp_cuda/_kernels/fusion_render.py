@@ -687,7 +687,7 @@ def _max_rides(plan, outs) -> dict:
     """{output of a sumexp reduction: output of a max reduction of the same operand and
     geometry}: that max is the sumexp accumulator's running maximum, written by the sumexp's
     section (one pass over x for both; fusion_plan.online_sumexp)."""
-    rides = {}
+    rides: dict = {}
     for r in plan.reductions:
         if r.kind != "sumexp":
             continue

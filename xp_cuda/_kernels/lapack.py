@@ -130,7 +130,7 @@ class SolvePlan:
     b_step: int = 0
     a_memcpy: int = 0       # bytes: a (its first matrix where one serves) is laid out as its
     b_memcpy: int = 0       # copy is, one cudaMemcpyAsync; likewise b; 0: copy.copy_into
-    offsets: np.ndarray = field(default=None, compare=False, repr=False)  # uint64, host_ptrs
+    offsets: np.ndarray | None = field(default=None, compare=False, repr=False)  # uint64, host_ptrs
 
 
 def choose_method(batch: int, n: int, shared: bool) -> str:
@@ -183,7 +183,7 @@ def plan_solve(a_shape, a_strides, b_shape, b_strides, dtype: str, lwork: int = 
     lu_strides = mat if one else _packed_strides(bshape, n * n * S) + mat
     rhs_strides = None if k == 1 else _packed_strides(bshape, n * k * S) + (S, n * S)
     cusolver = method in ("single", "loop")
-    common = dict(dtype=dtype, itemsize=S, shape=tuple(b_shape), batch=batch, n=n, k=k,
+    common: dict = dict(dtype=dtype, itemsize=S, shape=tuple(b_shape), batch=batch, n=n, k=k,
                   method=method, trans=trans, mats=mats, lu_shape=lu_shape,
                   lu_strides=lu_strides, rhs_strides=rhs_strides,
                   nrhs=batch * k if one else k, lwork=lwork if cusolver else 0)
@@ -193,7 +193,7 @@ def plan_solve(a_shape, a_strides, b_shape, b_strides, dtype: str, lwork: int = 
     read = info_count if info_count <= INFO_READ_MAX else 0
     host_ptrs = 2 * mats * 8 if method == "batched" and mats <= PTRS_HOST_MAX else 0
     off = 0
-    regions = {}
+    regions: dict = {}
     for name, size in (("lu", mats * n * n * S), ("piv", mats * n * 4), ("info", info_count * 4),
                        ("ptrs", host_ptrs), ("rhs", batch * n * k * S if k > 1 else 0),
                        ("work", common["lwork"] * S)):

@@ -224,7 +224,7 @@ def scan_depth(plan: ScanPlan) -> int:
     """The most additions in sequence on the way to one output: the float error bound of the
     module docstring (d * u * sum|x|)."""
     if plan.kind == "transpose":
-        return scan_depth(plan.inner_plan)
+        return scan_depth(plan.inner_plan)  # type: ignore[arg-type]  # (set where inner)
     if plan.kind == "lookback":
         v = plan.tile // (THREADS * CHUNKS)
         # inside the tile: the in-vector run, per chunk 5 warp levels and the carry adds, 3

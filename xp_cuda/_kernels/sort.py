@@ -11,6 +11,8 @@ without a GPU.
 """
 from __future__ import annotations
 
+from typing import Any
+
 import functools
 import math
 from dataclasses import dataclass
@@ -233,8 +235,8 @@ def segmented_sort(cp, x, want_values: bool, want_indices: bool):
     if what is None:
         return None
     alloc = allocator(cp)
-    values = alloc(shape, dtype) if want_values else None
-    indices = alloc(shape, _I64) if want_indices else None
+    values: Any = alloc(shape, dtype) if want_values else None
+    indices: Any = alloc(shape, _I64) if want_indices else None
     if what == "sorted":
         replay(cp, prog, (xp, values.data.ptr if want_values else 0,
                           indices.data.ptr if want_indices else 0))
@@ -393,9 +395,9 @@ def small_unique(cp, x, want_counts: bool, want_inverse: bool, want_indices: boo
             out["inverse_indices"] = alloc(shape, _I64)
         return out
     values = alloc((nb,), dt)
-    counts = alloc((nb,), _I64) if want_counts else None
-    firsts = alloc((nb,), _I64) if want_indices else None
-    inverse = alloc(shape, _I64) if want_inverse else None
+    counts: Any = alloc((nb,), _I64) if want_counts else None
+    firsts: Any = alloc((nb,), _I64) if want_indices else None
+    inverse: Any = alloc(shape, _I64) if want_inverse else None
     k, _, _ = replay(cp, prog, (xp, values.data.ptr, counts.data.ptr if want_counts else 0,
                                 firsts.data.ptr if want_indices else 0,
                                 inverse.data.ptr if want_inverse else 0))
@@ -543,9 +545,9 @@ def sorted_unique(cp, flat, want_values_only: bool, want_index: bool, want_inver
                                      want_counts)
     alloc = allocator(cp)
     values = alloc((n,), dt)
-    indices = alloc((n,), _I64) if want_index else None
-    counts = alloc((n,), _I64) if want_counts else None
-    inverse = alloc((n,), _I64) if want_inverse else None
+    indices: Any = alloc((n,), _I64) if want_index else None
+    counts: Any = alloc((n,), _I64) if want_counts else None
+    inverse: Any = alloc((n,), _I64) if want_inverse else None
     k, _, _ = replay(cp, prog, (fp, values.data.ptr, indices.data.ptr if want_index else 0,
                                 counts.data.ptr if want_counts else 0,
                                 inverse.data.ptr if want_inverse else 0))
@@ -660,9 +662,9 @@ def hash_unique(cp, flat, want_index: bool, want_inverse: bool, want_counts: boo
                                                            want_counts, a, b, c, d, e))
     alloc = allocator(cp)
     values = alloc((HQ_MAX + 1,), dt)
-    indices = alloc((HQ_MAX + 1,), _I64) if want_index else None
-    ucounts = alloc((HQ_MAX + 1,), _I64) if want_counts else None
-    inverse = alloc((n,), _I64) if want_inverse else None
+    indices: Any = alloc((HQ_MAX + 1,), _I64) if want_index else None
+    ucounts: Any = alloc((HQ_MAX + 1,), _I64) if want_counts else None
+    inverse: Any = alloc((n,), _I64) if want_inverse else None
     k, _, _ = replay(cp, prog, (x, values.data.ptr, indices.data.ptr if want_index else 0,
                                 ucounts.data.ptr if want_counts else 0,
                                 inverse.data.ptr if want_inverse else 0))
@@ -736,9 +738,9 @@ def _sorted_unique_direct(cp, flat, want_values_only: bool, want_index: bool,
             s.sort()  # in place: CUB's radix sort of unsigned keys
         s_is_key = 1
     values = cp.empty(n, dtype=dt)
-    indices = cp.empty(n, dtype=np.int64) if want_index else None
-    counts = cp.empty(n, dtype=np.int64) if want_counts else None
-    inverse = cp.empty(n, dtype=np.int64) if want_inverse else None
+    indices: Any = cp.empty(n, dtype=np.int64) if want_index else None
+    counts: Any = cp.empty(n, dtype=np.int64) if want_counts else None
+    inverse: Any = cp.empty(n, dtype=np.int64) if want_inverse else None
     null = np.uint64(0)
     _kernel(f"xp_sortuniq_runs_{width}")(
         (plan.tiles,), (_UQ_THREADS,),

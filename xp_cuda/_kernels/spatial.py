@@ -7,6 +7,8 @@ tested without a GPU.
 """
 from __future__ import annotations
 
+from typing import Any
+
 import math
 
 import numpy as np
@@ -94,6 +96,14 @@ class Tree:
     """Device arrays of a built tree."""
 
     __slots__ = ("n", "m", "D", "pts", "order", "boxes", "L", "periodic")
+    n: int
+    m: int
+    D: int
+    pts: Any
+    order: Any
+    boxes: Any
+    L: Any
+    periodic: bool
 
     @property
     def size(self):

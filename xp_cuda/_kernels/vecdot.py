@@ -85,7 +85,9 @@ def plan_layout(shape1, strides1, shape2, strides2, axis: int) -> Layout:
     # Stable sort: the dim with the largest strides walks slowest.
     dims.sort(key=lambda t: -(abs(t[2]) + abs(t[3])))
     perm = [t[0] for t in dims]
-    shape, s1, s2 = [], [], []
+    shape: list = []
+    s1: list = []
+    s2: list = []
     for _, n, a, b in dims:
         if shape and s1[-1] == a * n and s2[-1] == b * n:
             shape[-1] *= n

@@ -281,7 +281,7 @@ class Fused:
 
 # The out-of-memory guard (xp_cuda._memory) around every call of a fused function (a wrapper:
 # a fused call's host time is several microseconds; the guard's frame adds ~40 ns).
-Fused.__call__ = _memory.guard(Fused.__call__, "fused function")
+Fused.__call__ = _memory.guard(Fused.__call__, "fused function")  # type: ignore[method-assign]
 
 
 def fuse(fn=None, /):

@@ -159,7 +159,7 @@ class ScalarParam:
     def __index__(self):
         self._no("use as an index, axis or size")
 
-    __hash__ = None
+    __hash__ = None  # type: ignore[assignment]  # as Array's
 
     def __repr__(self):
         return f"ScalarParam(sample={self.sample!r})"
@@ -175,7 +175,7 @@ class ScalarParam:
             def convert(v, d=dtype, w=where):
                 return typed_scalar(v, d, w).value
         else:  # the revision's wider dtype (a complex beside a real floating array)
-            def convert(v, d=dtype):
+            def convert(v, d=dtype):  # type: ignore[misc]  # (no `where`: nothing to refuse)
                 return d._np.type(v)
         t = current()
         return t.tracer(Node(Op.PARAM, (), dtype, (), Param(t.add_use(self, dtype, convert))))
@@ -217,8 +217,9 @@ for _stem, _op in (("add", operator.add), ("sub", operator.sub), ("mul", operato
 for _stem, _op in (("lt", operator.lt), ("le", operator.le), ("gt", operator.gt),
                    ("ge", operator.ge), ("eq", operator.eq), ("ne", operator.ne)):
     setattr(ScalarParam, f"__{_stem}__", _sbin(_op))
-for _stem, _op in (("neg", operator.neg), ("pos", operator.pos), ("abs", operator.abs),
-                   ("invert", operator.invert)):
+_UNARY: tuple = (("neg", operator.neg), ("pos", operator.pos), ("abs", operator.abs),
+                 ("invert", operator.invert))
+for _stem, _op in _UNARY:
     setattr(ScalarParam, f"__{_stem}__", _sun(_op))
 del _stem, _op
 
@@ -449,7 +450,7 @@ def _data(tracer):
 
 
 class TraceBackend(Backend):
-    xp = _Refuse()
+    xp = _Refuse()  # type: ignore[assignment]  # a stand-in that refuses every use
     rank = 1  # a call that meets a traced array is recorded (or refused), never computed
 
     # ---- recorded ---------------------------------------------------------------------------
@@ -564,5 +565,5 @@ for _name, _what in REFUSED.items():
     setattr(TraceBackend, _name, _refuser(_what))
 
 TRACE = TraceBackend()
-Tracer._b = TRACE  # a Tracer's backend is the recorder, whatever its device
+Tracer._b = TRACE  # type: ignore[method-assign, assignment]  # a Tracer's backend is the recorder, whatever its device
 register_native_type(Meta, Tracer)

@@ -42,7 +42,7 @@ def _as_int(v, what: str) -> int:
     if isinstance(v, numbers.Integral):
         return int(v)
     if isinstance(v, numbers.Real) and float(v).is_integer():
-        return int(v)
+        return int(v)  # type: ignore[call-overload]  # (a Real with an integral value)
     try:
         return operator.index(v)
     except TypeError:
