@@ -1,6 +1,6 @@
 """Run the official array-api-tests suite against xp_cuda from this checkout.
 
-    python array_api_tests_config/run.py SUITE_PATH [--device cpu|cuda:N] [--max-examples N]
+    python array_api_tests_config/run.py SUITE_PATH [--device cpu|cpu:N|cuda:N] [--max-examples N]
         [--api-version 2023.12|2024.12|2025.12] [--json FILE] [--] [test files, node ids or
         pytest args...]
 
@@ -98,7 +98,8 @@ def main(argv: list[str] | None = None) -> int:
         argv, extra = argv[:i], argv[i + 1:]
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("suite", type=Path, help="array-api-tests checkout (holds conftest.py)")
-    ap.add_argument("--device", default="cpu", help="cpu or cuda:N (default cpu)")
+    ap.add_argument("--device", default="cpu",
+                    help="cpu, cpu:N (a simulated device) or cuda:N (default cpu)")
     ap.add_argument("--max-examples", type=int, default=20)
     ap.add_argument("--api-version", default="2023.12", choices=REVISIONS,
                     help="the revision of the standard to test (default 2023.12)")
@@ -109,8 +110,8 @@ def main(argv: list[str] | None = None) -> int:
     suite = args.suite.resolve()
     if not (suite / "array_api_tests").is_dir() or not (suite / "conftest.py").is_file():
         ap.error(f"{suite} is not an array-api-tests checkout (see array_api_tests_config/README.md)")
-    if not re.fullmatch(r"cpu|cuda:\d+", args.device):
-        ap.error(f"--device must be cpu or cuda:N, got {args.device!r}")
+    if not re.fullmatch(r"cpu(:\d+)?|cuda:\d+", args.device):
+        ap.error(f"--device must be cpu, cpu:N (simulated) or cuda:N, got {args.device!r}")
 
     xfail_ids, missing = clean_ids(XFAILS, True, args.device, args.api_version)
     skip_ids, missing_s = clean_ids(SKIPS, True, args.device, args.api_version)
@@ -142,6 +143,8 @@ def main(argv: list[str] | None = None) -> int:
     env = dict(os.environ, ARRAY_API_TESTS_MODULE="xp_cuda",
                ARRAY_API_TESTS_VERSION=args.api_version, XP_CUDA_API_VERSION=args.api_version,
                XP_CUDA_DEFAULT_DEVICE=args.device)
+    if args.device.startswith("cpu:"):  # a simulated device: switched on, up to this one
+        env["XP_CUDA_CPU_DEVICES"] = str(int(args.device[4:]) + 1)
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + [p for p in
                                         env.get("PYTHONPATH", "").split(os.pathsep) if p])
     print(f"[run.py] device={args.device} api_version={args.api_version} "

@@ -561,3 +561,26 @@ def test_runner_applies_tagged_entries_by_device_and_revision(tmp_path):
     assert run.clean_ids(f, True, "cuda:0", "2024.12")[0] == ["a::plain", "a::gpu", "a::both",
                                                                "a::none"]
     assert run.clean_ids(f, True, "cpu", "2025.12")[0] == ["a::plain", "a::none"]
+
+
+def test_runner_switches_a_simulated_device_on(tmp_path):
+    """--device cpu:N runs the suite with the simulated device as the default (the runner
+    switches cpu:N on); a device it cannot read is refused."""
+    suite = tmp_path / "suite"
+    (suite / "array_api_tests").mkdir(parents=True)
+    (suite / "conftest.py").write_text(
+        "def pytest_addoption(parser):\n"
+        "    for o in ('--max-examples', '--xfails-file', '--skips-file'):\n"
+        "        parser.addoption(o)\n"
+        "    parser.addoption('--disable-deadline', action='store_true')\n")
+    (suite / "array_api_tests" / "test_probe.py").write_text(
+        "import os\n"
+        "def test_default_device():\n"
+        "    import xp_cuda as xp\n"
+        "    assert os.environ['XP_CUDA_CPU_DEVICES'] == '3'\n"
+        "    assert str(xp.__array_namespace_info__().default_device()) == 'cpu:2'\n"
+        "    assert xp.ones(2).device == xp.__array_namespace_info__().devices()[2]\n")
+    run = _runner()
+    assert run.main([str(suite), "--device", "cpu:2", "--max-examples", "1"]) == 0
+    with pytest.raises(SystemExit):
+        run.main([str(suite), "--device", "gpu:1"])
