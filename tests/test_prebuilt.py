@@ -93,3 +93,18 @@ def test_a_first_call_loads_shipped_kernels_without_compiling(tmp_path):
     out = subprocess.run([sys.executable, "-c", CHILD], env=env, capture_output=True,
                          text=True)
     assert out.returncode == 0 and "ok" in out.stdout, out.stderr[-2000:]
+
+
+def test_every_shipped_unit_names_a_kernel_of_its_cubin():
+    """`xp-cuda warm` loads each unit by its kernel name: a name the cubin lacks fails there
+    (it did for vecdot, named xp_vecdot while its kernels are vecdot_*). A cubin's ELF string
+    table holds each kernel's name between NULs, so this needs no GPU."""
+    from xp_cuda._kernel_set import units
+    arch = "sm_90"
+    missing = []
+    for src, opts, name in units():
+        cubin = rt.shipped_cubin(src, opts, arch)
+        assert cubin is not None, name
+        if b"\x00" + name.encode() + b"\x00" not in cubin:
+            missing.append(name)
+    assert not missing, f"units whose kernel name is not in their cubin: {missing[:10]}"

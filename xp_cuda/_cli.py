@@ -238,6 +238,7 @@ def cmd_warm(args) -> int:
     from xp_cuda._devices import cupy_module, parse_device
     from xp_cuda._kernel_set import units
     from xp_cuda._kernels import load_kernel
+    from xp_cuda._kernels._runtime import KernelCompileError
     devices = [_parse(parse_device, args.device)] if args.device else [
         d for d in _all_devices(xp) if d.kind != "cpu"]
     devices = [d for d in devices if d.kind != "cpu"]
@@ -251,7 +252,11 @@ def cmd_warm(args) -> int:
         with cp.cuda.Device(dev.index):
             for src, opts, name in tqdm(us, desc=f"{dev}", unit="kernel", file=sys.stderr,
                                         disable=args.quiet):
-                load_kernel(src, name, opts)
+                try:
+                    load_kernel(src, name, opts)
+                except KernelCompileError as e:  # a bug of ours: say which kernel, briefly
+                    raise CliError(f"warm: {dev}: {e}; please report it with "
+                                   f"`xp-cuda info --json`", 1) from None
     print(f"{len(us)} kernels ready on {', '.join(map(str, devices))} (shipped, or compiled "
           f"once into the kernel cache); others compile on first use")
     return 0

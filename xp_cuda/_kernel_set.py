@@ -97,7 +97,7 @@ def vecdot_units():
     from xp_cuda._kernels import _runtime as rt
     from xp_cuda._kernels import vecdot as V
     for d in ("float32", "float64"):
-        yield rt.source("vecdot.cu"), V.compile_options(d, d, d), "xp_vecdot"
+        yield rt.source("vecdot.cu"), V.compile_options(d, d, d), "vecdot_main"
 
 
 def scan_units():
