@@ -15,6 +15,9 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import Any, Callable, TypeVar
+
+F = TypeVar("F", bound=Callable[..., Any])  # a decorated function keeps its own type
 
 REVISIONS = ("2023.12", "2024.12", "2025.12")
 DEFAULT = "2023.12"
@@ -78,12 +81,12 @@ def allows(rule: str) -> bool:
     return rule in state.rules
 
 
-def since(revision: str, namespace: str = "xp_cuda"):
+def since(revision: str, namespace: str = "xp_cuda") -> Callable[[F], F]:
     """Mark a public function as added by ``revision`` of the standard, in ``namespace``."""
     assert revision in REVISIONS[1:], revision
 
-    def mark(func):
-        func.__xp_since__ = revision
+    def mark(func: F) -> F:
+        func.__xp_since__ = revision  # type: ignore[attr-defined]  # a marker attribute
         _INTRODUCED.setdefault(namespace, {})[func.__name__] = revision
         return func
     return mark
