@@ -124,3 +124,48 @@ def test_a_users_strict_type_check_sees_the_api(tmp_path):
                if "Revealed type is" in ln]
     assert reveals[:3] == ['"xp_cuda._array.Array"'] * 3, reveals
     assert "tuple" in reveals[3].lower() and "DType" in reveals[4], reveals
+
+
+def _type_checking_block(tree):
+    """The statements under the first `if TYPE_CHECKING:` of an ast body holding defs."""
+    import ast
+    for node in tree:
+        if isinstance(node, ast.If) and getattr(node.test, "id", "") == "TYPE_CHECKING" and \
+                any(isinstance(n, ast.FunctionDef) for n in node.body):
+            return node
+    raise AssertionError("no `if TYPE_CHECKING:` block of declarations")
+
+
+def test_elementwise_declarations_follow_the_table():
+    """The elementwise functions are made from ROWS at import; their declarations for type
+    checkers (and the literal __all__ beside them) must name the same functions, arities."""
+    import ast
+
+    import xp_cuda._elementwise as E
+    tree = ast.parse(Path(E.__file__).read_text()).body
+    block = _type_checking_block(tree)
+    declared = {n.name: len(n.args.posonlyargs) for n in block.body
+                if isinstance(n, ast.FunctionDef)}
+    assert declared == {name: row[0] for name, row in E.ROWS.items()}
+    literal = next(n for n in ast.walk(ast.Module(body=tree, type_ignores=[]))
+                   if isinstance(n, ast.Assign) and isinstance(n.value, ast.List) and
+                   getattr(n.targets[0], "id", "") == "__all__")
+    assert [ast.literal_eval(v) for v in literal.value.elts] == E.__all__
+
+
+def test_array_operator_declarations_follow_the_tables():
+    """Array's operators are installed from _elementwise's tables; the declarations in the
+    class body for type checkers must name exactly those."""
+    import ast
+
+    import xp_cuda._array as A
+    import xp_cuda._elementwise as E
+    tree = ast.parse(Path(A.__file__).read_text())
+    cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Array")
+    block = _type_checking_block(cls.body)
+    declared = {n.name for n in block.body if isinstance(n, ast.FunctionDef)}
+    installed = ({f"__{p}{stem}__" for stem, _, _ in E._BINARY_OPERATORS for p in ("", "r", "i")}
+                 | {f"__{stem}__" for stem, _, _ in E._COMPARISONS}
+                 | {f"__{stem}__" for stem, _ in E._UNARY_OPERATORS}
+                 | {"__matmul__", "__rmatmul__", "__imatmul__"})  # _linear_algebra's
+    assert declared == installed

@@ -5,14 +5,18 @@ named submodules (``xp_cuda.nonstandard``, ``xp_cuda.fuse``, ``xp_cuda.spatial``
 """
 
 import math as _math
+import typing as _t
 
 from . import _memory, _revisions, _version
 from . import (_creation, _data_type_functions, _elementwise, _indexing, _linear_algebra,
                _manipulation, _searching, _set, _sorting, _statistical, _utility, fft, linalg)
 from ._creation import *  # noqa: F401,F403
 from ._data_type_functions import *  # noqa: F401,F403
-from ._dtypes import (bool, complex64, complex128, float32, float64, int8,  # noqa: A004
-                      int16, int32, int64, uint8, uint16, uint32, uint64)
+from ._dtypes import bool as bool  # noqa: A004  ("x as x": re-exported, for type checkers)
+from ._dtypes import complex64 as complex64, complex128 as complex128
+from ._dtypes import float32 as float32, float64 as float64
+from ._dtypes import int8 as int8, int16 as int16, int32 as int32, int64 as int64
+from ._dtypes import uint8 as uint8, uint16 as uint16, uint32 as uint32, uint64 as uint64
 from ._elementwise import *  # noqa: F401,F403
 from ._info import __array_namespace_info__
 from ._indexing import *  # noqa: F401,F403
@@ -49,5 +53,6 @@ _memory.install(__name__)  # the out-of-memory guard of every function (xp_cuda.
 _revisions.install(__name__)  # names of later revisions show only while one is in force
 
 
-def __getattr__(name):
-    raise _revisions.missing(__name__, name)
+if not _t.TYPE_CHECKING:  # (a type checker reports a missing name itself)
+    def __getattr__(name: str) -> object:
+        raise _revisions.missing(__name__, name)

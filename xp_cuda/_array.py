@@ -1,7 +1,7 @@
 """The Array object: one backend buffer (NumPy or CuPy) and its Device, with the spec's rules."""
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, Iterator
 
 import operator
 import sys
@@ -16,6 +16,15 @@ from ._devices import Device, check_device
 from ._dtypes import (DType, check_scalar, in_category, scalar_type_name,
                       typed_scalar, wider_scalar_dtype)
 from ._validation import _foreign_hint, broadcast_shapes, check_copy
+
+if TYPE_CHECKING:
+    from types import EllipsisType, ModuleType
+
+    from typing import TypeAlias, Union
+
+    PyScalar: TypeAlias = Union[bool, int, float, complex]  # (as _typing's, which imports us)
+    _Index: TypeAlias = Union[int, slice, EllipsisType, None, "Array"]
+    IndexKey: TypeAlias = Union[_Index, tuple[_Index, ...]]  # the standard's index kinds
 
 _KDL_CPU = 1
 
@@ -221,7 +230,7 @@ class Array:
         return self._data.ndim
 
     @property
-    def shape(self) -> tuple:
+    def shape(self) -> tuple[int, ...]:
         return tuple(self._data.shape)
 
     @property
@@ -243,14 +252,14 @@ class Array:
             raise ValueError(f"x.mT needs at least 2 dimensions; this array has {self.ndim}")
         return Array._new(self._data.swapaxes(-1, -2), self._device)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         host = self._b.to_host(self._data)
         body = np.array2string(host, separator=", ", prefix="Array(")
         return f"Array({body}, dtype={self.dtype.name}, device={self._device})"
 
     __str__ = __repr__
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Array]:
         """Not in the Array API standard: Iteration over the first axis (x[0, ...], x[1, ...],
         ...): the standard defines none; a 0-d array cannot be iterated."""
         # The standard defines no __iter__; Python would iterate through x[0], x[1], ...,
@@ -261,7 +270,7 @@ class Array:
         return (self[i, ...] for i in range(self.shape[0]))
 
     # ---- namespace, devices, DLPack -------------------------------------------------------
-    def __array_namespace__(self, /, *, api_version=None):
+    def __array_namespace__(self, /, *, api_version: str | None = None) -> ModuleType:
         """Array API 2023.12 ``__array_namespace__`` (array object): the xp_cuda namespace; an
         ``api_version`` other than the one in force puts that revision in force for the whole
         process (as array-api-strict does)."""
@@ -269,7 +278,7 @@ class Array:
             _revisions.set_api_version(api_version)
         return sys.modules["xp_cuda"]  # the namespace (imported: it holds this module)
 
-    def to_device(self, device, /, *, stream=None) -> "Array":
+    def to_device(self, device: Device, /, *, stream: int | Any | None = None) -> Array:
         """Array API 2023.12 array object ``to_device``: this array on ``device`` (itself when
         it is there already, else a copy); ``stream`` only for a cuda destination."""
         check_device(device, "to_device")
@@ -281,11 +290,14 @@ class Array:
             return _memory.recover(e, _move_wrapped, (self, device, stream), None,
                                    "to_device")
 
-    def __dlpack_device__(self):
+    def __dlpack_device__(self) -> tuple[int, int]:
         """Array API 2023.12 array object: the DLPack (device type, index) of the data."""
         return self._device.dlpack
 
-    def __dlpack__(self, /, *, stream=None, max_version=None, dl_device=None, copy=None):
+    def __dlpack__(self, /, *, stream: int | Any | None = None,
+                   max_version: tuple[int, int] | None = None,
+                   dl_device: tuple[int, int] | None = None,
+                   copy: bool | None = None) -> Any:
         """Array API 2023.12 array object: a DLPack capsule of the data (shared; a copy to
         the host where ``dl_device`` asks for the CPU)."""
         check_copy(copy, "__dlpack__")
@@ -312,7 +324,7 @@ class Array:
             raise
 
     # ---- the NumPy door, pickle and copy ---------------------------------------------------
-    def __array__(self, dtype=None, copy=None):
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
         """Not in the Array API standard: numpy.asarray(x): on the cpu NumPy's own array (NumPy
         2's copy semantics: copy=None shares where it can, True always copies, False refuses a
         copy); on a GPU a TypeError naming the explicit door (numpy.from_dlpack(x,
@@ -324,20 +336,20 @@ class Array:
                             f"{self._device}); evaluate it first")
         return door(self._data, self._device, dtype, copy)
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[Any, ...]:
         # The values travel as a NumPy array (a cuda array is copied to the host once) and
         # come back on the same device, in the same dtype; a cuda:N array needs cuda:N where
         # it is loaded.
         return _rebuild, (self._b.to_host(self._data), self._device)
 
-    def __copy__(self):
+    def __copy__(self) -> Array:
         """Not in the Array API standard: copy.copy(x): a new array with the same values (never
         shared memory)."""
         # Values, not a reference, as NumPy's copy.copy: an Array is a mutable container
         # (x[...] = v), so a copy sharing the buffer would change with the original.
         return type(self)._new(self._b.copy(self._data), self._device)
 
-    def __deepcopy__(self, memo):
+    def __deepcopy__(self, memo: dict[int, Any]) -> Array:
         """Not in the Array API standard: copy.deepcopy(x): as copy.copy."""
         out = memo.get(id(self))
         if out is None:
@@ -354,23 +366,23 @@ class Array:
                             f"(needs a {category} dtype)")
         return self._data.item()
 
-    def __bool__(self):
+    def __bool__(self) -> bool:
         """Array API 2023.12 array object: bool(x) of a 0-d array of any dtype."""
         return bool(self._scalar("bool", "any"))
 
-    def __int__(self):
+    def __int__(self) -> int:
         """Array API 2023.12 array object: int(x) of a 0-d array of a real or boolean dtype."""
         return int(self._scalar("int", "real-valued or boolean"))
 
-    def __float__(self):
+    def __float__(self) -> float:
         """Array API 2023.12 array object: float(x) of a 0-d array of a real or boolean dtype."""
         return float(self._scalar("float", "real-valued or boolean"))
 
-    def __complex__(self):
+    def __complex__(self) -> complex:
         """Array API 2023.12 array object: complex(x) of a 0-d array of any dtype."""
         return complex(self._scalar("complex", "any"))
 
-    def __index__(self):
+    def __index__(self) -> int:
         """Array API 2023.12 array object: operator.index(x) of a 0-d array of an integer dtype."""
         return int(self._scalar("index", "integer"))
 
@@ -555,7 +567,7 @@ class Array:
                              f"{self._data.shape[axes[j]]}")
         return _wrap(out, self._device)
 
-    def __getitem__(self, key, /):
+    def __getitem__(self, key: IndexKey, /) -> Array:
         """Array API 2023.12 indexing: integers, slices, ellipsis, None and a boolean mask
         (integer arrays from 2024.12); a key names every axis or holds an ellipsis."""
         try:  # (no cost without an exception, Python 3.11+)
@@ -570,7 +582,7 @@ class Array:
         except _memory.errors() as e:  # the out-of-memory guard (xp_cuda._memory)
             return _memory.recover(e, Array.__getitem__, (self, key), None, "__getitem__")
 
-    def __setitem__(self, key, value, /):
+    def __setitem__(self, key: IndexKey, value: Array | PyScalar, /) -> None:
         """Array API 2023.12 indexing: x[key] = value, value an array of x's dtype on x's
         device broadcast to the selection, or a Python scalar x's dtype can hold."""
         try:  # the out-of-memory guard (xp_cuda._memory), inline: no cost without a failure
@@ -612,6 +624,60 @@ class Array:
         return NotImplemented
 
     __hash__ = None  # type: ignore[assignment]  # arrays are mutable: unhashable
+
+    if TYPE_CHECKING:
+        # The operators _elementwise (and _linear_algebra, for @) install from their tables at
+        # import, as type checkers see them (tests/test_types.py keeps the two equal).
+        # __eq__ and __ne__ return arrays, as the standard says, unlike object's.
+        def __matmul__(self, other: Array, /) -> Array: ...
+        def __rmatmul__(self, other: Array, /) -> Array: ...
+        def __imatmul__(self, other: Array, /) -> Array: ...
+        def __add__(self, other: Array | PyScalar, /) -> Array: ...
+        def __radd__(self, other: Array | PyScalar, /) -> Array: ...
+        def __iadd__(self, other: Array | PyScalar, /) -> Array: ...
+        def __sub__(self, other: Array | PyScalar, /) -> Array: ...
+        def __rsub__(self, other: Array | PyScalar, /) -> Array: ...
+        def __isub__(self, other: Array | PyScalar, /) -> Array: ...
+        def __mul__(self, other: Array | PyScalar, /) -> Array: ...
+        def __rmul__(self, other: Array | PyScalar, /) -> Array: ...
+        def __imul__(self, other: Array | PyScalar, /) -> Array: ...
+        def __truediv__(self, other: Array | PyScalar, /) -> Array: ...
+        def __rtruediv__(self, other: Array | PyScalar, /) -> Array: ...
+        def __itruediv__(self, other: Array | PyScalar, /) -> Array: ...
+        def __floordiv__(self, other: Array | PyScalar, /) -> Array: ...
+        def __rfloordiv__(self, other: Array | PyScalar, /) -> Array: ...
+        def __ifloordiv__(self, other: Array | PyScalar, /) -> Array: ...
+        def __mod__(self, other: Array | PyScalar, /) -> Array: ...
+        def __rmod__(self, other: Array | PyScalar, /) -> Array: ...
+        def __imod__(self, other: Array | PyScalar, /) -> Array: ...
+        def __pow__(self, other: Array | PyScalar, /) -> Array: ...
+        def __rpow__(self, other: Array | PyScalar, /) -> Array: ...
+        def __ipow__(self, other: Array | PyScalar, /) -> Array: ...
+        def __and__(self, other: Array | PyScalar, /) -> Array: ...
+        def __rand__(self, other: Array | PyScalar, /) -> Array: ...
+        def __iand__(self, other: Array | PyScalar, /) -> Array: ...
+        def __or__(self, other: Array | PyScalar, /) -> Array: ...
+        def __ror__(self, other: Array | PyScalar, /) -> Array: ...
+        def __ior__(self, other: Array | PyScalar, /) -> Array: ...
+        def __xor__(self, other: Array | PyScalar, /) -> Array: ...
+        def __rxor__(self, other: Array | PyScalar, /) -> Array: ...
+        def __ixor__(self, other: Array | PyScalar, /) -> Array: ...
+        def __lshift__(self, other: Array | PyScalar, /) -> Array: ...
+        def __rlshift__(self, other: Array | PyScalar, /) -> Array: ...
+        def __ilshift__(self, other: Array | PyScalar, /) -> Array: ...
+        def __rshift__(self, other: Array | PyScalar, /) -> Array: ...
+        def __rrshift__(self, other: Array | PyScalar, /) -> Array: ...
+        def __irshift__(self, other: Array | PyScalar, /) -> Array: ...
+        def __lt__(self, other: Array | PyScalar, /) -> Array: ...
+        def __le__(self, other: Array | PyScalar, /) -> Array: ...
+        def __gt__(self, other: Array | PyScalar, /) -> Array: ...
+        def __ge__(self, other: Array | PyScalar, /) -> Array: ...
+        def __eq__(self, other: Array | PyScalar, /) -> Array: ...  # type: ignore[override]
+        def __ne__(self, other: Array | PyScalar, /) -> Array: ...  # type: ignore[override]
+        def __abs__(self) -> Array: ...
+        def __neg__(self) -> Array: ...
+        def __pos__(self) -> Array: ...
+        def __invert__(self) -> Array: ...
 
 
 def _rebuild(host, device: Device) -> Array:

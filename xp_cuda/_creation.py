@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import math
 import operator
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
@@ -14,6 +15,9 @@ from ._devices import CPU, Device, check_device, cupy_module, default_device
 from ._dtypes import DEFAULT_DTYPES, DType, check_scalar, from_numpy_dtype, scalar_type_name
 from ._validation import (MAX_BYTES, check_copy, check_dtype_arg, check_int, check_shape,
                           check_size, common_device, option_type, planned)
+
+if TYPE_CHECKING:
+    from ._typing import NestedSequence, PyScalar, ShapeArg
 
 _DEFAULT_FLOAT = DEFAULT_DTYPES["real floating"]
 _pybool = bool
@@ -132,7 +136,9 @@ def _check_cast(src: DType, dst: DType, fname):
                         f"API 2023.12); take xp.real, xp.imag or xp.abs first")
 
 
-def asarray(obj, /, *, dtype=None, device=None, copy=None):
+def asarray(obj: Array | PyScalar | NestedSequence | Any, /, *, dtype: DType | None = None,
+            device: Device | None = None, copy: bool | None = None) -> Array:
+    # (Any: a buffer, or a foreign array: NumPy, CuPy, any DLPack exporter)
     """Array API 2023.12 ``asarray`` (creation functions): convert obj (an array, Python scalars
     and sequences, a NumPy/CuPy/DLPack array, or a buffer) to an xp_cuda array. A foreign array
     stays on its own device unless device= says."""
@@ -160,7 +166,8 @@ def asarray(obj, /, *, dtype=None, device=None, copy=None):
             asarray(from_dlpack(obj, device=device, copy=copy), dtype=dtype,
                     copy=None if copy is None else False if copy is False else None)
     try:
-        nat = np.asarray(memoryview(obj))
+        # any other object: memoryview decides whether it is a buffer (its TypeError is caught)
+        nat = np.asarray(memoryview(obj))  # type: ignore[arg-type]  # deliberately any object
     except TypeError:
         raise TypeError(f"{fname}: cannot convert a {type(obj).__name__}; give an array, a "
                         f"Python scalar or sequence, a buffer, or an object with __dlpack__"
@@ -171,7 +178,8 @@ def asarray(obj, /, *, dtype=None, device=None, copy=None):
 _KDL_CPU, _KDL_CUDA, _KDL_CUDA_HOST, _KDL_CUDA_MANAGED = 1, 2, 3, 13
 
 
-def from_dlpack(x, /, *, device=None, copy=None):
+def from_dlpack(x: object, /, *, device: Device | None = None,
+                copy: bool | None = None) -> Array:
     """Array API 2023.12 ``from_dlpack`` (creation functions): import any DLPack exporter
     (NumPy, CuPy, torch, ...). device= moves it, copy= as 2023.12."""
     fname = "from_dlpack"
@@ -244,7 +252,7 @@ def _filled(fname, shape, value, dtype, device):
     return _new_filled(fname, shape, dtype, device, value, True)
 
 
-def empty(shape, *, dtype=None, device=None):
+def empty(shape: ShapeArg, *, dtype: DType | None = None, device: Device | None = None) -> Array:
     """Array API 2023.12 ``empty`` (creation functions): an uninitialised array of ``shape``;
     dtype the default floating dtype unless given, on ``device`` (the default device unless
     given)."""
@@ -256,13 +264,13 @@ _ZERO = {d: d._np.type(0) for d in _dtypes.ALL_DTYPES}
 _ONE = {d: d._np.type(1) for d in _dtypes.ALL_DTYPES}
 
 
-def zeros(shape, *, dtype=None, device=None):
+def zeros(shape: ShapeArg, *, dtype: DType | None = None, device: Device | None = None) -> Array:
     """Array API 2023.12 ``zeros`` (creation functions): an array of ``shape`` filled with zeros."""
     dtype = check_dtype_arg(dtype or _DEFAULT_FLOAT, "zeros")
     return _new_filled("zeros", shape, dtype, device, _ZERO[dtype])
 
 
-def ones(shape, *, dtype=None, device=None):
+def ones(shape: ShapeArg, *, dtype: DType | None = None, device: Device | None = None) -> Array:
     """Array API 2023.12 ``ones`` (creation functions): an array of ``shape`` filled with ones."""
     dtype = check_dtype_arg(dtype or _DEFAULT_FLOAT, "ones")
     return _new_filled("ones", shape, dtype, device, _ONE[dtype])
@@ -278,7 +286,8 @@ def _scalar_dtype(value, fname):
             "complex": DEFAULT_DTYPES["complex floating"]}[kind]
 
 
-def full(shape, fill_value, *, dtype=None, device=None):
+def full(shape: ShapeArg, fill_value: PyScalar, *, dtype: DType | None = None,
+         device: Device | None = None) -> Array:
     """Array API 2023.12 ``full`` (creation functions): an array of ``shape`` filled with
     ``fill_value`` (its dtype inferred from the value's Python type unless given; a value the
     dtype cannot hold is refused)."""
@@ -297,35 +306,37 @@ def _like(fname, x, dtype, device):
     return x.shape, dtype, device
 
 
-def empty_like(x, /, *, dtype=None, device=None):
+def empty_like(x: Array, /, *, dtype: DType | None = None, device: Device | None = None) -> Array:
     """Array API 2023.12 ``empty_like`` (creation functions): an uninitialised array of ``x``'s
     shape, and of its dtype and device unless given."""
     shape, dtype, device = _like("empty_like", x, dtype, device)
     return empty(shape, dtype=dtype, device=device)
 
 
-def zeros_like(x, /, *, dtype=None, device=None):
+def zeros_like(x: Array, /, *, dtype: DType | None = None, device: Device | None = None) -> Array:
     """Array API 2023.12 ``zeros_like`` (creation functions): an array of ``x``'s shape filled
     with zeros, of ``x``'s dtype and device unless given."""
     shape, dtype, device = _like("zeros_like", x, dtype, device)
     return zeros(shape, dtype=dtype, device=device)
 
 
-def ones_like(x, /, *, dtype=None, device=None):
+def ones_like(x: Array, /, *, dtype: DType | None = None, device: Device | None = None) -> Array:
     """Array API 2023.12 ``ones_like`` (creation functions): an array of ``x``'s shape filled
     with ones, of ``x``'s dtype and device unless given."""
     shape, dtype, device = _like("ones_like", x, dtype, device)
     return ones(shape, dtype=dtype, device=device)
 
 
-def full_like(x, /, fill_value, *, dtype=None, device=None):
+def full_like(x: Array, /, fill_value: PyScalar, *, dtype: DType | None = None,
+              device: Device | None = None) -> Array:
     """Array API 2023.12 ``full_like`` (creation functions): an array of ``x``'s shape filled
     with ``fill_value``, of ``x``'s dtype and device unless given."""
     shape, dtype, device = _like("full_like", x, dtype, device)
     return full(shape, fill_value, dtype=dtype, device=device)
 
 
-def eye(n_rows, n_cols=None, /, *, k=0, dtype=None, device=None):
+def eye(n_rows: int, n_cols: int | None = None, /, *, k: int = 0, dtype: DType | None = None,
+        device: Device | None = None) -> Array:
     """Array API 2023.12 ``eye`` (creation functions): a 2-D array with ones on the ``k``-th
     diagonal and zeros elsewhere."""
     fname = "eye"
@@ -351,13 +362,13 @@ def _tri(fname, x, k, upper):
                  x.device)
 
 
-def tril(x, /, *, k=0):
+def tril(x: Array, /, *, k: int = 0) -> Array:
     """Array API 2023.12 ``tril`` (creation functions): ``x`` with the elements above the
     ``k``-th diagonal of its last two axes zeroed."""
     return _tri("tril", x, k, upper=False)
 
 
-def triu(x, /, *, k=0):
+def triu(x: Array, /, *, k: int = 0) -> Array:
     """Array API 2023.12 ``triu`` (creation functions): ``x`` with the elements below the
     ``k``-th diagonal of its last two axes zeroed."""
     return _tri("triu", x, k, upper=True)
@@ -380,7 +391,8 @@ def _real_number(v, fname, argname):
                     f"operator.index accepts), got {v!r}")
 
 
-def arange(start, /, stop=None, step=1, *, dtype=None, device=None):
+def arange(start: int | float, /, stop: int | float | None = None, step: int | float = 1, *,
+           dtype: DType | None = None, device: Device | None = None) -> Array:
     """Array API 2023.12 ``arange`` (creation functions): exactly ceil((stop - start) / step)
     elements with values start + i * step."""
     fname = "arange"
@@ -455,7 +467,9 @@ def _int_range_check(fname, values, dtype):
                                 f"[{info.min}, {info.max}]; use a dtype that holds it")
 
 
-def linspace(start, stop, /, num, *, dtype=None, device=None, endpoint=True):
+def linspace(start: int | float | complex, stop: int | float | complex, /, num: int, *,
+             dtype: DType | None = None, device: Device | None = None,
+             endpoint: bool = True) -> Array:
     """Array API 2023.12 ``linspace`` (creation functions): num evenly spaced values; the same
     float64 operations as NumPy 2.x on every device (integer dtypes: floor of NumPy's float64
     grid, exactly NumPy's values)."""
@@ -494,7 +508,8 @@ def linspace(start, stop, /, num, *, dtype=None, device=None, endpoint=True):
                  last)
 
 
-def meshgrid(*arrays, indexing="xy"):
+def meshgrid(*arrays: Array, indexing: Literal["xy", "ij"] = "xy"
+             ) -> list[Array] | tuple[Array, ...]:
     """Array API 2023.12 ``meshgrid`` (creation functions): coordinate matrices from 1-D
     coordinate arrays (``indexing`` 'xy' or 'ij'); all inputs share one dtype and one device."""
     fname = "meshgrid"

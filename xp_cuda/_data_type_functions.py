@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -13,8 +14,13 @@ from ._dtypes import (CATEGORIES, ISDTYPE_KINDS, PROMOTION_TABLE, DType, promote
                       real_dtype, scalar_dtype, scalar_type_name)
 from ._validation import check_copy, check_dtype_arg
 
+if TYPE_CHECKING:
+    from ._devices import Device
+    from ._typing import PyScalar
 
-def astype(x, dtype, /, *, copy=True, device=None):
+
+def astype(x: Array, dtype: DType, /, *, copy: bool = True,
+           device: Device | None = None) -> Array:
     """Array API 2023.12 ``astype`` (data type functions): ``x`` converted to ``dtype`` (a
     complex to real cast is refused: take real, imag or abs first); ``copy=False`` returns ``x``
     itself where the dtype already matches."""
@@ -52,7 +58,7 @@ def _dtype_of(v, fname, argname):
     raise TypeError(f"{fname}: {argname} must be an xp_cuda dtype or array, got {v!r}")
 
 
-def can_cast(from_, to, /):
+def can_cast(from_: DType | Array, to: DType, /) -> bool:
     """Array API 2023.12 ``can_cast`` (data type functions): true when from_ promotes to `to`
     under the spec's table (no value can change)."""
     src = _dtype_of(from_, "can_cast", "from_")
@@ -78,7 +84,7 @@ class iinfo_object:
     dtype: DType
 
 
-def finfo(type, /):
+def finfo(type: DType | Array, /) -> finfo_object:
     """Array API 2023.12 ``finfo`` (data type functions): machine limits of a floating-point
     dtype (bits, eps, max, min, smallest_normal, dtype)."""
     dt = _dtype_of(type, "finfo", "type")
@@ -90,7 +96,7 @@ def finfo(type, /):
                         float(fi.smallest_normal), r)
 
 
-def iinfo(type, /):
+def iinfo(type: DType | Array, /) -> iinfo_object:
     """Array API 2023.12 ``iinfo`` (data type functions): machine limits of an integer dtype
     (bits, max, min, dtype)."""
     dt = _dtype_of(type, "iinfo", "type")
@@ -100,7 +106,7 @@ def iinfo(type, /):
     return iinfo_object(int(ii.bits), int(ii.max), int(ii.min), dt)
 
 
-def isdtype(dtype, kind):
+def isdtype(dtype: DType, kind: DType | str | tuple[DType | str, ...]) -> bool:
     """Array API 2023.12 ``isdtype`` (data type functions): whether ``dtype`` is of ``kind`` (a
     dtype, a kind name such as 'integral' or 'real floating', or a tuple of them)."""
     if not isinstance(dtype, DType):
@@ -117,7 +123,7 @@ def isdtype(dtype, kind):
     raise TypeError(f"isdtype: kind must be a dtype, a kind name or a tuple, got {kind!r}")
 
 
-def result_type(*arrays_and_dtypes):
+def result_type(*arrays_and_dtypes: Array | DType | PyScalar) -> DType:
     """Array API 2023.12 ``result_type`` (data type functions): the promoted dtype of arrays and
     dtypes; from 2024.12 Python scalars too, each typed by the scalar rules against the arrays'
     and dtypes' promoted dtype (at least one array or dtype is required)."""

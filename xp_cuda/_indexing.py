@@ -19,7 +19,7 @@ def _check_take(x, indices, axis):
     return normalize_axis(axis, x.ndim, "take")
 
 
-def take(x, indices, /, *, axis=None) -> Array:
+def take(x: Array, indices: Array, /, *, axis: int | None = None) -> Array:
     """Array API 2023.12 ``take``: elements of x at ``indices`` (1-D, integer) along ``axis``.
 
     The spec leaves out-of-bounds indices unspecified; we refuse them with IndexError (on a
@@ -72,7 +72,7 @@ def _check_take_along_axis(x, indices, axis):
 
 
 @since("2024.12")
-def take_along_axis(x, indices, /, *, axis=-1) -> Array:
+def take_along_axis(x: Array, indices: Array, /, *, axis: int = -1) -> Array:
     """Array API 2024.12 ``take_along_axis``: ``out[..., j, ...] = x[..., indices[..., j, ...],
     ...]`` along ``axis``: indices (integer) have x's number of dimensions, and x and indices
     broadcast against each other in every other dimension.

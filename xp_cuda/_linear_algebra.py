@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import operator
+from typing import TYPE_CHECKING
 
 from . import _elementwise, _manipulation, _memory
 from ._array import Array, _backend_of, _wrap, check_array
@@ -9,6 +10,10 @@ from ._dtypes import promote, scalar_type_name
 from ._validation import PLANS as _PLANS
 from ._validation import (broadcast_shapes, check_dtype_category, check_int, check_size,
                           common_device, normalize_axis, planned)
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
 
 
 def _unguarded(f):
@@ -38,7 +43,7 @@ def _check_matmul(x1, x2):
     return dtype
 
 
-def matmul(x1, x2, /):
+def matmul(x1: Array, x2: Array, /) -> Array:
     """Array API 2023.12 ``matmul`` (linear algebra functions): the matrix product of ``x1`` and
     ``x2`` (stacks broadcast; 1-D operands promoted as the standard says), computed by cuBLAS on
     cuda."""
@@ -56,7 +61,7 @@ def matmul(x1, x2, /):
     return _wrap(b.matmul(d1, d2, t), device)
 
 
-def matrix_transpose(x, /):
+def matrix_transpose(x: Array, /) -> Array:
     """Array API 2023.12 ``matrix_transpose`` (linear algebra functions): ``x`` with its last two
     axes swapped (a view)."""
     fname = "matrix_transpose"
@@ -80,7 +85,7 @@ def _numeric_pair(fname, x1, x2):
     return dtype, common_device([x1, x2], fname)
 
 
-def _as_int(v):
+def _as_int(v: Any) -> int | None:
     """v as a Python int where operator.index accepts it (bools refused: True is no count),
     else None."""
     if type(v) is int:
@@ -93,18 +98,19 @@ def _as_int(v):
         return None
 
 
-def tensordot(x1, x2, /, *, axes=2):
+def tensordot(x1: Array, x2: Array, /, *,
+              axes: int | tuple[Sequence[int], Sequence[int]] = 2) -> Array:
     """Array API 2023.12 ``tensordot`` (linear algebra functions): the sum of products over
     ``axes`` (an int: the last of ``x1`` with the first of ``x2``; or two sequences of axes)."""
     fname = "tensordot"
     dtype, device = _numeric_pair(fname, x1, x2)
     n1, n2 = x1.ndim, x2.ndim
-    if _as_int(axes) is not None:
-        axes = _as_int(axes)
-        if not 0 <= axes <= min(n1, n2):
-            raise ValueError(f"{fname}: axes={axes} must be between 0 and the smaller rank "
+    k = _as_int(axes)
+    if k is not None:
+        if not 0 <= k <= min(n1, n2):
+            raise ValueError(f"{fname}: axes={k} must be between 0 and the smaller rank "
                              f"{min(n1, n2)} (x1 {x1.shape}, x2 {x2.shape})")
-        ax1, ax2 = list(range(n1 - axes, n1)), list(range(axes))
+        ax1, ax2 = list(range(n1 - k, n1)), list(range(k))
     elif (isinstance(axes, (tuple, list)) and len(axes) == 2
           and all(isinstance(a, (tuple, list)) for a in axes)):
         if len(axes[0]) != len(axes[1]):
@@ -180,7 +186,7 @@ def negative_axis_check(fname, x1, x2, axis):
     return axis
 
 
-def vecdot(x1, x2, /, *, axis=-1):
+def vecdot(x1: Array, x2: Array, /, *, axis: int = -1) -> Array:
     """Array API 2023.12 ``vecdot`` (linear algebra functions): the dot product ``sum(conj(x1) *
     x2)`` over ``axis``, the other axes broadcast (our fused kernel on cuda)."""
     fname = "vecdot"
@@ -206,21 +212,21 @@ def _matmul_operand(self, other):
 
 
 # (each with the out-of-memory guard inline: xp_cuda._memory)
-def _matmul_op(self, other):
+def _matmul_op(self: Array, other: Array) -> Array:
     try:
         return matmul(self, other) if isinstance(other, Array) else _matmul_operand(self, other)
     except _memory.errors() as e:
         return _memory.recover(e, _matmul_op, (self, other), None, "@")
 
 
-def _rmatmul_op(self, other):
+def _rmatmul_op(self: Array, other: Array) -> Array:
     try:
         return matmul(other, self) if isinstance(other, Array) else _matmul_operand(self, other)
     except _memory.errors() as e:
         return _memory.recover(e, _rmatmul_op, (self, other), None, "@")
 
 
-def _imatmul_op(self, other):
+def _imatmul_op(self: Array, other: Array) -> Array:
     try:
         res = _matmul_op(self, other)
         if res is NotImplemented:

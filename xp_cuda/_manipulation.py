@@ -56,7 +56,7 @@ def _int_or_tuple(value, fname: str, argname: str) -> tuple:
 _TUPLES = "tuples from devices, broadcast_arrays and meshgrid"
 
 
-def broadcast_arrays(*arrays):
+def broadcast_arrays(*arrays: Array) -> list[Array] | tuple[Array, ...]:
     """Array API ``broadcast_arrays``: the arrays broadcast to one shape, as a list (a tuple
     from 2025.12)."""
     for i, a in enumerate(arrays):
@@ -72,7 +72,7 @@ def broadcast_arrays(*arrays):
         return sequence([_wrap(b.xp.broadcast_to(a._data, shape), dev) for a in arrays])
 
 
-def broadcast_to(x, /, shape) -> Array:
+def broadcast_to(x: Array, /, shape: tuple[int, ...]) -> Array:
     """Array API 2023.12 ``broadcast_to``: x broadcast to ``shape`` (a view)."""
     check_array(x, "broadcast_to")
     shape = _int_tuple(shape, "broadcast_to", "shape")
@@ -137,7 +137,7 @@ def _check_concat(arrays, axis):
     return ax, dt
 
 
-def concat(arrays, /, *, axis=0) -> Array:
+def concat(arrays: tuple[Array, ...] | list[Array], /, *, axis: int | None = 0) -> Array:
     """Array API 2023.12 ``concat``: join arrays along an existing axis (None: flattened)."""
     natives, dev, b, key = _sequence(arrays, "concat")
     # the arrays' dtypes and shapes and axis decide the checks: once per combination
@@ -170,7 +170,7 @@ def _expanded_shape(x, axes: tuple) -> tuple:
     return tuple(1 if i in positions else next(sizes) for i in range(m))
 
 
-def expand_dims(x, /, axis) -> Array:
+def expand_dims(x: Array, /, axis: int | tuple[int, ...]) -> Array:
     """Array API ``expand_dims``: insert a size-one axis at ``axis`` (in [-N-1, N]); from
     2025.12 ``axis`` may be a tuple of positions in the result."""
     check_array(x, "expand_dims")
@@ -198,7 +198,7 @@ def _check_flip(x, axis):
     return tuple(slice(None, None, -1) if i in axes else slice(None) for i in range(x.ndim))
 
 
-def flip(x, /, *, axis=None) -> Array:
+def flip(x: Array, /, *, axis: int | tuple[int, ...] | None = None) -> Array:
     """Array API 2023.12 ``flip``: reverse the order of elements along the given axes."""
     d = check_array(x, "flip")._data
     key = ("flip", d.ndim, axis, option_type(axis))  # the checks read only these
@@ -210,7 +210,8 @@ def flip(x, /, *, axis=None) -> Array:
         return _wrap(d[index], x._device)
 
 
-def moveaxis(x, source, destination, /) -> Array:
+def moveaxis(x: Array, source: int | tuple[int, ...], destination: int | tuple[int, ...],
+             /) -> Array:
     """Array API 2023.12 ``moveaxis``: move axes to new positions, keeping the others' order."""
     check_array(x, "moveaxis")
     if source is None or destination is None:
@@ -234,7 +235,7 @@ def _check_permute_dims(x, axes):
     return perm
 
 
-def permute_dims(x, /, axes) -> Array:
+def permute_dims(x: Array, /, axes: tuple[int, ...]) -> Array:
     """Array API 2023.12 ``permute_dims``: permute the axes of x."""
     d = check_array(x, "permute_dims")._data
     key = ("permute_dims", d.ndim, axes, option_type(axes))  # the checks read only these
@@ -246,7 +247,7 @@ def permute_dims(x, /, axes) -> Array:
         return _wrap(b.xp.transpose(d, perm), x._device)
 
 
-def repeat(x, repeats, /, *, axis=None) -> Array:
+def repeat(x: Array, repeats: int | Array, /, *, axis: int | None = None) -> Array:
     """Array API 2023.12 ``repeat``: repeat each element ``repeats`` times along ``axis``
     (None: of the flattened array). An array of repeats makes the output shape depend on its
     values, so on a GPU it costs one device synchronization."""
@@ -295,7 +296,7 @@ def repeat(x, repeats, /, *, axis=None) -> Array:
     return _wrap(b.repeat(data, r, ax), x.device)
 
 
-def reshape(x, /, shape, *, copy=None) -> Array:
+def reshape(x: Array, /, shape: tuple[int, ...], *, copy: bool | None = None) -> Array:
     """Array API 2023.12 ``reshape``: same elements in a new shape (one -1 is inferred).
     copy=False raises ValueError when the new shape cannot be a view of x."""
     data = check_array(x, "reshape")._data
@@ -355,7 +356,8 @@ def _check_roll(x, shift, axis):
     return shifts, axes
 
 
-def roll(x, /, shift, *, axis=None) -> Array:
+def roll(x: Array, /, shift: int | tuple[int, ...], *,
+         axis: int | tuple[int, ...] | None = None) -> Array:
     """Array API 2023.12 ``roll``: shift elements along axes, wrapping around."""
     d = check_array(x, "roll")._data
     # the checks read only these
@@ -368,7 +370,7 @@ def roll(x, /, shift, *, axis=None) -> Array:
     return _wrap(x._b.roll(d, plan[0], plan[1], kept_key), x._device)
 
 
-def squeeze(x, /, axis) -> Array:
+def squeeze(x: Array, /, axis: int | tuple[int, ...]) -> Array:
     """Array API 2023.12 ``squeeze``: remove the given size-one axes."""
     check_array(x, "squeeze")
     if axis is None:
@@ -398,7 +400,7 @@ def _check_stack(arrays, axis):
     return ax, dt
 
 
-def stack(arrays, /, *, axis=0) -> Array:
+def stack(arrays: tuple[Array, ...] | list[Array], /, *, axis: int = 0) -> Array:
     """Array API 2023.12 ``stack``: join same-shape arrays along a new axis."""
     natives, dev, b, key = _sequence(arrays, "stack")
     # the arrays' dtypes and shapes and axis decide the checks: once per combination
@@ -423,7 +425,7 @@ def _check_tile(repetitions, shape, dtype):
     return reps
 
 
-def tile(x, repetitions, /) -> Array:
+def tile(x: Array, repetitions: tuple[int, ...], /) -> Array:
     """Array API 2023.12 ``tile``: repeat the whole array along each axis."""
     d = check_array(x, "tile")._data
     key = ("tile", repetitions, option_type(repetitions))  # the checks read only these
@@ -435,7 +437,7 @@ def tile(x, repetitions, /) -> Array:
     return _wrap(x._b.tile(d, reps, kept_key), x._device)
 
 
-def unstack(x, /, *, axis=0) -> tuple:
+def unstack(x: Array, /, *, axis: int = 0) -> tuple[Array, ...]:
     """Array API 2023.12 ``unstack``: the slices of x along ``axis``, as a tuple (views)."""
     check_array(x, "unstack")
     ax = normalize_axis(axis, x.ndim, "unstack")
@@ -450,7 +452,7 @@ __all__ = ["broadcast_arrays", "broadcast_to", "concat", "expand_dims", "flip", 
 
 
 @since("2025.12")
-def broadcast_shapes(*shapes) -> tuple:
+def broadcast_shapes(*shapes: tuple[int, ...]) -> tuple[int, ...]:
     """Array API 2025.12 ``broadcast_shapes``: the shape the shapes broadcast to (``()`` for
     none); ValueError where they do not broadcast. Each shape is a tuple of non-negative Python
     ints (the spec's None for an unknown size is for libraries that build graphs: here every

@@ -1,6 +1,8 @@
 """The 5 searching functions of 2023.12: argmax, argmin, nonzero, searchsorted, where."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from . import _revisions
 from ._array import Array, _backend_of, _wrap, check_array, kept_one, kept_result, scalar_array
 from ._backends import backend
@@ -10,6 +12,11 @@ from ._dtypes import bool as _bool
 from ._validation import PLANS as _PLANS
 from ._validation import (broadcast_shapes, check_bool, check_dtype_category, common_device,
                           normalize_axis, option_type, planned)
+
+if TYPE_CHECKING:
+    from typing import Literal
+
+    from ._typing import ArrayOrScalar
 
 _MISS = object()  # a plan may be None (all axes): the marker of "not planned yet"
 
@@ -48,17 +55,17 @@ def _arg_reduce(op: str, x, axis, keepdims) -> Array:
     return _wrap(x._b.argreduce(op, d, ax, keepdims, key), x._device)
 
 
-def argmax(x, /, *, axis=None, keepdims=False) -> Array:
+def argmax(x: Array, /, *, axis: int | None = None, keepdims: bool = False) -> Array:
     """Array API 2023.12 ``argmax``: index of the first maximum (int64), real-valued x."""
     return _arg_reduce("argmax", x, axis, keepdims)
 
 
-def argmin(x, /, *, axis=None, keepdims=False) -> Array:
+def argmin(x: Array, /, *, axis: int | None = None, keepdims: bool = False) -> Array:
     """Array API 2023.12 ``argmin``: index of the first minimum (int64), real-valued x."""
     return _arg_reduce("argmin", x, axis, keepdims)
 
 
-def nonzero(x, /) -> tuple:
+def nonzero(x: Array, /) -> tuple[Array, ...]:
     """Array API 2023.12 ``nonzero``: a tuple of int64 index arrays, row-major order."""
     d = check_array(x, "nonzero")._data
     if d.ndim == 0:
@@ -87,7 +94,9 @@ def _check_searchsorted(x1, x2, side, sorter):
     return dt
 
 
-def searchsorted(x1, x2, /, *, side="left", sorter=None) -> Array:
+def searchsorted(x1: Array, x2: Array | int | float, /, *,
+                 side: Literal["left", "right"] = "left",
+                 sorter: Array | None = None) -> Array:
     """Array API 2023.12 ``searchsorted``: insertion indices (int64) of x2 into sorted 1-D x1.
 
     Both are compared in their promoted dtype; NaNs order last, as in ``sort``. From 2025.12
@@ -113,7 +122,7 @@ def searchsorted(x1, x2, /, *, side="left", sorter=None) -> Array:
         if r is not None:
             return r
     dt = planned(key, (side,), _check_searchsorted, x1, x2, side, sorter)
-    if x2._device is not dev or (s is not None and sorter._device is not dev):
+    if x2._device is not dev or (sorter is not None and sorter._device is not dev):
         dev = common_device([x1, x2] if s is None else [x1, x2, sorter], "searchsorted")
     if s is None:
         b = x1._b if type(x1) is type(x2) else _backend_of([x1, x2])
@@ -172,7 +181,7 @@ def _scalar_kind(v):
     return kind
 
 
-def _where_scalars(x1, x2):
+def _where_scalars(x1, x2) -> tuple[Array, Array]:
     """where's x1 and x2 when one is not an array: from 2024.12 one Python scalar beside an
     array is the 0-d array the scalar rules make of it; two scalars, or anything else, is a
     TypeError. Inside a fused function a scalar argument follows the same rules (it makes
@@ -204,7 +213,7 @@ def _scalar_array(v, like):
     return scalar_array(v, like, "where")
 
 
-def where(condition, x1, x2, /) -> Array:
+def where(condition: Array, x1: ArrayOrScalar, x2: ArrayOrScalar, /) -> Array:
     """Array API ``where``: x1 where condition, else x2 (arrays, broadcast together; the
     result has x1 and x2's promoted dtype). From 2024.12 one of x1, x2 may be a Python
     scalar, typed by the scalar rules against the other."""

@@ -7,6 +7,7 @@ represents it). Values come out in ascending order, NaNs last.
 from __future__ import annotations
 
 from collections import namedtuple
+from typing import TYPE_CHECKING
 
 from ._array import Array, _backend_of, _wrap, check_array
 from ._backends import backend
@@ -27,23 +28,23 @@ def _unique(fname, x, want_index, want_inverse, want_counts):
     return {k: _wrap(v, x.device) for k, v in parts.items()}
 
 
-def unique_all(x, /) -> UniqueAllResult:
+def unique_all(x: Array, /) -> UniqueAllResult:
     """Array API 2023.12 ``unique_all``: (values, indices, inverse_indices, counts)."""
     return UniqueAllResult(**_unique("unique_all", x, True, True, True))
 
 
-def unique_counts(x, /) -> UniqueCountsResult:
+def unique_counts(x: Array, /) -> UniqueCountsResult:
     """Array API 2023.12 ``unique_counts``: (values, counts)."""
     return UniqueCountsResult(**_unique("unique_counts", x, False, False, True))
 
 
-def unique_inverse(x, /) -> UniqueInverseResult:
+def unique_inverse(x: Array, /) -> UniqueInverseResult:
     """Array API 2023.12 ``unique_inverse``: (values, inverse_indices), inverse_indices of
     x's shape."""
     return UniqueInverseResult(**_unique("unique_inverse", x, False, True, False))
 
 
-def unique_values(x, /) -> Array:
+def unique_values(x: Array, /) -> Array:
     """Array API 2023.12 ``unique_values``: the unique elements of x, 1-D."""
     return _unique("unique_values", x, False, False, False)["values"]
 
@@ -54,7 +55,7 @@ def unique_values(x, /) -> Array:
 _ISIN_CATEGORY = "real-valued"
 
 
-def _isin_scalar(value, other, argname):
+def _isin_scalar(value, other, argname: str) -> Array:
     """A Python int operand of isin as a 0-d array of the other operand's dtype (the spec's
     signature: Union[array, int]; the scalar rules then type it)."""
     fname = "isin"
@@ -76,7 +77,7 @@ def _isin_scalar(value, other, argname):
 
 
 @since("2025.12")
-def isin(x1, x2, /, *, invert=False) -> Array:
+def isin(x1: Array | int, x2: Array | int, /, *, invert: bool = False) -> Array:
     """Array API 2025.12 ``isin``: whether each element of x1 equals some element of x2
     (``equal``'s equality: NaN equals nothing, -0.0 equals +0.0), or with ``invert`` whether it
     equals none; a bool array of x1's shape (0-d when x1 is a Python int). x1 and x2 are arrays
@@ -87,6 +88,8 @@ def isin(x1, x2, /, *, invert=False) -> Array:
         x1 = _isin_scalar(x1, x2, "x1")
     elif not isinstance(x2, Array):
         x2 = _isin_scalar(x2, x1, "x2")
+    if TYPE_CHECKING:  # _isin_scalar returns only beside an array: both are arrays now
+        assert isinstance(x2, Array)
     check_bool(invert, fname, "invert")
     check_dtype_category(x1, _ISIN_CATEGORY, fname, "x1")
     check_dtype_category(x2, _ISIN_CATEGORY, fname, "x2")

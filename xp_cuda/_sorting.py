@@ -30,7 +30,8 @@ def _reverse(data, axis):
     return data[(slice(None),) * axis + (slice(None, None, -1),)]
 
 
-def argsort(x, /, *, axis=-1, descending=False, stable=True) -> Array:
+def argsort(x: Array, /, *, axis: int = -1, descending: bool = False,
+            stable: bool = True) -> Array:
     """Array API 2023.12 ``argsort``: int64 indices that sort x along ``axis``. Always stable:
     equal elements keep their original order, also when ``descending``."""
     ax = _axis("argsort", x, axis, descending, stable)
@@ -50,7 +51,8 @@ def argsort(x, /, *, axis=-1, descending=False, stable=True) -> Array:
         return _wrap(out.astype(_INDEX_NP, copy=False), x._device)
 
 
-def sort(x, /, *, axis=-1, descending=False, stable=True) -> Array:
+def sort(x: Array, /, *, axis: int = -1, descending: bool = False,
+         stable: bool = True) -> Array:
     """Array API 2023.12 ``sort``: a sorted copy of x along ``axis`` (stable; NaNs last when
     ascending, first when descending)."""
     ax = _axis("sort", x, axis, descending, stable)

@@ -9,7 +9,7 @@ function in the spec's chapters; it lives here beside the other reductions.)
 from __future__ import annotations
 
 import math
-
+from typing import TYPE_CHECKING
 
 from . import _revisions
 from ._array import _wrap, check_array, kept_one
@@ -18,6 +18,9 @@ from ._dtypes import uint64 as _uint64
 from ._revisions import since
 from ._validation import (check_bool, check_dtype_arg, check_dtype_category, normalize_axes,
                           normalize_axis, option_type, planned, reduced_shape)
+
+if TYPE_CHECKING:
+    from ._typing import Array, DType
 
 # dtype=None for sum/prod/cumulative_sum/trace: integers of a smaller range than the default
 # integer widen to it (unsigned: to the unsigned integer of the same width); others are kept.
@@ -72,13 +75,15 @@ def _sum_prod(name, x, axis, dtype, keepdims):
     return _wrap(x._b.reduce(name, d, plan[0], keepdims, plan[1], key), x._device)
 
 
-def sum(x, /, *, axis=None, dtype=None, keepdims=False):  # noqa: A001
+def sum(x: Array, /, *, axis: int | tuple[int, ...] | None = None,  # noqa: A001
+        dtype: DType | None = None, keepdims: bool = False) -> Array:
     """Array API 2023.12 ``sum`` (statistical functions): the sum over ``axis``, accumulated in
     the default dtype of the input's kind (integers widen) unless ``dtype`` is given."""
     return _sum_prod("sum", x, axis, dtype, keepdims)
 
 
-def prod(x, /, *, axis=None, dtype=None, keepdims=False):
+def prod(x: Array, /, *, axis: int | tuple[int, ...] | None = None, dtype: DType | None = None,
+         keepdims: bool = False) -> Array:
     """Array API 2023.12 ``prod`` (statistical functions): the product over ``axis``, accumulated
     in the default dtype of the input's kind (integers widen) unless ``dtype`` is given."""
     return _sum_prod("prod", x, axis, dtype, keepdims)
@@ -112,7 +117,8 @@ def _cumulative(fname, kind, x, axis, dtype, include_initial):
     return _wrap(x._b.cumulative(kind, d, plan[0], plan[1], include_initial, key), x._device)
 
 
-def cumulative_sum(x, /, *, axis=None, dtype=None, include_initial=False):
+def cumulative_sum(x: Array, /, *, axis: int | None = None, dtype: DType | None = None,
+                   include_initial: bool = False) -> Array:
     """Array API 2023.12 ``cumulative_sum`` (statistical functions): the running sum along
     ``axis`` (``include_initial`` prepends the zero), in the sum's default dtype unless
     ``dtype`` is given."""
@@ -151,19 +157,22 @@ def _same_dtype_reduction(name, check, x, axis, keepdims):
     return _wrap(x._b.reduce(name, d, plan[0], keepdims, plan[1], key), x._device)
 
 
-def max(x, /, *, axis=None, keepdims=False):  # noqa: A001
+def max(x: Array, /, *, axis: int | tuple[int, ...] | None = None,  # noqa: A001
+        keepdims: bool = False) -> Array:
     """Array API 2023.12 ``max`` (statistical functions): the largest element over ``axis`` (NaN
     propagates); an empty reduction is a ValueError."""
     return _same_dtype_reduction("max", _check_max_min, x, axis, keepdims)
 
 
-def min(x, /, *, axis=None, keepdims=False):  # noqa: A001
+def min(x: Array, /, *, axis: int | tuple[int, ...] | None = None,  # noqa: A001
+        keepdims: bool = False) -> Array:
     """Array API 2023.12 ``min`` (statistical functions): the smallest element over ``axis`` (NaN
     propagates); an empty reduction is a ValueError."""
     return _same_dtype_reduction("min", _check_max_min, x, axis, keepdims)
 
 
-def mean(x, /, *, axis=None, keepdims=False):
+def mean(x: Array, /, *, axis: int | tuple[int, ...] | None = None,
+         keepdims: bool = False) -> Array:
     """Array API ``mean``: real floating input; complex too from 2024.12."""
     d = check_array(x, "mean", "x")._data
     if d.dtype.kind == "c":
@@ -214,13 +223,15 @@ def _var(fname, x, axis, correction, keepdims):
                  x._device)
 
 
-def var(x, /, *, axis=None, correction=0.0, keepdims=False):
+def var(x: Array, /, *, axis: int | tuple[int, ...] | None = None,
+        correction: int | float = 0.0, keepdims: bool = False) -> Array:
     """Array API 2023.12 ``var`` (statistical functions): the variance over ``axis`` with
     ``correction`` degrees of freedom subtracted."""
     return _var("var", x, axis, correction, keepdims)
 
 
-def std(x, /, *, axis=None, correction=0.0, keepdims=False):
+def std(x: Array, /, *, axis: int | tuple[int, ...] | None = None,
+        correction: int | float = 0.0, keepdims: bool = False) -> Array:
     """Array API 2023.12 ``std`` (statistical functions): the standard deviation over ``axis``
     with ``correction`` degrees of freedom subtracted."""
     return _var("std", x, axis, correction, keepdims)
@@ -228,7 +239,8 @@ def std(x, /, *, axis=None, correction=0.0, keepdims=False):
 
 # ---- 2024.12 ------------------------------------------------------------------------------
 @since("2024.12")
-def cumulative_prod(x, /, *, axis=None, dtype=None, include_initial=False):
+def cumulative_prod(x: Array, /, *, axis: int | None = None, dtype: DType | None = None,
+                    include_initial: bool = False) -> Array:
     """Array API 2024.12 ``cumulative_prod``: the products of x's elements along ``axis`` (which
     may be left out for 1-D x), in ``dtype`` (by default as prod: integers widen to the default
     integer), each element cast first; include_initial leads with 1 (the axis one longer)."""
@@ -241,7 +253,8 @@ def _check_count_nonzero(x, axis, keepdims):
 
 
 @since("2024.12")
-def count_nonzero(x, /, *, axis=None, keepdims=False):
+def count_nonzero(x: Array, /, *, axis: int | tuple[int, ...] | None = None,
+                  keepdims: bool = False) -> Array:
     """Array API 2024.12 ``count_nonzero``: how many elements of x over ``axis`` (None: all;
     an int or a tuple) are nonzero (complex: either part; bool: True; NaN counts), as the
     default array index dtype (int64)."""

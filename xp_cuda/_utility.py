@@ -2,6 +2,8 @@
 reductions share."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ._array import Array, _wrap, check_array
 from ._dtypes import bool as _bool
 from ._elementwise import subtract  # type: ignore[attr-defined]  # made from the table
@@ -9,6 +11,11 @@ from ._manipulation import concat
 from ._revisions import since
 from ._validation import (check_bool, check_dtype_category, check_int, common_device,
                           normalize_axes, normalize_axis, option_type, planned)
+
+if TYPE_CHECKING:
+    from types import EllipsisType
+
+    from ._typing import Axes
 
 
 def _check_reduce(op, x, axis, keepdims):
@@ -23,12 +30,13 @@ def _reduce(op: str, x, axis, keepdims) -> Array:
     return _wrap(x._b.reduce(op, d, axes, keepdims, _bool), x._device)
 
 
-def all(x, /, *, axis=None, keepdims=False) -> Array:  # noqa: A001  (the standard's name)
+def all(x: Array, /, *, axis: Axes = None,  # noqa: A001  (the standard's name)
+        keepdims: bool = False) -> Array:
     """Array API 2023.12 ``all``: logical AND over ``axis`` (any dtype; NaN counts as True)."""
     return _reduce("all", x, axis, keepdims)
 
 
-def any(x, /, *, axis=None, keepdims=False) -> Array:  # noqa: A001
+def any(x: Array, /, *, axis: Axes = None, keepdims: bool = False) -> Array:  # noqa: A001
     """Array API 2023.12 ``any``: logical OR over ``axis`` (any dtype; NaN counts as True)."""
     return _reduce("any", x, axis, keepdims)
 
@@ -58,7 +66,8 @@ def _check_diff(x, axis, n, prepend, append) -> int:
 
 
 @since("2024.12")
-def diff(x, /, *, axis=-1, n=1, prepend=None, append=None) -> Array:
+def diff(x: Array, /, *, axis: int = -1, n: int = 1, prepend: Array | None = None,
+         append: Array | None = None) -> Array:
     """Array API 2024.12 ``diff``: the n-th forward difference along ``axis``,
     out[i] = x[i+1] - x[i] applied n times, after ``prepend`` and ``append`` are concatenated
     to x along the axis; the axis keeps max(0, M + N1 + N2 - n) elements. Views and subtract:
@@ -67,8 +76,8 @@ def diff(x, /, *, axis=-1, n=1, prepend=None, append=None) -> Array:
     ax = _check_diff(x, axis, n, prepend, append)
     parts = [a for a in (prepend, x, append) if a is not None]
     a = concat(parts, axis=ax) if len(parts) > 1 else x
-    hi = (slice(None),) * ax + (slice(1, None), Ellipsis)
-    lo = (slice(None),) * ax + (slice(None, -1), Ellipsis)
+    hi: tuple[slice | EllipsisType, ...] = (slice(None),) * ax + (slice(1, None), Ellipsis)
+    lo: tuple[slice | EllipsisType, ...] = (slice(None),) * ax + (slice(None, -1), Ellipsis)
     for _ in range(n):
         if a.shape[ax] == 0:  # nothing left to difference: the result stays empty
             break

@@ -16,6 +16,7 @@ from __future__ import annotations
 import inspect
 import math
 import types
+from typing import TYPE_CHECKING
 
 from . import _elementwise, _memory, _revisions
 from ._array import _wrap, check_array
@@ -24,6 +25,12 @@ from ._devices import check_device, default_device
 from ._dtypes import DEFAULT_DTYPES, complex_dtype, real_dtype
 from ._validation import (check_dtype_arg, check_dtype_category, check_int, check_size,
                           normalize_axes, normalize_axis)
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Literal
+
+    from ._typing import Array, Device, DType
 
 __all__ = ["fft", "ifft", "fftn", "ifftn", "rfft", "irfft", "rfftn", "irfftn", "hfft", "ihfft",
            "fftfreq", "rfftfreq", "fftshift", "ifftshift"]
@@ -167,37 +174,43 @@ def _transform_1d(fname, x, n, axis, norm):
                 lambda f, a, nn: getattr(f, library)(a, n=n, axis=ax, norm=nn), norm, (n,))
 
 
-def fft(x, /, *, n=None, axis=-1, norm="backward"):
+def fft(x: Array, /, *, n: int | None = None, axis: int = -1,
+        norm: Literal["backward", "ortho", "forward"] = "backward") -> Array:
     """Array API 2023.12 ``fft.fft`` (Fourier transform extension): one-dimensional discrete
     Fourier transform of a complex array (same dtype out)."""
     return _transform_1d("fft", x, n, axis, norm)
 
 
-def ifft(x, /, *, n=None, axis=-1, norm="backward"):
+def ifft(x: Array, /, *, n: int | None = None, axis: int = -1,
+         norm: Literal["backward", "ortho", "forward"] = "backward") -> Array:
     """Array API 2023.12 ``fft.ifft`` (Fourier transform extension): one-dimensional inverse
     discrete Fourier transform of a complex array."""
     return _transform_1d("ifft", x, n, axis, norm)
 
 
-def rfft(x, /, *, n=None, axis=-1, norm="backward"):
+def rfft(x: Array, /, *, n: int | None = None, axis: int = -1,
+         norm: Literal["backward", "ortho", "forward"] = "backward") -> Array:
     """Array API 2023.12 ``fft.rfft`` (Fourier transform extension): one-dimensional DFT of a
     real array; n//2 + 1 complex outputs of matching precision."""
     return _transform_1d("rfft", x, n, axis, norm)
 
 
-def irfft(x, /, *, n=None, axis=-1, norm="backward"):
+def irfft(x: Array, /, *, n: int | None = None, axis: int = -1,
+          norm: Literal["backward", "ortho", "forward"] = "backward") -> Array:
     """Array API 2023.12 ``fft.irfft`` (Fourier transform extension): inverse of rfft: n real
     outputs (default 2*(M-1)) from a complex array."""
     return _transform_1d("irfft", x, n, axis, norm)
 
 
-def hfft(x, /, *, n=None, axis=-1, norm="backward"):
+def hfft(x: Array, /, *, n: int | None = None, axis: int = -1,
+         norm: Literal["backward", "ortho", "forward"] = "backward") -> Array:
     """Array API 2023.12 ``fft.hfft`` (Fourier transform extension): DFT of a
     Hermitian-symmetric signal given by its first half: n real outputs."""
     return _transform_1d("hfft", x, n, axis, norm)
 
 
-def ihfft(x, /, *, n=None, axis=-1, norm="backward"):
+def ihfft(x: Array, /, *, n: int | None = None, axis: int = -1,
+          norm: Literal["backward", "ortho", "forward"] = "backward") -> Array:
     """Array API 2023.12 ``fft.ihfft`` (Fourier transform extension): inverse of hfft: n//2 + 1
     complex outputs from a real array."""
     return _transform_1d("ihfft", x, n, axis, norm)
@@ -279,25 +292,33 @@ def _ascending(axes, sizes):
     return tuple(a for a, _ in pairs), tuple(n for _, n in pairs)
 
 
-def fftn(x, /, *, s=None, axes=None, norm="backward"):
+def fftn(x: Array, /, *, s: Sequence[int] | None = None,
+         axes: Sequence[int] | None = None,
+         norm: Literal["backward", "ortho", "forward"] = "backward") -> Array:
     """Array API 2023.12 ``fft.fftn`` (Fourier transform extension): n-dimensional discrete
     Fourier transform of a complex array (same dtype out)."""
     return _transform_nd("fftn", x, s, axes, norm)
 
 
-def ifftn(x, /, *, s=None, axes=None, norm="backward"):
+def ifftn(x: Array, /, *, s: Sequence[int] | None = None,
+          axes: Sequence[int] | None = None,
+          norm: Literal["backward", "ortho", "forward"] = "backward") -> Array:
     """Array API 2023.12 ``fft.ifftn`` (Fourier transform extension): n-dimensional inverse
     discrete Fourier transform of a complex array."""
     return _transform_nd("ifftn", x, s, axes, norm)
 
 
-def rfftn(x, /, *, s=None, axes=None, norm="backward"):
+def rfftn(x: Array, /, *, s: Sequence[int] | None = None,
+          axes: Sequence[int] | None = None,
+          norm: Literal["backward", "ortho", "forward"] = "backward") -> Array:
     """Array API 2023.12 ``fft.rfftn`` (Fourier transform extension): n-dimensional DFT of a
     real array; the last axis gets s[-1]//2 + 1 complex outputs."""
     return _transform_nd("rfftn", x, s, axes, norm)
 
 
-def irfftn(x, /, *, s=None, axes=None, norm="backward"):
+def irfftn(x: Array, /, *, s: Sequence[int] | None = None,
+           axes: Sequence[int] | None = None,
+           norm: Literal["backward", "ortho", "forward"] = "backward") -> Array:
     """Array API 2023.12 ``fft.irfftn`` (Fourier transform extension): inverse of rfftn: real
     output of sizes s (last default 2*(M-1))."""
     return _transform_nd("irfftn", x, s, axes, norm)
@@ -354,14 +375,16 @@ class _SignatureOfRevision(inspect.Signature):
         return types.MappingProxyType({k: p for k, p in params.items() if k not in self._later})
 
 
-def fftfreq(n, /, *, d=1.0, dtype=None, device=None):
+def fftfreq(n: int, /, *, d: float = 1.0, dtype: DType | None = None,
+            device: Device | None = None) -> Array:
     """Array API 2023.12 ``fft.fftfreq`` (Fourier transform extension): sample frequencies of an
     n-point DFT: [0, 1, ..., -1] / (d*n), in the default float dtype; from 2024.12 ``dtype`` (a
     real floating dtype) chooses it."""
     return _freq("fftfreq", n, d, dtype, device)
 
 
-def rfftfreq(n, /, *, d=1.0, dtype=None, device=None):
+def rfftfreq(n: int, /, *, d: float = 1.0, dtype: DType | None = None,
+             device: Device | None = None) -> Array:
     """Array API 2023.12 ``fft.rfftfreq`` (Fourier transform extension): non-negative sample
     frequencies of an n-point rfft: n//2 + 1 values (``dtype`` as in fftfreq)."""
     return _freq("rfftfreq", n, d, dtype, device)
@@ -391,13 +414,13 @@ def _shift(fname, x, axes):
         return _wrap(getattr(b.xp.fft, fname)(x._data, axes=axes), x.device)
 
 
-def fftshift(x, /, *, axes=None):
+def fftshift(x: Array, /, *, axes: int | Sequence[int] | None = None) -> Array:
     """Array API 2023.12 ``fft.fftshift`` (Fourier transform extension): move the zero-frequency
     component to the centre along axes (all by default)."""
     return _shift("fftshift", x, axes)
 
 
-def ifftshift(x, /, *, axes=None):
+def ifftshift(x: Array, /, *, axes: int | Sequence[int] | None = None) -> Array:
     """Array API 2023.12 ``fft.ifftshift`` (Fourier transform extension): inverse of fftshift
     (they differ by one sample on odd lengths)."""
     return _shift("ifftshift", x, axes)

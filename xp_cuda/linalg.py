@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import math
 from collections import namedtuple
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -25,6 +26,11 @@ from ._validation import PLANS as _PLANS
 from ._validation import (broadcast_shapes, check_bool, check_dtype_category, check_int,
                           check_size,
                           common_device, normalize_axes, option_type, planned)
+
+if TYPE_CHECKING:
+    from typing import Literal
+
+    from ._typing import DType
 
 # The namespace's own functions, unguarded (this module's guard names the linalg function in
 # an out-of-memory error). Every float value computed here outside a library call goes
@@ -110,7 +116,7 @@ def _conj_t(a):
 
 # ---- decompositions and solvers ---------------------------------------------------------------
 
-def cholesky(x, /, *, upper=False):
+def cholesky(x: Array, /, *, upper: bool = False) -> Array:
     """Array API 2023.12 ``cholesky`` (linear algebra extension): the Cholesky factor of each
     symmetric (Hermitian) positive-definite matrix, lower unless ``upper``."""
     fname = "cholesky"
@@ -124,7 +130,7 @@ def cholesky(x, /, *, upper=False):
     return _conj_t(low) if upper else low
 
 
-def det(x, /):
+def det(x: Array, /) -> Array:
     """Array API 2023.12 ``det`` (linear algebra extension): the determinant of each square
     matrix."""
     fname = "det"
@@ -142,7 +148,7 @@ def det(x, /):
     return _wrap(out, x.device)
 
 
-def slogdet(x, /):
+def slogdet(x: Array, /) -> SlogdetResult:
     """Array API 2023.12 ``slogdet`` (linear algebra extension): the sign and the natural log of
     the absolute determinant of each square matrix."""
     fname = "slogdet"
@@ -162,7 +168,7 @@ def slogdet(x, /):
     return SlogdetResult(_wrap(s, x.device), _wrap(l, x.device))
 
 
-def eigh(x, /):
+def eigh(x: Array, /) -> EighResult:
     """Array API 2023.12 ``eigh`` (linear algebra extension): eigenvalues (ascending) and
     eigenvectors of each symmetric (Hermitian) matrix."""
     fname = "eigh"
@@ -179,7 +185,7 @@ def eigh(x, /):
     return EighResult(_wrap(w, x.device), _wrap(v, x.device))
 
 
-def eigvalsh(x, /):
+def eigvalsh(x: Array, /) -> Array:
     """Array API 2023.12 ``eigvalsh`` (linear algebra extension): the eigenvalues (ascending) of
     each symmetric (Hermitian) matrix."""
     fname = "eigvalsh"
@@ -193,7 +199,7 @@ def eigvalsh(x, /):
     return _wrap(out, x.device)
 
 
-def inv(x, /):
+def inv(x: Array, /) -> Array:
     """Array API 2023.12 ``inv`` (linear algebra extension): the inverse of each square matrix."""
     fname = "inv"
     _square(_floating(x, fname), fname)
@@ -233,7 +239,7 @@ def _check_solve(x1, x2):
     return dtype, stack + (m, m), stack + (m, k), out_shape
 
 
-def solve(x1, x2, /):
+def solve(x1: Array, x2: Array, /) -> Array:
     """Array API 2023.12 ``solve`` (linear algebra extension): x2 of shape (M,) is one vector
     for every matrix in x1; any x2 of 2 or more dimensions is a stack of (M, K) matrices
     (2023.12: only a 1-D x2 is a vector)."""
@@ -263,7 +269,7 @@ def solve(x1, x2, /):
     return _wrap(out[..., 0] if vector else out, device)
 
 
-def qr(x, /, *, mode="reduced"):
+def qr(x: Array, /, *, mode: Literal["reduced", "complete"] = "reduced") -> QRResult:
     """Array API 2023.12 ``qr`` (linear algebra extension): the QR factorisation of each matrix
     (``mode`` 'reduced' or 'complete')."""
     fname = "qr"
@@ -305,7 +311,7 @@ def _svd_native(b, fname, x, full_matrices, compute_uv):
     return _run(b, fname, "the singular value iteration did not converge", f)
 
 
-def svd(x, /, *, full_matrices=True):
+def svd(x: Array, /, *, full_matrices: bool = True) -> SVDResult:
     """Array API 2023.12 ``svd`` (linear algebra extension): the singular value decomposition U,
     S, Vh of each matrix (``full_matrices`` as the standard says)."""
     fname = "svd"
@@ -329,7 +335,7 @@ def svd(x, /, *, full_matrices=True):
     return SVDResult(_wrap(u, x.device), _wrap(s, x.device), _wrap(vh, x.device))
 
 
-def svdvals(x, /):
+def svdvals(x: Array, /) -> Array:
     """Array API 2023.12 ``svdvals`` (linear algebra extension): the singular values of each
     matrix, descending."""
     fname = "svdvals"
@@ -373,7 +379,7 @@ def _kept_values(s, tol):
     return _greater(s, cutoff)
 
 
-def matrix_rank(x, /, *, rtol=None):
+def matrix_rank(x: Array, /, *, rtol: float | Array | None = None) -> Array:
     """Array API 2023.12 ``matrix_rank`` (linear algebra extension): the number of singular
     values above ``rtol`` times the largest."""
     fname = "matrix_rank"
@@ -393,7 +399,7 @@ def matrix_rank(x, /, *, rtol=None):
     return _wrap(b.count_nonzero(keep._data, (keep.ndim - 1,), False), x.device)
 
 
-def pinv(x, /, *, rtol=None):
+def pinv(x: Array, /, *, rtol: float | Array | None = None) -> Array:
     """Array API 2023.12 ``pinv`` (linear algebra extension): the Moore-Penrose pseudo-inverse of
     each matrix (singular values below ``rtol`` times the largest count as zero)."""
     fname = "pinv"
@@ -421,7 +427,7 @@ def pinv(x, /, *, rtol=None):
 
 # ---- powers and products ---------------------------------------------------------------------
 
-def matrix_power(x, n, /):
+def matrix_power(x: Array, n: int, /) -> Array:
     """Array API 2023.12 ``matrix_power`` (linear algebra extension): each square matrix raised
     to the integer power ``n`` (negative: of its inverse)."""
     fname = "matrix_power"
@@ -447,10 +453,11 @@ def matrix_power(x, n, /):
     if out is x:  # n == 1: a new array all the same
         with b.ctx():
             return _wrap(b.copy(x._data), x.device)
+    assert out is not None  # e >= 1: the loop's first pass set it (for mypy)
     return out
 
 
-def outer(x1, x2, /):
+def outer(x1: Array, x2: Array, /) -> Array:
     """Array API 2023.12 ``outer`` (linear algebra extension): the outer product of two 1-D
     arrays."""
     fname = "outer"
@@ -464,7 +471,7 @@ def outer(x1, x2, /):
         return _multiply(x1[:, None], x2[None, :])
 
 
-def cross(x1, x2, /, *, axis=-1):
+def cross(x1: Array, x2: Array, /, *, axis: int = -1) -> Array:
     """Array API 2023.12 ``cross`` (linear algebra extension): the cross product of 3-element
     vectors along ``axis``."""
     fname = "cross"
@@ -494,7 +501,7 @@ def _check_diagonal(x, offset):
     return check_int(offset, "diagonal", "offset")
 
 
-def diagonal(x, /, *, offset=0):
+def diagonal(x: Array, /, *, offset: int = 0) -> Array:
     """Array API 2023.12 ``diagonal`` (linear algebra extension): the ``offset``-th diagonal of
     each matrix of the last two axes."""
     d = check_array(x, "diagonal", "x")._data
@@ -510,7 +517,7 @@ def _check_trace(x, offset, dtype):
     return check_int(offset, fname, "offset"), accumulation_dtype(x, dtype, fname)
 
 
-def trace(x, /, *, offset=0, dtype=None):
+def trace(x: Array, /, *, offset: int = 0, dtype: DType | None = None) -> Array:
     """Array API 2023.12 ``trace`` (linear algebra extension): the sum of the ``offset``-th
     diagonal of each matrix."""
     d = check_array(x, "trace", "x")._data
@@ -548,7 +555,8 @@ def _check_vector_norm(x, axis, keepdims):
     return axes, real_dtype(x.dtype)
 
 
-def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
+def vector_norm(x: Array, /, *, axis: int | tuple[int, ...] | None = None,
+                keepdims: bool = False, ord: int | float = 2) -> Array:
     """Array API 2023.12 ``vector_norm`` (linear algebra extension): the vector norm of order
     ``ord`` over ``axis`` (all axes by default); sums of squares accumulate in float64."""
     d = check_array(x, "vector_norm", "x")._data
@@ -577,7 +585,8 @@ def _check_matrix_norm(x, keepdims, ord):
     return real_dtype(x.dtype), (x.ndim - 2, x.ndim - 1)
 
 
-def matrix_norm(x, /, *, keepdims=False, ord="fro"):
+def matrix_norm(x: Array, /, *, keepdims: bool = False,
+                ord: int | float | Literal["fro", "nuc"] = "fro") -> Array:
     """Array API 2023.12 ``matrix_norm`` (linear algebra extension): the matrix norm of each
     matrix ('fro', 'nuc', 1, 2, inf and their negatives)."""
     fname = "matrix_norm"
@@ -594,7 +603,7 @@ def matrix_norm(x, /, *, keepdims=False, ord="fro"):
     b = x._b
     if x.shape[-1] == 0 or x.shape[-2] == 0:  # every norm of an empty (zero) matrix is 0
         out = _zeros(x, stack, rdt)._data
-    elif ord in ("nuc", 2, -2):
+    elif ord == "nuc" or ord in (2, -2):
         s = _svd_native(b, fname, x, False, False)
         out = (b.reduce("sum", s, (s.ndim - 1,), False, rdt) if ord == "nuc"
                else s[..., 0] if ord == 2 else s[..., -1])
@@ -638,7 +647,7 @@ def _eig(fname, x, vectors):
 
 
 @_revisions.since("2025.12", "xp_cuda.linalg")
-def eig(x, /):
+def eig(x: Array, /) -> EigResult:
     """Array API 2025.12 ``linalg.eig``: (eigenvalues, eigenvectors) of the square matrices of
     x (floating-point), both complex of x's precision (float32 -> complex64); the columns of
     each eigenvectors matrix are the eigenvectors (unit 2-norm, LAPACK's geev). NaN or inf in x
@@ -647,7 +656,7 @@ def eig(x, /):
 
 
 @_revisions.since("2025.12", "xp_cuda.linalg")
-def eigvals(x, /):
+def eigvals(x: Array, /) -> Array:
     """Array API 2025.12 ``linalg.eigvals``: the eigenvalues of the square matrices of x
     (floating-point), complex of x's precision, shape (..., M)."""
     return _eig("eigvals", x, False)[0]

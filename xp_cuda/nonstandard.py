@@ -7,6 +7,7 @@ Not part of the strict namespace (never in ``xp_cuda.__all__``); import them by 
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -16,10 +17,13 @@ from ._devices import simulate_cpu_devices as _simulate
 from ._dtypes import DEFAULT_DTYPES, scalar_type_name
 from ._validation import check_dtype_arg, check_int, normalize_axis
 
+if TYPE_CHECKING:
+    from ._typing import Array, Device, DType
+
 __all__ = ["logspace", "simulate_cpu_devices"]
 
 
-def simulate_cpu_devices(n: int) -> list:
+def simulate_cpu_devices(n: int) -> list[Device]:
     """Simulated devices for testing device propagation without a GPU: cpu:1 ... cpu:n-1
     beside cpu, each a distinct device in every rule of the standard's device support
     (mixing arrays of two devices raises, ``to_device`` copies, ``device=`` is honoured and
@@ -93,8 +97,9 @@ def _logspace_values(y: np.ndarray, base: float, dtype, fname="logspace") -> np.
     return out
 
 
-def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0, *,
-             device=None):
+def logspace(start: int | float, stop: int | float, num: int = 50, endpoint: bool = True,
+             base: int | float = 10.0, dtype: DType | None = None, axis: int = 0, *,
+             device: Device | None = None) -> Array:
     """``base ** linspace(start, stop, num, endpoint)`` with NumPy's signature and grid.
 
     Unlike NumPy and CuPy, an integer result is exact: integer powers of an integer base are

@@ -5,6 +5,8 @@ block for softmax-class programs; one per reduction depth otherwise).
 Not part of the strict namespace (``xp_cuda.__all__``): import it as
 ``from xp_cuda.fusion import fuse``.
 """
+from __future__ import annotations
+
 from ._fuse import fuse
 
 __all__ = ["fuse"]

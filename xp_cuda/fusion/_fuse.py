@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 from collections import OrderedDict
+from typing import TYPE_CHECKING, Generic, ParamSpec, TypeVar, overload
 
 from .. import _data_type_functions as dtf
 from .. import _memory
@@ -22,12 +23,17 @@ from .._kernels.fusion_ir import Op
 from .._validation import common_device
 from . import _trace
 
+if TYPE_CHECKING:
+    from typing import Any, Callable
+
 _EAGER = {"apply": ew.apply, "clip": ew.clip, "where": srch.where, "astype": dtf.astype,
           "sum": st.sum, "prod": st.prod, "max": st.max, "min": st.min, "mean": st.mean,
           "all": ut.all, "any": ut.any, "argmax": srch.argmax, "argmin": srch.argmin,
           "var": st.var, "std": st.std, "vector_norm": linalg.vector_norm, "vecdot": lin.vecdot}
 CACHE_SIZE = 64  # argument layouts a fused function keeps (least recently used evicted)
 _SCALAR_TYPES = (bool, int, float, complex)
+_P = ParamSpec("_P")  # a fused function's parameters: the original's
+_R = TypeVar("_R")  # its result: the original's
 
 
 def _replay_table(fns):
@@ -229,13 +235,14 @@ def _check_aliases(writes, values):
                     f"arrays)")
 
 
-class Fused:
+class Fused(Generic[_P, _R]):
     """A fused function: call it like the original. ``plan(*args)`` says which kernels a call
     with these arguments runs."""
 
-    def __init__(self, fn):
+    def __init__(self, fn: Callable[_P, _R]) -> None:
         self._fn = fn
-        self._cache = OrderedDict()  # argument layout -> _Entry, least recently used first
+        # argument layout -> _Entry, least recently used first
+        self._cache: OrderedDict[Any, _Entry] = OrderedDict()
         functools.update_wrapper(self, fn)
 
     def _entry(self, args, kwargs):
@@ -270,11 +277,11 @@ class Fused:
             cache.move_to_end(key)
         return entry, values
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args: _P.args, **kwargs: _P.kwargs) -> _R:
         entry, values = self._entry(args, kwargs)
         return entry.run(values)
 
-    def plan(self, *args, **kwargs) -> str:
+    def plan(self, *args: _P.args, **kwargs: _P.kwargs) -> str:
         """The kernels a call with these arguments runs, in words (nothing is computed)."""
         return self._entry(args, kwargs)[0].plan()
 
@@ -284,7 +291,16 @@ class Fused:
 Fused.__call__ = _memory.guard(Fused.__call__, "fused function")  # type: ignore[method-assign]
 
 
-def fuse(fn=None, /):
+@overload
+def fuse(fn: None = None, /) -> Callable[[Callable[_P, _R]], Fused[_P, _R]]: ...
+
+
+@overload
+def fuse(fn: Callable[_P, _R], /) -> Fused[_P, _R]: ...
+
+
+def fuse(fn: Callable[_P, _R] | None = None, /
+         ) -> Fused[_P, _R] | Callable[[Callable[_P, _R]], Fused[_P, _R]]:
     """Decorator: ``@fuse`` (or ``fuse(f)``) returns f traced into one kernel per argument layout.
 
     Inside, use xp_cuda's elementwise functions and operators, ``where``, ``clip``, ``astype``,

@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 import numbers
 import operator
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -30,10 +31,14 @@ from ._engine_cuda import CudaEngine
 from ._foreign import bring, home_device
 from ._sparse import SPARSE_TYPES, scipy_sparse, sparse_out
 
+if TYPE_CHECKING:
+    from typing import Any, Literal, Sequence, SupportsIndex
+
 __all__ = ["KDTree"]
 
 # The engine of each device kind: the only device knowledge of this file.
-_ENGINES = {"cpu": CpuEngine, "cuda": CudaEngine}
+_ENGINES: dict[str, type[CpuEngine] | type[CudaEngine]] = {"cpu": CpuEngine,
+                                                         "cuda": CudaEngine}
 
 
 # ---- argument checks -------------------------------------------------------------------------
@@ -187,8 +192,18 @@ class KDTree:
     query points of a periodic tree are wrapped into the box, as SciPy's ``query`` does.
     """
 
-    def __init__(self, data, leafsize=10, compact_nodes=True, copy_data=False,
-                 balanced_tree=True, boxsize=None, *, device=None):
+    data: Array
+    n: int
+    m: int
+    leafsize: int
+    mins: Array
+    maxes: Array
+    boxsize: Array | None
+    size: int
+
+    def __init__(self, data: object, leafsize: SupportsIndex = 10, compact_nodes: bool = True,
+                 copy_data: bool = False, balanced_tree: bool = True, boxsize: object = None,
+                 *, device: Device | None = None) -> None:
         leafsize = _as_int(leafsize, "leafsize")
         if leafsize < 1:
             raise ValueError("leafsize must be at least 1")
@@ -264,7 +279,7 @@ class KDTree:
         """The device the tree lives on (its data, and every array result)."""
         return self._device
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return (f"KDTree(n={self.n}, m={self.m}, leafsize={self.leafsize}, "
                 f"device={self._device}{'' if self._box is None else ', periodic'})")
 
@@ -337,7 +352,9 @@ class KDTree:
         return one(ws, self, "self's"), one(wo, other, "other's")
 
     # ---- k nearest -----------------------------------------------------------------------
-    def query(self, x, k=1, eps=0, p=2, distance_upper_bound=np.inf, workers=1):
+    def query(self, x: object, k: SupportsIndex | Sequence[SupportsIndex] | Array = 1,
+              eps: float = 0, p: float = 2, distance_upper_bound: float = np.inf,
+              workers: SupportsIndex = 1) -> tuple[Array, Array]:
         """Query the tree for the k nearest neighbours of each point of x.
 
         Parameters
@@ -385,8 +402,9 @@ class KDTree:
         return _wrap(d, self._device), _wrap(i, self._device)
 
     # ---- fixed radius --------------------------------------------------------------------
-    def query_ball_point(self, x, r, p=2.0, eps=0, workers=1, return_sorted=None,
-                         return_length=False):
+    def query_ball_point(self, x: object, r: object, p: float = 2.0, eps: float = 0,
+                         workers: SupportsIndex = 1, return_sorted: bool | None = None,
+                         return_length: bool = False) -> list[int] | np.ndarray | Array:
         """Indices of the points within distance r of each point of x (d <= r).
 
         Parameters
@@ -430,7 +448,8 @@ class KDTree:
                                       return_length)
         return _wrap(res, self._device) if return_length else res
 
-    def query_ball_tree(self, other, r, p=2.0, eps=0):
+    def query_ball_tree(self, other: KDTree, r: float, p: float = 2.0,
+                        eps: float = 0) -> list[list[int]]:
         """For each point of self, the indices of other's points within distance r.
 
         Parameters
@@ -463,7 +482,9 @@ class KDTree:
         r = _as_float(r, "r")
         return self._engine.ball_tree(other._engine, r, p, eps)
 
-    def query_pairs(self, r, p=2.0, eps=0, output_type="set"):
+    def query_pairs(self, r: float, p: float = 2.0, eps: float = 0,
+                    output_type: Literal["set", "ndarray"] = "set"
+                    ) -> set[tuple[int, int]] | Array:
         """All pairs (i, j), i < j, of the tree's points within distance r of each other.
 
         Parameters
@@ -496,7 +517,8 @@ class KDTree:
         res = self._engine.pairs(r, p, eps, output_type)
         return res if output_type == "set" else _wrap(res, self._device)
 
-    def count_neighbors(self, other, r, p=2.0, weights=None, cumulative=True):
+    def count_neighbors(self, other: KDTree, r: object, p: float = 2.0, weights: object = None,
+                        cumulative: bool = True) -> Array:
         """Number (or weighted sum) of pairs (x1 in self, x2 in other) with distance <= r.
 
         Parameters
@@ -542,7 +564,10 @@ class KDTree:
         res = self._engine.count_neighbors(other._engine, rn, p, w_self, w_other, cumulative)
         return _wrap(res[0] if scalar else res, self._device)
 
-    def sparse_distance_matrix(self, other, max_distance, p=2.0, output_type="dok_matrix"):
+    def sparse_distance_matrix(
+            self, other: KDTree, max_distance: float, p: float = 2.0,
+            output_type: Literal["dok_matrix", "coo_matrix", "dict", "ndarray"] = "dok_matrix"
+    ) -> Any:
         """Distances between all pairs (i in self, j in other) at distance <= max_distance.
 
         Parameters
