@@ -1461,3 +1461,32 @@ def test_online_sumexp_plan():
         plan = kfusion.plan_program(t, list(nodes), [a._data], 132)
         assert all(n.attr.kind != "sumexp" for n in fp._walk_all(plan.outs)
                    if n.op is fp.Op.REDUCE), f
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(cuda_device_count() == 0, reason="no usable CUDA GPU here")
+@pytest.mark.parametrize("n_in", [1, 5])
+def test_row_kernels_run_without_spills(n_in):
+    """A row kernel's registers are capped for full residency; one that would spill under
+    the cap (five rows of 4096 float32 held at once: 40 registers of data a thread) is built
+    again without it. Either way no thread uses local memory, and the values are eager's."""
+    from xp_cuda._kernels._runtime import local_bytes
+
+    def f(*xs):
+        s = xs[0]
+        for x in xs[1:]:
+            s = s * x + x
+        return s - xp.max(s, axis=-1, keepdims=True)
+
+    dev = Device("cuda", 0)
+    rng = np.random.default_rng(n_in)
+    args = [xp.asarray(rng.standard_normal((64, 4096)).astype(np.float32), device=dev)
+            for _ in range(n_in)]
+    g = fuse(f)
+    got, want = to_numpy(g(*args)), to_numpy(f(*args))
+    np.testing.assert_array_equal(got, want)
+    (entry,) = g._cache.values()
+    launch = entry.launch
+    assert launch.plan.rows is not None and local_bytes(launch.variant[0]) == 0
+    capped = "__launch_bounds__(512, 4)" in launch.source
+    assert capped == (n_in == 1), launch.source[:300]

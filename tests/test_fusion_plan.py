@@ -435,10 +435,10 @@ def test_split_stages_by_reduction_depth():
 
 @pytest.mark.parametrize("shape,want", [
     # (threads, elements per vector, vectors per thread)
-    ((32768, 4096), (256, 4, 4)),
+    ((32768, 4096), (512, 4, 2)),
     ((4096, 32768), (1024, 4, 8)),
     ((5, 37), (32, 4, 1)),
-    ((3, 4099), (512, 4, 3)),
+    ((3, 4099), (1024, 4, 2)),
     ((2, 3, 129), (32, 4, 2)),
 ])
 def test_row_plan_geometry(shape, want):
@@ -455,7 +455,7 @@ def test_row_plan_geometry(shape, want):
 
 
 @pytest.mark.parametrize("shape,checks", [
-    ((3, 4096), None),  # 256 threads x 4 vectors x 4 floats: the row ends at the last vector
+    ((3, 4096), None),  # 512 threads x 2 vectors x 4 floats: the row ends at the last vector
     ((3, 128), None),  # a warp per row, one vector a thread
     ((3, 4100), "vector"),  # whole vectors, the last thread's last one past the end
     ((3, 8), "vector"),
@@ -472,6 +472,18 @@ def test_row_kernel_checks_the_row_end_only_where_it_can_fall(shape, checks):
     if checks is None:  # one source serves every row count
         t2, nodes2, plan2 = _whole(_softmax, [(5,) + shape[1:]])
         assert kfusion.RowProgram(t2, plan2, list(plan2.outs)).kernel == src
+
+
+@pytest.mark.parametrize("shape,bounds", [((3, 4096), "512, 4"), ((3, 32768), "1024, 2"),
+                                          ((3, 128), "256, 8")])
+def test_row_kernel_caps_its_registers_for_full_residency(shape, bounds):
+    """A row kernel's registers are capped so that an SM holds ROW_RESIDENT_THREADS threads
+    (min blocks in __launch_bounds__); without the cap (the spill fallback) only the block
+    size is bound."""
+    t, nodes, plan = _whole(_softmax, [shape])
+    assert f"__launch_bounds__({bounds})" in kfusion.RowProgram(t, plan, list(plan.outs)).kernel
+    free = kfusion.RowProgram(t, plan, list(plan.outs), cap=False).kernel
+    assert f"__launch_bounds__({bounds.split(',')[0]})" in free
 
 
 def test_row_plan_fallbacks():

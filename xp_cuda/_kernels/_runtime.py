@@ -610,6 +610,13 @@ def _kernel_type(function_type):
     return kt
 
 
+def local_bytes(function_ptr: int) -> int:
+    """Bytes of local memory a thread of the kernel (a CUfunction) uses: its spills and stack;
+    0 where everything lives in registers."""
+    from cupy.cuda import driver
+    return driver.funcGetAttribute(driver.CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, function_ptr)
+
+
 def _load_module(cupy, payload: bytes):
     mod = cupy.cuda.function.Module()
     mod.load(payload)  # cuModuleLoadData: from memory, never from a path another may write

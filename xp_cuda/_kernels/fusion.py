@@ -29,7 +29,8 @@ import threading
 
 import numpy as np
 
-from ._runtime import NP_TYPES, device_info, driver_launch, empty_allocator, load_kernels, source
+from ._runtime import (NP_TYPES, device_info, driver_launch, empty_allocator, load_kernels,
+                       local_bytes, source)
 from .elementwise import CTYPES, OPTIONS, _op_struct, header  # noqa: F401  (names kept)
 from .fusion_ir import Graph, Op  # noqa: F401
 from .fusion_plan import (COL_GROUPS, CONFIGS, RED_WAVES, THREADS, ContiguousLayout,  # noqa: F401
@@ -514,14 +515,15 @@ class RowProgram:
     """Source and runtime layout of a row kernel (fusion_plan.RowPlan), with the attributes
     Launch reads of a Program (no scratch: a block owns its row)."""
 
-    def __init__(self, trace, plan, outs, name=KERNEL, alias=NO_ALIAS):
+    def __init__(self, trace, plan, outs, name=KERNEL, alias=NO_ALIAS, cap=True):
         self.trace, self.name, self.outs = trace, name, outs
         rows = self.plan = plan.rows
         self.threads = rows.threads * rows.rows_per_block
         self.blocks = self.blocks_scalar = rows.blocks
         self.layout, self.tunable, self.scratch, self.reductions = (), False, [], []
         self.in_count = len(rows.inputs)
-        self.kernel, self.structs, self.gvals = render_rows(rows, trace, outs, name, alias)
+        self.kernel, self.structs, self.gvals = render_rows(rows, trace, outs, name, alias,
+                                                            cap)
         self.nslots = max(1, len(self.gvals))
         self.source = translation_unit([self])
 
@@ -537,5 +539,9 @@ def RowLaunch(cp, trace, plan, in_arrays, direct=None):  # noqa: N802  (a Launch
     direct_writes)."""
     prog = RowProgram(trace, plan, list(plan.outs), f"{KERNEL}0", alias_of(trace, direct))
     launch = Launch(cp, trace, list(plan.outs), in_arrays, progs=[prog], direct=direct)
+    if local_bytes(launch.variant[0]):  # spills under the register cap: built without it
+        prog = RowProgram(trace, plan, list(plan.outs), f"{KERNEL}0", alias_of(trace, direct),
+                          cap=False)
+        launch = Launch(cp, trace, list(plan.outs), in_arrays, progs=[prog], direct=direct)
     launch.plan = plan
     return launch

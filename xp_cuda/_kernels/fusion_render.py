@@ -16,7 +16,7 @@ import numpy as np
 
 from .elementwise import CTYPES, _op_struct
 from .fusion_ir import Op, Take
-from .fusion_plan import STRUCT_ACC, THREADS, size
+from .fusion_plan import ROW_RESIDENT_THREADS, STRUCT_ACC, THREADS, size
 
 FLAT = ("@flat",)  # coordinates of a C-contiguous element: the flat index itself
 
@@ -1090,10 +1090,11 @@ def _block_reduce(e, acc, red, T, var, total, warp_rows=False):
     e.line("__syncthreads();  // the buffer serves the next reduction")
 
 
-def render_rows(rows, graph, outs, name, alias=NO_ALIAS):
+def render_rows(rows, graph, outs, name, alias=NO_ALIAS, cap=True):
     """(kernel source, op structs by name, slot values) of the row kernel `name` computing
     `outs` under the RowPlan `rows` (see RowPlan); constants are runtime slots (only fused
-    functions have row kernels); `alias`: see _input_params."""
+    functions have row kernels); `alias`: see _input_params; `cap`: registers capped so that
+    ROW_RESIDENT_THREADS threads fit an SM (see fusion_plan.ROW_ELEMS_VECTORS)."""
     vals = _Values()
     vals.const_params = True
     vals.structs["XpShflDown"] = SHUFFLE
@@ -1255,8 +1256,9 @@ def render_rows(rows, graph, outs, name, alias=NO_ALIAS):
     nslots = max(1, len(vals.gvals))
     smem = max([16] + [STRUCT_ACC.get(red.kind, 16) for _, red in rows.reduces])
     params = in_decl + out_decl + par_decl + [f"const XpG<{nslots}> g"]
+    bounds = f"{T * R}, {ROW_RESIDENT_THREADS // (T * R)}" if cap else f"{T * R}"
     kernel = "".join([
-        f'extern "C" __global__ void __launch_bounds__({T * R}) {name}(',
+        f'extern "C" __global__ void __launch_bounds__({bounds}) {name}(',
         ", ".join(params), ") {\n",
         f"  __shared__ __align__(16) unsigned char xp_smem[{T * R * smem}];\n",
         vals.declarations(), e.text(), "}\n"])
