@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 from ._array import Array, _wrap, check_array
 from ._dtypes import bool as _bool
-from ._elementwise import subtract  # type: ignore[attr-defined]  # made from the table
+from ._elementwise import subtract
 from ._manipulation import concat
 from ._revisions import since
 from ._validation import (check_bool, check_dtype_category, check_int, common_device,

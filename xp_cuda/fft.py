@@ -69,7 +69,7 @@ def _unguarded(f):
     return getattr(f, "__wrapped__", f)  # (the caller's guard names the fft function)
 
 
-_conj = _unguarded(_elementwise.conj)  # type: ignore[attr-defined]
+_conj = _unguarded(_elementwise.conj)
 
 
 def _times(a, factor):

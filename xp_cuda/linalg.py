@@ -40,10 +40,10 @@ def _unguarded(f):
     return getattr(f, "__wrapped__", f)
 
 
-_conj = _unguarded(_elementwise.conj)  # type: ignore[attr-defined]
-_greater = _unguarded(_elementwise.greater)  # type: ignore[attr-defined]
-_multiply = _unguarded(_elementwise.multiply)  # type: ignore[attr-defined]
-_subtract = _unguarded(_elementwise.subtract)  # type: ignore[attr-defined]
+_conj = _unguarded(_elementwise.conj)
+_greater = _unguarded(_elementwise.greater)
+_multiply = _unguarded(_elementwise.multiply)
+_subtract = _unguarded(_elementwise.subtract)
 _moveaxis = _unguarded(_manipulation.moveaxis)
 _reshape = _unguarded(_manipulation.reshape)
 _stack = _unguarded(_manipulation.stack)
