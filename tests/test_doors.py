@@ -68,6 +68,53 @@ def test_numpy_asarray_converts_on_cpu_and_refuses_on_gpu(device, rng, dtype):
         np.testing.assert_array_equal(got, a, err_msg=what)
 
 
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
+def test_numpy_copies_switch_lets_numpy_read_every_device(device, rng, dtype):
+    """xp_cuda.nonstandard.numpy_copies(True) (for engines such as Cubed, which store every
+    task's result through numpy.asarray): a GPU array converts as a host copy, with NumPy's
+    dtype argument; copy=False still refuses there. cpu arrays behave as without it."""
+    from xp_cuda.nonstandard import numpy_copies
+    previous = numpy_copies(True)
+    try:
+        for what, x, a in _cases(rng, dtype, device):
+            got = np.asarray(x)
+            assert type(got) is np.ndarray and got.dtype == a.dtype and got.shape == a.shape
+            np.testing.assert_array_equal(got, a, err_msg=what)
+            conv = np.asarray(x, dtype=np.complex128)
+            np.testing.assert_array_equal(conv, a.astype(np.complex128), err_msg=what)
+            if device.kind != "cpu":
+                with pytest.raises(ValueError, match="only as a copy.*copy=False"):
+                    np.asarray(x, copy=False)
+                # a copy: writing to it leaves the array as it was
+                if got.size:
+                    got.reshape(-1)[0] = a.reshape(-1)[-1]
+                    np.testing.assert_array_equal(np.asarray(x), a, err_msg=what)
+    finally:
+        assert numpy_copies(previous) is True
+    if device.kind != "cpu":
+        with pytest.raises(TypeError, match="numpy_copies"):
+            np.asarray(random_array(rng, (2,), dtype, device)[0])
+
+
+def test_numpy_copies_takes_a_bool_and_returns_the_previous_setting():
+    from xp_cuda.nonstandard import numpy_copies
+    with pytest.raises(TypeError, match="True or False"):
+        numpy_copies(1)
+    assert numpy_copies(False) is False  # the default (CI sets no XP_CUDA_NUMPY_COPIES)
+    assert numpy_copies(False) is False
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=str)
+def test_numpy_reads_our_dtypes_without_equating_them(dtype):
+    """numpy.dtype(xp.int32) is NumPy's int32 (engines convert dtypes so); the dtype itself
+    stays opaque: never equal to NumPy's, and refused where a function takes a dtype."""
+    assert np.dtype(dtype) == np.dtype(dtype.name)
+    assert dtype.dtype == np.dtype(dtype.name)
+    assert dtype != np.dtype(dtype.name) and dtype != getattr(np, dtype.name)
+    with pytest.raises(TypeError):
+        xp.zeros(2, dtype=np.dtype(dtype.name))
+
+
 def test_numpy_asarray_copy_semantics_on_cpu(rng):
     x, a = random_array(rng, (4, 5), xp.int32, CPU)
     shared = np.asarray(x)  # copy=None: NumPy's array itself, no copy

@@ -39,6 +39,13 @@ class DType:
     def __reduce__(self):  # pickling returns the singleton
         return (_by_name, (self.name,))
 
+    @property
+    def dtype(self) -> np.dtype:
+        """Not in the Array API standard: the NumPy dtype of the same name, so that
+        ``numpy.dtype(xp.int32)`` reads it (NumPy looks for a ``.dtype`` attribute). An export
+        only: ``xp.int32 == numpy.int32`` stays False and no function takes a NumPy dtype."""
+        return self._np
+
 
 def _by_name(name):
     return _BY_NAME[name]

@@ -20,7 +20,22 @@ from ._validation import check_dtype_arg, check_int, normalize_axis
 if TYPE_CHECKING:
     from ._typing import Array, Device, DType
 
-__all__ = ["logspace", "simulate_cpu_devices"]
+__all__ = ["logspace", "numpy_copies", "simulate_cpu_devices"]
+
+
+def numpy_copies(enabled: bool) -> bool:
+    """Whether ``numpy.asarray(x)`` of an array on a GPU copies it to the host (``True``) or
+    raises ``TypeError`` naming ``numpy.from_dlpack(x, device="cpu")`` (``False``, the
+    default). Process-wide, for engines that store every task's result through
+    ``numpy.asarray`` (Cubed: ``xp_cuda.compat`` turns it on when imported); the environment
+    variable ``XP_CUDA_NUMPY_COPIES=1`` sets it at import. ``copy=False`` is refused either way
+    (the host array is always a copy). Arrays on ``cpu`` convert without it. Returns the
+    previous setting."""
+    if enabled is not True and enabled is not False:
+        raise TypeError(f"numpy_copies: enabled must be True or False, got {enabled!r}")
+    from ._backends._base import NUMPY_COPIES
+    previous, NUMPY_COPIES[0] = NUMPY_COPIES[0], enabled
+    return previous
 
 
 def simulate_cpu_devices(n: int) -> list[Device]:

@@ -6,6 +6,7 @@ from typing import Any, Callable
 
 import contextlib
 import math
+import os
 
 import numpy as np
 
@@ -30,6 +31,13 @@ FAST_ANY_LAYOUT: dict = {}
 # shapes).
 KEPT: dict = {}
 KEPT_MAX = 1024
+
+# Whether numpy.asarray(x) of a GPU array copies it to the host (True) or refuses with the
+# explicit door named (False, the default): a process-wide switch for engines that read every
+# task's result through numpy.asarray (xp_cuda.nonstandard.numpy_copies, xp_cuda.compat,
+# XP_CUDA_NUMPY_COPIES=1). A one-element list: the cuda backend reads it on each conversion.
+ENV_NUMPY_COPIES = "XP_CUDA_NUMPY_COPIES"
+NUMPY_COPIES = [os.environ.get(ENV_NUMPY_COPIES, "").strip() == "1"]
 
 
 def keep_call(key, kept) -> None:

@@ -31,8 +31,8 @@ from .._kernels import sort as _sort
 from .._kernels.reduction import lookup as _lookup
 from .._kernels.reduction import reduce_eager as _reduce_eager
 from .._kernels.vecdot import vecdot_cuda as _vecdot
-from ._base import (_NO_SWITCH, FAST, Backend, KeptLaunch, KeptMove, complex64_order_key,
-                    keep_call, kept_call)
+from ._base import (_NO_SWITCH, FAST, NUMPY_COPIES, Backend, KeptLaunch, KeptMove,
+                    complex64_order_key, keep_call, kept_call)
 
 
 _RESHAPE_VIEWS: dict = {}  # (shape, strides, itemsize, new shape) -> view strides, or False
@@ -794,10 +794,22 @@ class CudaBackend(Backend):
     # ---- the NumPy door and integer array indexing --------------------------------------------
     def numpy_door(self, data, device, dtype, copy):
         """numpy.asarray(x) of a GPU array: refused, naming the explicit door (a silent copy
-        to the host is the slow path this namespace exists to make visible)."""
-        raise TypeError(f"numpy.asarray cannot read an array on {device}: its data is in GPU "
-                        f"memory; copy it to the host explicitly with "
-                        f"numpy.from_dlpack(x, device=\"cpu\")")
+        to the host is the slow path this namespace exists to make visible), unless the
+        process asked for copies (_base.NUMPY_COPIES: engines that store every task's
+        result through numpy.asarray); copy=False refuses even then (the host array is
+        always a copy)."""
+        if not NUMPY_COPIES[0]:
+            raise TypeError(f"numpy.asarray cannot read an array on {device}: its data is in "
+                            f"GPU memory; copy it to the host explicitly with "
+                            f"numpy.from_dlpack(x, device=\"cpu\") (or, for an engine that "
+                            f"reads its chunks through numpy.asarray, allow the copies with "
+                            f"xp_cuda.nonstandard.numpy_copies(True))")
+        if copy is False:
+            raise ValueError(f"__array__: an array on {device} reaches NumPy only as a copy "
+                             f"in host memory, but copy=False was passed")
+        with self.ctx():
+            host = data.get()
+        return host if dtype is None else host.astype(dtype, copy=False)
 
     def _int64_scalar_op(self, name, v, c, shape):
         return self.elementwise(name, name, (v, TypedScalar(np.int64(c), _INT64)), _INT64,
