@@ -12,6 +12,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
+from xp_cuda._devices import cuda_device_count
 from xp_cuda._kernels import _runtime as rt
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -295,6 +296,77 @@ def test_rejected_entry_recovers_or_raises(fake_load, tmp_path):
     with pytest.raises(rt.KernelCompileError, match="again after recompiling"):
         rt._load(_fake_cupy({b"STALE", b"CUBIN:src:2"}), "src", "k", ())
     assert fake_load == ["k.cu", "k.cu"]  # once more, not in a loop
+
+
+def test_threads_loading_one_kernel_at_once_share_one_module(fake_load, monkeypatch):
+    """Threads making the first call of one kernel at the same time (Dask's threaded
+    scheduler): one module is loaded and every thread gets its kernel; without the load lock
+    each thread loaded its own and replaced the others' in the cache, unloading modules whose
+    kernels were still in use (CUDA_ERROR_INVALID_HANDLE on the GPU)."""
+    import threading
+    import time
+    loads = []
+
+    class SlowModule:
+        names = ("k",)
+
+        def load(self, payload):
+            loads.append(payload)
+            time.sleep(0.02)  # the driver's time: the window two threads would both enter
+
+    cp = _fake_cupy(set())
+    monkeypatch.setattr(cp.cuda.function, "Module", SlowModule)
+    barrier, got = threading.Barrier(8), []
+
+    def work():
+        barrier.wait()
+        got.append(rt.load_kernel("src", "k"))
+
+    threads = [threading.Thread(target=work) for _ in range(8)]
+    monkeypatch.setitem(__import__("sys").modules, "cupy", cp)
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(loads) == 1 and fake_load == ["k.cu"]
+    assert len(got) == 8 and all(k.module is got[0].module for k in got)
+    assert len(rt._modules) == 1
+
+
+_FIRST_CALLS_IN_THREADS = """
+import threading, numpy as np, xp_cuda as xp
+dev = xp.__array_namespace_info__().default_device()  # cuda:0 (XP_CUDA_DEFAULT_DEVICE)
+x = xp.asarray(np.linspace(0.1, 1.0, 1000, dtype=np.float32), device=dev)
+barrier, errors = threading.Barrier(16), []
+def work():
+    barrier.wait()
+    try:
+        for _ in range(50):
+            r = (x > 0.5, 0.25 * x, x + x, x * x, xp.sum(x), xp.exp(x))
+    except Exception as e:
+        errors.append(repr(e))
+threads = [threading.Thread(target=work) for _ in range(16)]
+[t.start() for t in threads]; [t.join() for t in threads]
+want = np.linspace(0.1, 1.0, 1000, dtype=np.float32)
+assert not errors, errors[:2]
+assert np.array_equal(np.from_dlpack(x * x, device="cpu"), want * want)
+print("ok")
+"""
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(cuda_device_count() == 0, reason="no usable CUDA GPU here")
+def test_first_calls_from_many_threads_on_the_gpu(tmp_path):
+    """The first calls of several kernels from 16 threads at once, in a fresh process (on
+    the H200 each thread failed with CUDA_ERROR_INVALID_HANDLE, or the process crashed,
+    before the load lock)."""
+    import os
+    import subprocess
+    import sys
+    env = dict(os.environ, XP_CUDA_KERNEL_CACHE=str(tmp_path), XP_CUDA_DEFAULT_DEVICE="cuda:0")
+    out = subprocess.run([sys.executable, "-c", _FIRST_CALLS_IN_THREADS], env=env,
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]
 
 
 def test_unknown_kernel_name_is_a_kernel_compile_error(fake_load):

@@ -625,6 +625,11 @@ def _load_module(cupy, payload: bytes):
 
 _modules: dict = {}  # (entry key, device) -> loaded module
 _loaded: dict = {}   # (source, kernel name, options, device) -> kernel
+# Loading is one thread at a time: two threads missing the same key would each load a module,
+# and the one replaced in _modules would be unloaded (collected) while kernels and raw
+# CUfunction pointers cut from it are still cached (CUDA_ERROR_INVALID_HANDLE, or a crash,
+# under Dask's threaded scheduler). Hits never take it.
+_load_lock = threading.RLock()
 
 
 def _module(cupy, source, kernel_name, options, dev, arch, key, prepared=None):
@@ -654,15 +659,17 @@ def _module(cupy, source, kernel_name, options, dev, arch, key, prepared=None):
 
 def _load(cupy, source, kernel_name, options, prepared=None):
     dev = cupy.cuda.runtime.getDevice()
-    arch = _device_arch(cupy)
-    key = _entry_key(source, options, arch)
-    mod = _module(cupy, source, kernel_name, options, dev, arch, key, prepared)
-    try:
-        kern = _kernel_type(cupy.cuda.function.Function)(mod, kernel_name)
-    except Exception as e:  # e.g. no such kernel name in the source
-        raise KernelCompileError(f"CUDA kernel {kernel_name} could not be loaded: {e}") from None
-    _loaded[(source, kernel_name, options, dev)] = kern
-    return kern
+    with _load_lock:
+        arch = _device_arch(cupy)
+        key = _entry_key(source, options, arch)
+        mod = _module(cupy, source, kernel_name, options, dev, arch, key, prepared)
+        try:
+            kern = _kernel_type(cupy.cuda.function.Function)(mod, kernel_name)
+        except Exception as e:  # e.g. no such kernel name in the source
+            raise KernelCompileError(f"CUDA kernel {kernel_name} could not be loaded: "
+                                     f"{e}") from None
+        _loaded[(source, kernel_name, options, dev)] = kern
+        return kern
 
 
 def load_kernel(source: str, kernel_name: str, options=()):
