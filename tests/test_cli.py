@@ -113,8 +113,8 @@ def test_check_says_wrong_and_exits_1_when_a_family_differs(monkeypatch, capsys)
     assert "0 of 2 families agree with cpu" in out
 
 
-SUITES = ["creation", "elementwise", "fusion", "namespace", "reduction", "spatial", "vecdot",
-          "workloads"]
+SUITES = ["creation", "dask", "elementwise", "engines", "fusion", "namespace", "reduction",
+          "spatial", "vecdot", "workloads"]
 
 
 def test_bench_lists_every_benchmark_of_the_checkout():
