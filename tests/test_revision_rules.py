@@ -584,3 +584,18 @@ def test_runner_switches_a_simulated_device_on(tmp_path):
     assert run.main([str(suite), "--device", "cpu:2", "--max-examples", "1"]) == 0
     with pytest.raises(SystemExit):
         run.main([str(suite), "--device", "gpu:1"])
+
+
+@pytest.mark.parametrize("call", [
+    lambda: xp.multiply(xp.asarray([1]), xp.asarray([1.0])),       # promotion across kinds
+    lambda: xp.mean(xp.asarray([1, 2])),                           # dtype category
+    lambda: xp.ones((2, 2))[0],                                     # multi-axis indexing
+    lambda: xp.squeeze(xp.ones((1, 2)), None),                      # squeeze's axis
+    lambda: xp.nonzero(xp.asarray(1)),                              # nonzero of a 0-d array
+    lambda: xp.take(xp.ones(3), xp.asarray([[0]])),                 # take's 1-D indices
+], ids=["promotion", "category", "indexing", "squeeze", "nonzero", "take"])
+def test_messages_cite_the_revision_in_force(v2025, call):
+    """A refusal that holds in every revision cites the one in force, not 2023.12."""
+    with pytest.raises((TypeError, ValueError, IndexError)) as info:
+        call()
+    assert "2025.12" in str(info.value) and "2023.12" not in str(info.value), str(info.value)

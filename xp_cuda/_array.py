@@ -95,7 +95,7 @@ def _partial_key(parts, ndim: int, n_axes: int, setting: bool):
     raise IndexError(
         f"{fname}: x has {ndim} dimension{'s' if ndim != 1 else ''} but the index gives "
         f"{n_axes} (x[{given}]); index every axis or add an ellipsis: x[{fixed}] "
-        f"(Array API 2023.12, multi-axis indexing)")
+        f"(Array API {_revisions.api_version()}, multi-axis indexing)")
 
 
 class _ArrayKey(Exception):
@@ -241,7 +241,8 @@ class Array:
     def T(self) -> "Array":
         if self.ndim != 2:
             raise ValueError(
-                f"x.T needs a 2-D array (Array API 2023.12); this one has {self.ndim} "
+                f"x.T needs a 2-D array (Array API {_revisions.api_version()}); this one has "
+                f"{self.ndim} "
                 f"dimension(s): use xp.permute_dims or x.mT for stacks of matrices"
             )
         return Array._new(self._data.T, self._device)

@@ -133,7 +133,7 @@ def _finish(nat, src: Device, dtype, device, copy, copied: bool, fname):
 def _check_cast(src: DType, dst: DType, fname):
     if src.kind == "complex" and dst.kind != "complex":
         raise TypeError(f"{fname}: casting complex {src} to real {dst} is not allowed (Array "
-                        f"API 2023.12); take xp.real, xp.imag or xp.abs first")
+                        f"API {_revisions.api_version()}); take xp.real, xp.imag or xp.abs first")
 
 
 def asarray(obj: Array | PyScalar | NestedSequence | Any, /, *, dtype: DType | None = None,

@@ -38,7 +38,8 @@ def astype(x: Array, dtype: DType, /, *, copy: bool = True,
     x_dtype = x.dtype
     if x_dtype.kind == "complex" and dtype.kind != "complex":
         raise TypeError(f"astype: casting complex {x.dtype} to real {dtype} is not allowed "
-                        f"(Array API 2023.12); take xp.real, xp.imag or xp.abs first")
+                        f"(Array API {_revisions.api_version()}); take xp.real, xp.imag or "
+                        f"xp.abs first")
     dev = x._device
     if device is None or device is dev or check_device(device, fname) == dev:
         if dtype is x_dtype and not copy:

@@ -129,7 +129,8 @@ def promote(a: DType, b: DType) -> DType:
         return PROMOTION_TABLE[a, b]
     except KeyError:
         raise TypeError(
-            f"{a} and {b} cannot be promoted under the Array API standard (2023.12 defines no "
+            f"{a} and {b} cannot be promoted under the Array API standard "
+            f"({_revisions.api_version()} defines no "
             f"promotion between these kinds); convert one explicitly with xp.astype"
         ) from None
 

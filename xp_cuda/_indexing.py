@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from ._array import Array, _backend_of, _wrap, check_array
+from . import _revisions
 from ._revisions import since
 from ._validation import check_dtype_category, common_device, normalize_axis, planned
 
@@ -9,7 +10,8 @@ from ._validation import check_dtype_category, common_device, normalize_axis, pl
 def _check_take(x, indices, axis):
     check_dtype_category(indices, "integer", "take", "indices")
     if indices.ndim != 1:
-        raise ValueError(f"take: indices must be 1-D (Array API 2023.12), got shape "
+        raise ValueError(f"take: indices must be 1-D (Array API {_revisions.api_version()}), "
+                         f"got shape "
                          f"{indices.shape}")
     if axis is None:
         if x.ndim != 1:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import operator
 from typing import TYPE_CHECKING
 
-from . import _elementwise, _manipulation, _memory
+from . import _elementwise, _manipulation, _memory, _revisions
 from ._array import Array, _backend_of, _wrap, check_array
 from ._dtypes import promote, scalar_type_name
 from ._validation import PLANS as _PLANS
@@ -176,7 +176,8 @@ def negative_axis_check(fname, x1, x2, axis):
         else:
             hint = f"axis {axis} does not exist in both arrays; use a negative axis"
         raise ValueError(
-            f"{fname}: axis={axis} is not allowed: Array API 2023.12 requires a negative axis "
+            f"{fname}: axis={axis} is not allowed: Array API {_revisions.api_version()} "
+            f"requires a negative axis "
             f"in [-{n}, -1] counted from the last dimension (x1 {x1.shape}, x2 {x2.shape}); "
             f"{hint}")
     if axis < -n:

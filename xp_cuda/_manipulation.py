@@ -275,7 +275,7 @@ def repeat(x: Array, repeats: int | Array, /, *, axis: int | None = None) -> Arr
         return _wrap(b.repeat(data, r, ax, kept_key), x.device)
     if repeats.dtype.kind not in ("int", "uint"):
         raise TypeError(f"repeat: repeats has dtype {repeats.dtype}, but it must be an integer "
-                        f"array (Array API 2023.12); convert it with xp.astype")
+                        f"array (Array API {_revisions.api_version()}); convert it with xp.astype")
     common_device([x, repeats], "repeat")
     if repeats.ndim != 1 or repeats.shape[0] not in (1, m):
         raise ValueError(f"repeat: repeats of shape {repeats.shape} must have shape (1,) or "
@@ -374,8 +374,8 @@ def squeeze(x: Array, /, axis: int | tuple[int, ...]) -> Array:
     """Array API 2023.12 ``squeeze``: remove the given size-one axes."""
     check_array(x, "squeeze")
     if axis is None:
-        raise TypeError("squeeze: axis is required in Array API 2023.12 (an int or a tuple of "
-                        "ints naming size-one axes)")
+        raise TypeError(f"squeeze: axis is required in Array API {_revisions.api_version()} "
+                        f"(an int or a tuple of ints naming size-one axes)")
     axes = normalize_axes(axis, x.ndim, "squeeze")
     for a in axes:
         if x.shape[a] != 1:

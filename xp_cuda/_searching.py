@@ -69,8 +69,9 @@ def nonzero(x: Array, /) -> tuple[Array, ...]:
     """Array API 2023.12 ``nonzero``: a tuple of int64 index arrays, row-major order."""
     d = check_array(x, "nonzero")._data
     if d.ndim == 0:
-        raise ValueError("nonzero: x must have at least one dimension (Array API 2023.12); "
-                         "use xp.reshape(x, (1,)) or xp.expand_dims first")
+        raise ValueError(f"nonzero: x must have at least one dimension (Array API "
+                         f"{_revisions.api_version()}); use xp.reshape(x, (1,)) or "
+                         f"xp.expand_dims first")
     dev = x._device
     return tuple([_wrap(i, dev) for i in x._b.nonzero(d)])
 

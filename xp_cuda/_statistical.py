@@ -98,7 +98,7 @@ def _check_cumulative(x, axis, dtype, include_initial, fname="cumulative_sum"):
     if axis is None:
         if x.ndim > 1:
             raise ValueError(f"{fname}: x has shape {x.shape}; axis is required when x has "
-                             f"more than one dimension (Array API 2023.12)")
+                             f"more than one dimension (Array API {_revisions.api_version()})")
         axis = 0
     return normalize_axis(axis, x.ndim, fname), accumulation_dtype(x, dtype, fname)
 

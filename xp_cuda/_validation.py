@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import operator
 
+from . import _revisions
 from ._dtypes import DType, in_category
 
 
@@ -27,7 +28,8 @@ def check_dtype_category(x, category: str, fname: str, argname: str = "x"):
         raise TypeError(
             f"{fname}: {argname} has dtype {x.dtype}, but {fname} requires {article(category)} "
             f"{category} dtype "
-            f"(Array API 2023.12); convert it with xp.astype if that is what you mean"
+            f"(Array API {_revisions.api_version()}); convert it with xp.astype if that is "
+            f"what you mean"
         )
 
 
