@@ -18,6 +18,9 @@ own (Cubed reads its backend when first imported), in this order:
   1 GPU,  2 workers on it            a control: what two workers gain without a second GPU
   2 GPUs, 1 worker each              XP_CUDA_COMPAT_DEVICES=cuda:0,cuda:1
 
+(a worker is a process with --executor processes, a thread with --executor threads: compat
+gives each its device either way).
+
 and prints wall seconds (the whole ``compute``, the executor's start of its workers included),
 GB/s of the chunk work (32 bytes an element: arange writes 8, remainder reads 8 and writes 8,
 sum reads 8), and the speed-up over the baseline. Beside them, the same chunk work run

@@ -460,6 +460,49 @@ def test_several_devices_one_per_worker_process(tmp_path, monkeypatch):
     assert DEVICE == compat.worker_device()  # the main process keeps its device
 
 
+def record_thread_device(block, folder=None, workers=2):
+    """record_device for the threads executor: which thread computed this block, on which
+    device (the block's: compat put it on that thread's device), once ``workers`` threads have
+    written (30 s at most)."""
+    import threading
+    with open(os.path.join(folder, uuid.uuid4().hex), "w") as f:
+        f.write(f"{threading.get_ident()} {block.device}")
+    deadline = time.monotonic() + 30
+    while (len({p.read_text().split()[0] for p in __import__("pathlib").Path(folder).iterdir()})
+           < workers and time.monotonic() < deadline):
+        time.sleep(0.02)
+    return block * 2
+
+
+def test_several_devices_one_per_worker_thread(tmp_path, monkeypatch):
+    """XP_CUDA_COMPAT_DEVICES=cpu,cpu:1 with the threads executor: the worker threads take the
+    devices in turn (consecutive threads, different devices), each keeps its own, both are
+    used, and the answer is NumPy's; the main thread keeps the first device."""
+    from xp_cuda.nonstandard import simulate_cpu_devices
+    before = sum(1 for d in xp_cuda.__array_namespace_info__().devices() if str(d)[:3] == "cpu")
+    simulate_cpu_devices(2)
+    monkeypatch.setenv(compat.ENV_DEVICES, "cpu,cpu:1")
+    monkeypatch.setattr(compat, "_chosen", None)
+    try:
+        folder = tmp_path / "devices"
+        folder.mkdir()
+        spec = cubed.Spec(tmp_path / "work", allowed_mem=100 * MB)
+        a = _data((40, 10), np.float64, 23)
+        x = cubed.from_array(a, chunks=(5, 10), spec=spec)  # 8 blocks
+        y = cubed.map_blocks(record_thread_device, x, dtype=x.dtype, folder=str(folder))
+        check(cxp.sum(y, axis=1), (a * 2).sum(axis=1), "threads")
+        records = [p.read_text().split() for p in folder.iterdir()]
+        assert len(records) >= 8
+        by_thread: dict = {}
+        for ident, device in records:
+            by_thread.setdefault(ident, set()).add(device)
+        assert all(len(d) == 1 for d in by_thread.values()), records  # a thread keeps its own
+        assert {device for _, device in records} == {"cpu", "cpu:1"}, records
+        assert str(compat.worker_device()) == "cpu"  # the main thread
+    finally:
+        simulate_cpu_devices(before)
+
+
 def test_the_main_process_computes_on_the_first_device(monkeypatch):
     from xp_cuda.nonstandard import simulate_cpu_devices
     before = sum(1 for d in xp_cuda.__array_namespace_info__().devices() if str(d)[:3] == "cpu")

@@ -43,8 +43,10 @@ from __future__ import annotations
 import builtins
 import functools
 import inspect
+import itertools
 import multiprocessing
 import os
+import threading
 import types
 from typing import Any, Callable, Iterable
 
@@ -82,17 +84,31 @@ _chosen: tuple[int, Device] | None = None  # (process id, its device): a forked 
 
 
 def worker_device() -> Device:
-    """The device this process computes on: where compat puts new arrays and the NumPy arrays
+    """The device this worker computes on: where compat puts new arrays and the NumPy arrays
     it converts. With ``XP_CUDA_COMPAT_DEVICES`` (comma-separated, e.g. ``cuda:0,cuda:1``):
-    the first in the main process, and in worker process number N of a pool (Cubed's
-    processes executor names them ``SpawnProcess-N``) the ``(N - 1) % len(devices)``-th, so
-    the workers spread round-robin over the devices. Without it, xp_cuda's default device
-    (``XP_CUDA_DEFAULT_DEVICE`` pins that)."""
+    the first in the main thread of the main process; in worker process number N of a pool
+    (Cubed's processes executor names them ``SpawnProcess-N``) the ``(N - 1) % len(devices)``-th;
+    and each other thread (Cubed's threads executor) the next in turn, in the order threads
+    first ask. So the workers of either executor spread round-robin over the devices. Without
+    the variable, xp_cuda's default device (``XP_CUDA_DEFAULT_DEVICE`` pins that)."""
     global _chosen
+    if (threading.current_thread() is not threading.main_thread()
+            and os.environ.get(ENV_DEVICES, "").strip()):
+        device = getattr(_thread, "device", None)
+        if device is None:
+            with _turn_lock:
+                turn = next(_turns)
+            device = _thread.device = _choose_device(turn)
+        return device
     pid = os.getpid()
     if _chosen is None or _chosen[0] != pid:
-        _chosen = (pid, _choose_device())
+        _chosen = (pid, _choose_device(_worker_number()))
     return _chosen[1]
+
+
+_thread = threading.local()  # .device: this thread's, once chosen
+_turns = itertools.count(1)  # the next thread's number (1, 2, ...)
+_turn_lock = threading.Lock()
 
 
 def _worker_number() -> int | None:
@@ -102,7 +118,8 @@ def _worker_number() -> int | None:
     return identity[0] if identity else None
 
 
-def _choose_device() -> Device:
+def _choose_device(n: int | None) -> Device:
+    """Device number n (1, 2, ...; round-robin) of XP_CUDA_COMPAT_DEVICES, the first for None."""
     text = os.environ.get(ENV_DEVICES, "").strip()
     if not text:
         return _xp.__array_namespace_info__().default_device()
@@ -110,7 +127,6 @@ def _choose_device() -> Device:
     devices = [_device(name, where) for name in text.split(",") if name.strip()]
     if not devices:
         raise ValueError(f"{where}: name one device or more, e.g. 'cuda:0,cuda:1'")
-    n = _worker_number()
     return devices[0] if n is None else devices[(n - 1) % len(devices)]
 
 
