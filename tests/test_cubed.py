@@ -192,7 +192,7 @@ def test_compat_errors_are_clear():
         compat.zeros(2, dtype="U3")
     with pytest.raises(ValueError, match="cannot read 'gpu' as a device"):
         compat.zeros(2, device="gpu")
-    with pytest.raises(ValueError, match="'cpu:7' is not a device here"):
+    with pytest.raises(ValueError, match="cpu:7 is a simulated device.*XP_CUDA_CPU_DEVICES=8"):
         compat.zeros(2, device="cpu:7")
     with pytest.raises(AttributeError, match="compat has the names of the Array API"):
         compat.nanmax  # noqa: B018
@@ -424,17 +424,38 @@ def test_processes_executor(spec):
 
 
 def record_device(block, folder=None, workers=2):
-    """In a worker: write which process computed this block, and on which device (a file
-    each), wait (30 s at most) until ``workers`` processes have written, so that every worker
-    of the pool gets blocks, then give the block back doubled."""
+    """In a worker (a process of the pool, or a thread): write which worker computed this
+    block and on which device (a file each: "<worker> <process name> <process number>
+    <device>"), then wait until ``workers`` distinct workers have written, so that every
+    worker of the pool gets blocks (a waiting task holds its worker; the pool hands the next
+    block to another), and give the block back doubled. The wait is a rendezvous, not a
+    measurement; its bound only turns a hang into an error."""
+    import threading
     me = multiprocessing.current_process()
-    with open(os.path.join(folder, f"{os.getpid()}-{uuid.uuid4().hex}"), "w") as f:
-        f.write(f"{me.name} {me._identity[0] if me._identity else 0} {block.device}")
-    deadline = time.monotonic() + 30
-    while (len({name.split("-")[0] for name in os.listdir(folder)}) < workers
-           and time.monotonic() < deadline):
+    worker = f"{os.getpid()}.{threading.get_ident()}"
+    with open(os.path.join(folder, f"{worker}-{uuid.uuid4().hex}"), "w") as f:
+        f.write(f"{worker} {me.name} {me._identity[0] if me._identity else 0} {block.device}")
+    give_up = time.monotonic() + 300
+    while len({name.split("-")[0] for name in os.listdir(folder)}) < workers:
+        if time.monotonic() > give_up:
+            raise RuntimeError(f"record_device: {workers} workers never all took a block")
         time.sleep(0.02)
     return block * 2
+
+
+def _spread_over_workers(tmp_path, executor, seed):
+    """8 blocks through record_device on ``executor`` (2 workers), the sum checked against
+    NumPy's; the records, one a block computed ("<worker> <process name> <number> <device>")."""
+    folder = tmp_path / "devices"
+    folder.mkdir()
+    spec = cubed.Spec(tmp_path / "work", allowed_mem=100 * MB)
+    a = _data((40, 10), np.float64, seed)
+    x = cubed.from_array(a, chunks=(5, 10), spec=spec)  # 8 blocks
+    y = cubed.map_blocks(record_device, x, dtype=x.dtype, folder=str(folder))
+    check(cxp.sum(y, axis=1), (a * 2).sum(axis=1), executor)
+    records = [p.read_text().split() for p in folder.iterdir()]
+    assert len(records) >= 8  # (a task may run twice: a backup)
+    return records
 
 
 def test_several_devices_one_per_worker_process(tmp_path, monkeypatch):
@@ -443,35 +464,13 @@ def test_several_devices_one_per_worker_process(tmp_path, monkeypatch):
     is NumPy's."""
     monkeypatch.setenv("XP_CUDA_CPU_DEVICES", "2")
     monkeypatch.setenv(compat.ENV_DEVICES, "cpu,cpu:1")
-    folder = tmp_path / "devices"
-    folder.mkdir()
-    spec = cubed.Spec(tmp_path / "work", allowed_mem=100 * MB)
-    a = _data((40, 10), np.float64, 22)
-    x = cubed.from_array(a, chunks=(5, 10), spec=spec)  # 8 blocks
-    y = cubed.map_blocks(record_device, x, dtype=x.dtype, folder=str(folder))
-    check(cxp.sum(y, axis=1), (a * 2).sum(axis=1), "processes")
-    records = [p.read_text().split() for p in folder.iterdir()]
-    assert len(records) >= 8  # (a task may run twice: a backup)
+    records = _spread_over_workers(tmp_path, "processes", 22)
     devices = ["cpu", "cpu:1"]
-    for name, number, device in records:
+    for _, name, number, device in records:
         assert name.startswith("SpawnProcess-")
         assert device == devices[(int(number) - 1) % 2], records
     assert {device for *_, device in records} == set(devices), records
     assert DEVICE == compat.worker_device()  # the main process keeps its device
-
-
-def record_thread_device(block, folder=None, workers=2):
-    """record_device for the threads executor: which thread computed this block, on which
-    device (the block's: compat put it on that thread's device), once ``workers`` threads have
-    written (30 s at most)."""
-    import threading
-    with open(os.path.join(folder, uuid.uuid4().hex), "w") as f:
-        f.write(f"{threading.get_ident()} {block.device}")
-    deadline = time.monotonic() + 30
-    while (len({p.read_text().split()[0] for p in __import__("pathlib").Path(folder).iterdir()})
-           < workers and time.monotonic() < deadline):
-        time.sleep(0.02)
-    return block * 2
 
 
 def test_several_devices_one_per_worker_thread(tmp_path, monkeypatch):
@@ -484,20 +483,12 @@ def test_several_devices_one_per_worker_thread(tmp_path, monkeypatch):
     monkeypatch.setenv(compat.ENV_DEVICES, "cpu,cpu:1")
     monkeypatch.setattr(compat, "_chosen", None)
     try:
-        folder = tmp_path / "devices"
-        folder.mkdir()
-        spec = cubed.Spec(tmp_path / "work", allowed_mem=100 * MB)
-        a = _data((40, 10), np.float64, 23)
-        x = cubed.from_array(a, chunks=(5, 10), spec=spec)  # 8 blocks
-        y = cubed.map_blocks(record_thread_device, x, dtype=x.dtype, folder=str(folder))
-        check(cxp.sum(y, axis=1), (a * 2).sum(axis=1), "threads")
-        records = [p.read_text().split() for p in folder.iterdir()]
-        assert len(records) >= 8
+        records = _spread_over_workers(tmp_path, "threads", 23)
         by_thread: dict = {}
-        for ident, device in records:
+        for ident, _, _, device in records:
             by_thread.setdefault(ident, set()).add(device)
         assert all(len(d) == 1 for d in by_thread.values()), records  # a thread keeps its own
-        assert {device for _, device in records} == {"cpu", "cpu:1"}, records
+        assert {device for *_, device in records} == {"cpu", "cpu:1"}, records
         assert str(compat.worker_device()) == "cpu"  # the main thread
     finally:
         simulate_cpu_devices(before)

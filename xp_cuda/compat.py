@@ -56,7 +56,7 @@ import xp_cuda as _xp
 
 from . import _revisions
 from ._array import Array
-from ._devices import Device
+from ._devices import Device, check_device, parse_device
 from ._dtypes import DType
 from .nonstandard import numpy_copies
 
@@ -135,27 +135,18 @@ def _choose_device(n: int | None) -> Device:
 # ---------------------------------------------------------------------------------------------
 
 def _device(value: Any, where: str = "device") -> Any:
-    """A device string ("cpu", "cpu:1", "cuda", "cuda:0") -> the xp_cuda device; a Device and
-    None pass through."""
+    """A device string ("cpu", "cpu:1", "cuda", "cuda:0") -> the xp_cuda device, read and
+    checked as XP_CUDA_DEFAULT_DEVICE is; a Device and None pass through."""
     if value is None or isinstance(value, Device):
         return value
     if not isinstance(value, str):
         raise TypeError(f"xp_cuda.compat: {where}: expected an xp_cuda device or a device "
                         f"string such as 'cpu' or 'cuda:0', got {value!r}")
-    text = value.strip().lower()
-    text = {"cuda": "cuda:0", "cpu:0": "cpu"}.get(text, text)
-    devices = _xp.__array_namespace_info__().devices()
-    for d in devices:
-        if str(d) == text:
-            return d
-    kind, _, index = text.partition(":")
-    if kind in ("cpu", "cuda") and index.isdigit():
-        hint = (" (cpu:N are simulated devices: set XP_CUDA_CPU_DEVICES=N+1)"
-                if kind == "cpu" else "")
-        raise ValueError(f"xp_cuda.compat: {where}: {value!r} is not a device here{hint}; "
-                         f"the devices are {', '.join(map(str, devices))}")
-    raise ValueError(f"xp_cuda.compat: {where}: cannot read {value!r} as a device; write "
-                     f"'cpu', 'cpu:N' or 'cuda:N'")
+    try:
+        device = parse_device(value)
+    except ValueError as e:
+        raise ValueError(f"xp_cuda.compat: {where}: {e}") from None
+    return check_device(device, f"xp_cuda.compat: {where}")
 
 
 def _here(value: Any, where: str = "device") -> Device:
