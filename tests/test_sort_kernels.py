@@ -813,6 +813,9 @@ def test_plan_hash_unique_chunks_and_scratch_layout(width, n, sms):
     assert p.blocks * p.chunk >= n > (p.blocks - 1) * p.chunk
     per_sm = {4: 4, 8: 2}[width]  # one wave of what the shared tables let reside
     assert 1 <= p.blocks <= per_sm * sms or p.chunk > 2**30
+    # a block takes enough elements to meet HQ_MAX + 1 distinct keys alone (a refusal seen
+    # in the block, not by every block merging its table), unless n itself is smaller
+    assert p.chunk >= min(n, K.HQ_MIN_CHUNK) and p.chunk >= K.HQ_MAX + 1 or n <= K.HQ_MAX
     # the block's shared table: keys, counts, first offsets, then its 20-byte state
     assert p.smem == K.HQ_SLOTS * (width + 4 + 4) + 20
     # scratch: {abort, claims} (8), nuniq (8), counts, then the all-ones part from the

@@ -1043,7 +1043,9 @@ def _pinned_cell(cp) -> int:
     return cell[2]
 
 
-def _read_now(cp, ptr: int, stream: int) -> int:
+def read_now(cp, ptr: int, stream: int) -> int:
+    """The int64 at device address ``ptr``, read now: an async copy into pinned memory on
+    ``stream``, then a wait on it (outside recordings; ``read`` is the recorded form)."""
     cell = _pinned_cell(cp)
     rt = cp.cuda.runtime
     rt.memcpyAsync(cell, ptr, 8, MEMCPY_D2H, stream)
@@ -1140,7 +1142,7 @@ def replay(cp, prog: Program, slots: tuple, phase: int = 0):
             cuda.runtime.memsetAsync((slots[dk] if dk >= 0 else 0) + do, v, n, stream)
         else:
             _, sk, so = st
-            value = _read_now(cp, (slots[sk] if sk >= 0 else 0) + so, stream)
+            value = read_now(cp, (slots[sk] if sk >= 0 else 0) + so, stream)
     return value, slots, mem
 
 

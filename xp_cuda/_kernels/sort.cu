@@ -963,7 +963,8 @@ ISIN(8, u64)
 // Why this shape: the sort (a block sort, or CuPy's Thrust/CUB radix sort of the keys) is the one
 // expensive step; everything after it is one pass over the sorted array. xp_sortuniq_runs flags
 // run starts, ranks them with a single-pass decoupled look-back scan (CUB's scheme, as in
-// scan.cu: the sorted array is read once), and in the same pass writes the run values, their
+// scan.cu: the sorted array is read once; long inputs take the two-pass form below instead),
+// and in the same pass writes the run values, their
 // first indices, the counts (from run boundaries) and the inverse (scattered through the
 // permutation). The scanned quantity is a pair: the number of run starts (a sum) and the
 // position of the last start (a max), so the element closing a run knows where the run began
@@ -1081,12 +1082,123 @@ __device__ __forceinline__ void sortuniq_lookback(long long t, long long ac, lon
     }
 }
 
+// The run starts among warp row group wbase (UQ_ITEMS rows of 32): key[j] the keys of row j,
+// b[j] its ballot of starts; cnt the group's starts, last the position of its last (-1: none).
+template <typename K>
+__device__ __forceinline__ void sortuniq_starts(const K* __restrict__ s, int s_is_key,
+                                                long long n, int mode, long long wbase,
+                                                K (&key)[UQ_ITEMS], unsigned (&b)[UQ_ITEMS],
+                                                long long& cnt, long long& last) {
+    const int lane = threadIdx.x & 31;
+    const K NANKEY = (K)~(K)0;
+    const bool fl = mode == MODE_FLOAT;
+#pragma unroll
+    for (int j = 0; j < UQ_ITEMS; ++j) {
+        const long long p = wbase + j * 32 + lane;
+        const K r = p < n ? s[p] : (K)0;
+        key[j] = s_is_key ? r : to_key<K>(r, mode);
+    }
+    K before = 0;  // the key preceding the warp's first element
+    if (lane == 0 && wbase > 0 && wbase < n) {
+        const K r = s[wbase - 1];
+        before = s_is_key ? r : to_key<K>(r, mode);
+    }
+    cnt = 0;
+    last = -1;
+#pragma unroll
+    for (int j = 0; j < UQ_ITEMS; ++j) {
+        K pk = __shfl_up_sync(FULL_MASK, key[j], 1);
+        const K row_prev = j ? __shfl_sync(FULL_MASK, key[j > 0 ? j - 1 : 0], 31) : before;
+        if (lane == 0) pk = row_prev;
+        const long long p = wbase + j * 32 + lane;
+        const bool st = p < n && (p == 0 || key[j] != pk || (fl && key[j] == NANKEY));
+        b[j] = __ballot_sync(FULL_MASK, st);
+        cnt += __popc(b[j]);
+        if (b[j]) last = wbase + j * 32 + 31 - __clz((int)b[j]);
+    }
+}
+
+// Two-pass form of the tiles' prefixes (the launcher's choice for long inputs): each tile's
+// (starts, last start) into aggs[t] (xp_sortuniq_tiles), then one block scans them into
+// exclusive prefixes (xp_sortuniq_scan) that xp_sortuniq_runs reads instead of looking back.
+// It reads the sorted array twice, yet on the H200 the look-back (tiles waiting on L2 round
+// trips, 8192 tiles for 16M elements) took 120-140 us where a read of 64 MB takes 17.
+template <typename K>
+__device__ __forceinline__ void sortuniq_tiles(const K* __restrict__ s, int s_is_key,
+                                               long long n, int mode, ulonglong2* aggs) {
+    __shared__ long long w_c[UQ_WARPS], w_s[UQ_WARPS];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const long long t = blockIdx.x;
+    const long long wbase = t * UQ_TILE + (long long)warp * (32 * UQ_ITEMS);
+    K key[UQ_ITEMS];
+    unsigned b[UQ_ITEMS];
+    long long cnt, last;
+    sortuniq_starts<K>(s, s_is_key, n, mode, wbase, key, b, cnt, last);
+    if (lane == 0) { w_c[warp] = cnt; w_s[warp] = last; }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        long long c = 0, l = -1;
+#pragma unroll
+        for (int w = 0; w < UQ_WARPS; ++w) { c += w_c[w]; l = max(l, w_s[w]); }
+        aggs[t] = make_ulonglong2((u64)c, (u64)l);
+    }
+}
+
+// excl[t] = (sum of counts, max of last starts) over aggs[0, t): one block of 1024 threads.
+extern "C" __global__ void __launch_bounds__(1024)
+xp_sortuniq_scan(const ulonglong2* __restrict__ aggs, ulonglong2* __restrict__ excl,
+                 long long tiles) {
+    __shared__ long long sc[32], ss[32];
+    __shared__ long long carry_c, carry_s;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    if (threadIdx.x == 0) { carry_c = 0; carry_s = -1; }
+    __syncthreads();
+    for (long long base = 0; base < tiles; base += 1024) {
+        const long long i = base + threadIdx.x;
+        long long c = 0, l = -1;
+        if (i < tiles) {
+            const ulonglong2 v = aggs[i];
+            c = (long long)v.x;
+            l = (long long)v.y;
+        }
+#pragma unroll
+        for (int o = 1; o < 32; o <<= 1) {  // inclusive within the warp
+            const long long tc = __shfl_up_sync(FULL_MASK, c, o);
+            const long long tl = __shfl_up_sync(FULL_MASK, l, o);
+            if (lane >= o) { c += tc; l = max(l, tl); }
+        }
+        if (lane == 31) { sc[warp] = c; ss[warp] = l; }
+        __syncthreads();
+        if (warp == 0) {
+            long long wc = sc[lane], wl = ss[lane];
+#pragma unroll
+            for (int o = 1; o < 32; o <<= 1) {
+                const long long tc = __shfl_up_sync(FULL_MASK, wc, o);
+                const long long tl = __shfl_up_sync(FULL_MASK, wl, o);
+                if (lane >= o) { wc += tc; wl = max(wl, tl); }
+            }
+            sc[lane] = wc;
+            ss[lane] = wl;
+        }
+        __syncthreads();
+        long long pc = carry_c, pl = carry_s;  // before this warp
+        if (warp > 0) { pc += sc[warp - 1]; pl = max(pl, ss[warp - 1]); }
+        long long ec = __shfl_up_sync(FULL_MASK, c, 1), el = __shfl_up_sync(FULL_MASK, l, 1);
+        if (lane == 0) { ec = 0; el = -1; }
+        if (i < tiles) excl[i] = make_ulonglong2((u64)(pc + ec), (u64)max(pl, el));
+        __syncthreads();  // every thread has read the carry
+        if (threadIdx.x == 1023) { carry_c = pc + c; carry_s = max(pl, l); }
+        __syncthreads();
+    }
+}
+
 // s: the sorted array, raw values (s_is_key = 0: a stable sort of x's bits, written out as they
 // are) or keys (1: values from from_key, except the float zero and NaN keys, whose bits come
 // from x[perm[i]], or without perm from x[~*zfirst] and the default NaN). perm (int64, may be
 // null): the stable sorting permutation. Outputs (each may be null but values): values[r],
 // indices[r] = perm of run r's first element, counts[r], inverse[perm[i]] = run of element i,
-// *nuniq = the number of runs. counter/flags zeroed by the launcher.
+// *nuniq = the number of runs. counter/flags zeroed by the launcher; flags null: no look-back,
+// incls[t] already holds tile t's exclusive prefix (the two-pass form above).
 template <typename K>
 __device__ __forceinline__ void sortuniq_runs(
         const K* __restrict__ s, int s_is_key, const long long* __restrict__ perm,
@@ -1101,36 +1213,15 @@ __device__ __forceinline__ void sortuniq_runs(
     const K S = sign_bit<K>(), NANKEY = (K)~(K)0;
     const bool fl = mode == MODE_FLOAT;
     // tile ids in start order: every tile a block waits on has started (forward progress)
-    if (threadIdx.x == 0) s_tile = (long long)atomicAdd(counter, 1u);
+    if (threadIdx.x == 0) s_tile = flags ? (long long)atomicAdd(counter, 1u) : blockIdx.x;
     __syncthreads();
     const long long t = s_tile;
     const long long wbase = t * UQ_TILE + (long long)warp * (32 * UQ_ITEMS);
 
     K key[UQ_ITEMS];  // raw values are reloaded at run starts (cache hits), not held: registers
     unsigned b[UQ_ITEMS];
-#pragma unroll
-    for (int j = 0; j < UQ_ITEMS; ++j) {
-        const long long p = wbase + j * 32 + lane;
-        const K r = p < n ? s[p] : (K)0;
-        key[j] = s_is_key ? r : to_key<K>(r, mode);
-    }
-    K before = 0;  // the key preceding the warp's first element
-    if (lane == 0 && wbase > 0 && wbase < n) {
-        const K r = s[wbase - 1];
-        before = s_is_key ? r : to_key<K>(r, mode);
-    }
-    long long cnt = 0, last = -1;
-#pragma unroll
-    for (int j = 0; j < UQ_ITEMS; ++j) {
-        K pk = __shfl_up_sync(FULL_MASK, key[j], 1);
-        const K row_prev = j ? __shfl_sync(FULL_MASK, key[j > 0 ? j - 1 : 0], 31) : before;
-        if (lane == 0) pk = row_prev;
-        const long long p = wbase + j * 32 + lane;
-        const bool st = p < n && (p == 0 || key[j] != pk || (fl && key[j] == NANKEY));
-        b[j] = __ballot_sync(FULL_MASK, st);
-        cnt += __popc(b[j]);
-        if (b[j]) last = wbase + j * 32 + 31 - __clz((int)b[j]);
-    }
+    long long cnt, last;
+    sortuniq_starts<K>(s, s_is_key, n, mode, wbase, key, b, cnt, last);
     if (lane == 0) { w_c[warp] = cnt; w_s[warp] = last; }
     __syncthreads();
     if (warp == 0) {
@@ -1146,7 +1237,13 @@ __device__ __forceinline__ void sortuniq_runs(
         long long ec = __shfl_up_sync(FULL_MASK, c, 1), es = __shfl_up_sync(FULL_MASK, sl, 1);
         if (lane == 0) { ec = 0; es = -1; }
         long long pc, ps;
-        sortuniq_lookback(t, ac, as, flags, aggs, incls, pc, ps);
+        if (flags) {
+            sortuniq_lookback(t, ac, as, flags, aggs, incls, pc, ps);
+        } else {  // the two-pass form: incls holds the exclusive prefixes
+            const ulonglong2 v = incls[t];
+            pc = (long long)v.x;
+            ps = (long long)v.y;
+        }
         if (lane < UQ_WARPS) { w_c[lane] = pc + ec; w_s[lane] = max(ps, es); }
     }
     __syncthreads();
@@ -1204,6 +1301,10 @@ __device__ __forceinline__ void sortuniq_runs(
     extern "C" __global__ void __launch_bounds__(256)                                             \
     xp_sortuniq_keys_##W(const K* x, K* keys, long long n, int mode, int vec, u64* zfirst) {      \
         sortuniq_keys<K>(x, keys, n, mode, vec, zfirst);                                          \
+    }                                                                                             \
+    extern "C" __global__ void __launch_bounds__(32 * UQ_WARPS)                                   \
+    xp_sortuniq_tiles_##W(const K* s, int s_is_key, long long n, int mode, ulonglong2* aggs) {   \
+        sortuniq_tiles<K>(s, s_is_key, n, mode, aggs);                                            \
     }                                                                                             \
     extern "C" __global__ void __launch_bounds__(32 * UQ_WARPS, 3)                                \
     xp_sortuniq_runs_##W(const K* s, int s_is_key, const long long* perm, const K* x,             \
@@ -1294,11 +1395,13 @@ __device__ __forceinline__ void hq_add(K* keys, unsigned* cnt, unsigned* first, 
 // Block b counts x[b * chunk, min(n, (b + 1) * chunk)) (chunk: a multiple of 16 / sizeof(K);
 // vec: x is 16-byte aligned) and merges into gkeys / gcounts / gfirst (HQ_SLOTS each, empty:
 // all ones / 0 / all ones; gfirst only when `track`); gstate = {abort, distinct keys claimed};
-// gmax = {count, first} of the largest integer key, then the float zero's first index. Each round a thread loads HQ_UNROLL contiguous vectors (the loads
-// in flight set the pace) and counts each run of equal keys among them once: constant and
-// sorted inputs make few table updates. No barrier in the loop: a thread leaves it once the
-// block's stop word is set (by an overflow, a NaN, or the abort word thread 0 reads every 8
-// rounds). The key mode is a template argument: no per-element branch on it.
+// gmax = {count, first} of the largest integer key, then the float zero's first index. Each
+// round a thread loads HQ_UNROLL contiguous vectors (the loads in flight set the pace) and
+// counts each run of equal keys among them once: constant and sorted inputs make few table
+// updates. No barrier in the loop: a thread leaves it once the block's stop word is set (by an
+// overflow, a NaN, or the abort word, which thread 0 reads every 8 rounds from the first: a
+// block starting after a refusal counts nothing). The key mode is a template argument: no
+// per-element branch on it.
 // One vector a thread a round: on the H200, 16M float32 of 1000 values counted in 56 us against
 // 73 (two vectors) and 148 (four; more registers live across the table updates), and a refused
 // input (all distinct) stops sooner (each round's updates run to its end).
@@ -1314,7 +1417,7 @@ __device__ __forceinline__ void hq_count_chunk(const K* __restrict__ x, long lon
     const long long step = (long long)blockDim.x * E;
     int r = 0;
     for (long long base = start; base < end; base += step, ++r) {
-        if ((r & 7) == 7 && threadIdx.x == 0 && *(volatile const unsigned*)gstate) sh.stop = 1;
+        if ((r & 7) == 0 && threadIdx.x == 0 && *(volatile const unsigned*)gstate) sh.stop = 1;
         if (*(volatile unsigned*)&sh.stop) break;
         const long long i0 = base + (long long)threadIdx.x * E;
         if (i0 >= end) continue;
@@ -1387,14 +1490,18 @@ __device__ __forceinline__ void hashuniq_count(const K* __restrict__ x, long lon
         if (threadIdx.x == 0) atomicExch(gstate, 1u);
         return;
     }
+    // Merging stops at the abort word: a block whose chunk was one or two rounds never fills
+    // its own table, so with many distinct keys every block reached the merge, and each probe
+    // of the full global table ran HQ_PROBES long (H200, 1M distinct float32: 0.89 ms).
     for (int s = threadIdx.x; s < HQ_SLOTS; s += blockDim.x) {
+        if (*(volatile const unsigned*)gstate) break;
         const K k = keys[s];
         if (k == EMPTY) continue;
         bool fresh;
-        const int h = hq_slot<K>(gkeys, k, fresh, nullptr);
+        const int h = hq_slot<K>(gkeys, k, fresh, gstate);
         if (h < 0 || (fresh && atomicAdd(gstate + 1, 1u) >= HQ_MAX)) {
             atomicExch(gstate, 1u);
-            continue;
+            break;
         }
         atomicAdd(&gcounts[h], (u64)cnt[s]);
         if (tr) atomicMin(&gfirst[h], (u64)start + first[s]);

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._runtime import (device_info, grid, instance_units, launch, load_kernel, memset,
-                       note_program, program, read, replay, scratch, source)
+                       note_program, program, read, read_now, replay, scratch, source)
 from .scan import allocator, dense
 
 _I64 = np.dtype(np.int64)
@@ -129,7 +129,8 @@ def kernel_names() -> list[str]:
                for w in KEY_WIDTHS] + ["xp_lsort_scan", "xp_lsort_scan_rows"]
             + [f"xp_unique_{k}{b}" for k in ("hist", "scan", "inverse") for b in (8, 16)]
             + ["xp_unique_hist_bool"]
-            + [f"xp_sortuniq_{k}_{w}" for k in ("keys", "runs") for w in UNIQUE_WIDTHS]
+            + [f"xp_sortuniq_{k}_{w}" for k in ("keys", "tiles", "runs")
+               for w in UNIQUE_WIDTHS] + ["xp_sortuniq_scan"]
             + [f"xp_hashuniq_{k}_{w}" for k in ("count", "finish", "inverse")
                for w in UNIQUE_WIDTHS]
             + [f"xp_searchsorted_{w}" for w in KEY_WIDTHS]
@@ -140,13 +141,15 @@ def kernel_names() -> list[str]:
 def units() -> dict:
     """kernel name -> the source the runtime compiles for it: one instantiation line of sort.cu
     (the whole file takes 10 s to compile; a first sort waits for its one tier's kernel)."""
-    macros = {None: [n for n in kernel_names() if n.startswith(("xp_unique", "xp_lsort_scan"))],
+    macros = {None: [n for n in kernel_names()
+                     if n.startswith(("xp_unique", "xp_lsort_scan", "xp_sortuniq_scan"))],
               "SEGSORT": ["xp_segsort_{0}_{2}x{3}"],
               "WARPSORT": ["xp_warpsort_{0}_{2}"],
               "LSORT": [f"xp_lsort_{k}_{{0}}" for k in ("prep", "hist", "scatter", "final")],
               "SEARCHSORTED": ["xp_searchsorted_{0}"],
               "ISIN": ["xp_isin_{0}"],
-              "SORTUNIQ": ["xp_sortuniq_keys_{0}", "xp_sortuniq_runs_{0}"],
+              "SORTUNIQ": ["xp_sortuniq_keys_{0}", "xp_sortuniq_tiles_{0}",
+                           "xp_sortuniq_runs_{0}"],
               "HASHUNIQ": [f"xp_hashuniq_{k}_{{0}}" for k in ("count", "finish", "inverse")]}
     return instance_units(source("sort.cu"), macros)
 
@@ -426,8 +429,10 @@ class UniquePlan:
     perm: the stable permutation is computed (first indices or the inverse were asked for).
     tiles: blocks of xp_sortuniq_runs (UNIQUE_TILE elements each). The scratch buffer holds
     the count read back, the first-zero word, the tile counter and the look-back flags (the
-    first ``zero_bytes``, zeroed before any launch), then 16-byte look-back pairs at
-    ``aggs_off`` and ``incls_off``; ``scratch_bytes`` in all."""
+    first ``zero_bytes``, zeroed before any launch), then 16-byte pairs per tile at
+    ``aggs_off`` and ``incls_off``; ``scratch_bytes`` in all. The block path looks back
+    (its few tiles); the keys path fills the pairs in two passes (xp_sortuniq_tiles, then
+    xp_sortuniq_scan), and its runs pass reads them with no flags."""
     sort: str
     perm: bool
     tiles: int
@@ -568,6 +573,11 @@ HQ_SLOTS = 4096   # sort.cu: slots of each table (shared per block, and the glob
 HQ_MAX = 2048     # sort.cu: the most distinct keys a table takes (half its slots); more: the
                   # sort (the integer dtypes' largest value is counted beside the table)
 _HQ_THREADS = 512  # the counting kernel's block
+# the fewest elements a counting block takes: enough that one block alone meets HQ_MAX + 1
+# distinct keys and refuses. With a round's 2048 (one vector a thread) every block of an
+# all-distinct input filled its table without refusing and merged it into the global one
+# (H200, 1M distinct float32: 0.89 ms before any sort, torch's whole unique 0.11 ms).
+HQ_MIN_CHUNK = 2 * HQ_MAX
 # counting blocks a SM, by key width: as many as the shared tables let reside (48 KiB a block
 # for 4-byte keys, 64 KiB for 8-byte: three fit, so two, in one wave); H200: 16M float32 of
 # 1000 values 67 -> 56 us with 4 blocks, int64 71 -> 89 us with 4
@@ -602,7 +612,7 @@ def plan_hash_unique(n: int, width: int, sm_count: int) -> HashUniquePlan:
     """The HashUniquePlan of n (>= 1) elements of a 4- or 8-byte dtype on sm_count SMs."""
     assert n >= 1 and width in UNIQUE_WIDTHS
     per_vec = 16 // width
-    blocks = max(1, min(sm_count * _HQ_BLOCKS_PER_SM[width], -(-n // (_HQ_THREADS * per_vec))),
+    blocks = max(1, min(sm_count * _HQ_BLOCKS_PER_SM[width], n // HQ_MIN_CHUNK),
                  -(-n // 2**31))  # chunk offsets are 32-bit
     chunk = -(-n // blocks)
     chunk = -(-chunk // per_vec) * per_vec
@@ -716,7 +726,7 @@ def _sorted_unique_direct(cp, flat, want_values_only: bool, want_index: bool,
     stream = cp.cuda.get_current_stream().ptr
     scratch = cp.empty(plan.scratch_bytes, dtype=np.uint8)
     ptr = scratch.data.ptr
-    cp.cuda.runtime.memsetAsync(ptr, 0, plan.zero_bytes, stream)
+    cp.cuda.runtime.memsetAsync(ptr, 0, _UQ_HEAD, stream)  # the look-back flags go unused
     zfirst = np.uint64(ptr + 8)
     perm = None
     if plan.sort == "block":
@@ -742,14 +752,19 @@ def _sorted_unique_direct(cp, flat, want_values_only: bool, want_index: bool,
     counts: Any = cp.empty(n, dtype=np.int64) if want_counts else None
     inverse: Any = cp.empty(n, dtype=np.int64) if want_inverse else None
     null = np.uint64(0)
+    aggs, incls = np.uint64(ptr + plan.aggs_off), np.uint64(ptr + plan.incls_off)
+    # the tiles' prefixes in two passes (sort.cu, xp_sortuniq_tiles: no look-back), then the
+    # runs pass reading them (its flags pointer null)
+    _kernel(f"xp_sortuniq_tiles_{width}")(
+        (plan.tiles,), (_UQ_THREADS,), (s, np.int32(s_is_key), np.int64(n), np.int32(mode), aggs))
+    _kernel("xp_sortuniq_scan")((1,), (1024,), (aggs, incls, np.int64(plan.tiles)))
     _kernel(f"xp_sortuniq_runs_{width}")(
         (plan.tiles,), (_UQ_THREADS,),
         (s, np.int32(s_is_key), perm if perm is not None else null, flat, zfirst, np.int64(n),
          np.int32(mode), values, indices if want_index else null,
          counts if want_counts else null, inverse if want_inverse else null,
-         np.uint64(ptr), np.uint64(ptr + 16), np.uint64(ptr + 20),
-         np.uint64(ptr + plan.aggs_off), np.uint64(ptr + plan.incls_off)))
-    k = int(scratch[:8].view(np.int64).get()[0])  # the one device-to-host transfer
+         np.uint64(ptr), null, null, aggs, incls))
+    k = read_now(cp, ptr, stream)  # the one device-to-host transfer
     return _unique_parts(k, n, values, indices, inverse, counts)
 
 
