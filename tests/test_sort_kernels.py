@@ -648,6 +648,62 @@ def _check_sorted_unique(cp, a, x, label):
             assert int(g.sum()) == n, tag
 
 
+
+@pytest.mark.parametrize("width", K.KEY_WIDTHS)
+def test_search_stage_stages_all_keys_or_a_sample_of_bucket_ends(width):
+    """Every key staged while they fit _SEARCH_STAGE_BYTES; beyond, a sample of at most that
+    many keys, one per bucket of ``stage`` elements, and the search inside a bucket. The model
+    (NumPy: the first bucket whose last key satisfies the predicate, then a search inside it)
+    gives np.searchsorted's answer on tied data, both sides, at every bucket boundary."""
+    cap = K._SEARCH_STAGE_BYTES // width
+    rng = np.random.default_rng(width)
+    for n in (0, 1, cap - 1, cap, cap + 1, 3 * cap + 5, 1 << 20, 2**40 + 3):
+        stage, smem = K.search_stage(n, width)
+        assert smem <= K._SEARCH_STAGE_BYTES
+        if n <= cap:
+            assert (stage, smem) == (1, n * width)
+            continue
+        buckets = -(-n // stage)
+        assert stage >= 2 and buckets <= cap and smem == buckets * width
+        if n > 1 << 20:
+            continue
+        a = np.sort(rng.integers(0, n // 7 + 2, n))
+        ends = a[np.minimum(np.arange(1, buckets + 1) * stage, n) - 1]
+        q = np.concatenate([a[::97], ends, ends + 1, ends - 1, [-1, n]])
+        for side in ("left", "right"):
+            b = np.searchsorted(ends, q, side=side)  # the first bucket whose end satisfies
+            lo = np.minimum(b * stage, n)
+            got = np.array([lo[i] + np.searchsorted(a[lo[i]:min(lo[i] + stage, n)], v,
+                                                    side=side) for i, v in enumerate(q)])
+            np.testing.assert_array_equal(got, np.searchsorted(a, q, side=side),
+                                          err_msg=f"{width} {n} {side}")
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(_NO_GPU, reason="no usable CUDA GPU here")
+@pytest.mark.parametrize("dtype", ["int8", "uint16", "int32", "float32", "int64", "float64"])
+def test_searchsorted_and_isin_over_a_sampled_stage(cp, dtype):
+    """Sorted arrays too long to stage whole (the bucket-sample path): tied values across bucket
+    boundaries, queries equal to bucket ends and between them, NaN and signed zeros."""
+    rng = np.random.default_rng(_seed("sampled_search", dtype))
+    width = np.dtype(dtype).itemsize
+    cap = K._SEARCH_STAGE_BYTES // width
+    for n in (cap + 1, 3 * cap + 5, 300_007):
+        a = np.sort(_tied(rng, n, dtype), kind="stable")
+        stage, _ = K.search_stage(n, width)
+        assert stage >= 2
+        ends = a[np.minimum(np.arange(1, -(-n // stage) + 1) * stage, n) - 1]
+        q = np.concatenate([_tied(rng, 5000, dtype), ends, a[::13]])
+        if np.dtype(dtype).kind == "f":
+            q[:4] = [np.nan, -0.0, 0.0, -np.inf]
+        ad, qd = cp.asarray(a), cp.asarray(q)
+        for side in ("left", "right"):
+            got = cp.asnumpy(K.searchsorted(cp, ad, qd, side))
+            np.testing.assert_array_equal(got, np.searchsorted(a, q, side=side),
+                                          err_msg=f"{dtype} n={n} {side}")
+        got = cp.asnumpy(K.isin(cp, ad, qd, False))
+        np.testing.assert_array_equal(got, np.isin(q, a), err_msg=f"isin {dtype} n={n}")
+
 @pytest.mark.cuda
 @pytest.mark.skipif(_NO_GPU, reason="no usable CUDA GPU here")
 @pytest.mark.parametrize("dtype", K.SORTED_UNIQUE_DTYPES)

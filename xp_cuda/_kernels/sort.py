@@ -779,12 +779,22 @@ def _plan_search(cp, kernel, flag, ashape, astrides, vshape, vstrides, dt, ap, v
     a = dense(cp, ashape, astrides, width, ap)
     v = dense(cp, vshape, vstrides, width, vp)
     asize = math.prod(ashape)
-    smem = asize * width
-    staged = smem <= _SEARCH_STAGE_BYTES
+    stage, smem = search_stage(asize, width)
     launch(cp, _kernel(f"{kernel}_{width}"), grid(cp, m, 256, 16), 256,
            (a, np.int64(asize), v, np.int64(m), op, np.int32(key_mode(dt)),
-            np.int32(flag), np.int32(staged)), smem if staged else 0)
+            np.int32(flag), np.int64(stage)), smem)
     return True
+
+
+def search_stage(asize: int, width: int) -> tuple[int, int]:
+    """(stage, shared bytes) of a search into ``asize`` sorted elements of ``width`` bytes
+    (sort.cu, stage_keys): 1, every key staged, when they fit _SEARCH_STAGE_BYTES; else the
+    bucket length s of a sample of at most that many keys (each bucket's last)."""
+    cap = _SEARCH_STAGE_BYTES // width
+    if asize <= cap:
+        return 1, asize * width
+    step = -(-asize // cap)
+    return step, -(-asize // step) * width
 
 
 def _search(cp, kernel, flag, sorted_1d, x, out_dtype):
