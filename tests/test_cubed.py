@@ -99,10 +99,11 @@ def _data(shape, dtype, seed=0, low=1, high=9):
 
 
 def _compare(got, expected, rtol=None):
-    """``got`` (a computed result) is an xp_cuda array on compat's device with NumPy's
-    ``expected`` values and dtype, compared on the host."""
-    assert isinstance(got, Array), type(got)
-    assert got.device == DEVICE
+    """``got`` (a computed result) is a compat array (an xp_cuda array) on compat's device
+    (this thread's: a test may set XP_CUDA_COMPAT_DEVICES) with NumPy's ``expected`` values
+    and dtype, compared on the host."""
+    assert type(got) is compat.CompatArray and isinstance(got, Array), type(got)
+    assert got.device == compat.worker_device()
     host = np.asarray(got)
     expected = np.asarray(expected)
     assert host.dtype == expected.dtype, (host.dtype, expected.dtype)
@@ -137,17 +138,19 @@ def test_the_backend_is_compat_and_cubed_sees_compat_dtypes():
 
 
 def test_compat_is_the_newest_namespace_with_strict_functions_where_nothing_converts():
+    """Where nothing converts, compat's function is the strict one, its result made a
+    CompatArray (``_lift``: the same buffer, compat's array type) and nothing else."""
     assert compat.__array_api_version__ == _revisions.REVISIONS[-1]
     assert set(xp_cuda.__all__) <= set(compat.__all__)
     for name in ("sin", "matmul", "reshape", "argmax", "flip", "unstack", "broadcast_shapes",
-                 "expand_dims"):
-        assert getattr(compat, name) is getattr(xp_cuda, name), name
-    assert compat.linalg.qr is xp_cuda.linalg.qr
+                 "permute_dims"):
+        assert getattr(compat, name).__wrapped__ is getattr(xp_cuda, name), name
+    assert compat.linalg.qr.__wrapped__ is xp_cuda.linalg.qr
     for name in [*compat.CONVERT, *compat.ENGINE_CALLS]:
         module, _, fn = name.rpartition(".")
         space = getattr(compat, module) if module else compat
-        assert getattr(space, fn) is not getattr(getattr(xp_cuda, module, xp_cuda), fn,
-                                                 None), name
+        assert getattr(space, fn).__wrapped__ is not getattr(
+            getattr(xp_cuda, module, xp_cuda), fn, None), name
 
 
 def test_compat_converts_at_its_edge():
@@ -196,9 +199,133 @@ def test_compat_errors_are_clear():
         compat.zeros(2, device="cpu:7")
     with pytest.raises(AttributeError, match="compat has the names of the Array API"):
         compat.nanmax  # noqa: B018
-    x = compat.asarray([1, 2])  # the array object stays strict (docs/cubed.md)
+    x = compat.asarray([1, 2])
+    with pytest.raises(TypeError, match="unsupported operand"):
+        x + "a"  # (neither an array nor a scalar: the strict operator's refusal)
+    with pytest.raises(TypeError, match="cannot be promoted"):
+        x += compat.asarray([0.5, 0.5])  # (NumPy refuses int += float too)
+    with pytest.raises(TypeError, match="len\\(\\) of a 0-d array"):
+        len(compat.asarray(1.0))
+
+
+# ---------------------------------------------------------------------------------------------
+# compat's arrays: a lenient subclass; xp_cuda's own arrays stay strict
+# ---------------------------------------------------------------------------------------------
+
+def test_compat_returns_compat_arrays_through_every_path():
+    """Every array compat returns is a CompatArray, and so is every result of its operators,
+    indexing, T, mT, to_device, copy, iteration and pickling: the leniency persists through
+    an engine's chain of calls."""
+    import copy
+    import pickle
+    C = compat.CompatArray
+    a = compat.reshape(compat.arange(6, dtype=np.float64), (2, 3))
+    i = compat.asarray(np.arange(6).reshape(2, 3))
+    assert type(a) is C and type(i) is C and issubclass(C, Array)
+    results = [a + 1, 1 + a, a * i, i / 2, 2 // i, -a, abs(a), ~i, a > i, 2 < a, a @ a.T,
+               a[0, :], a[np.asarray([1, 0]), :], a[np.int64(1), ...], a[a > 2], a.T, a.mT,
+               a.to_device(DEVICE), a.to_device(str(DEVICE)), copy.copy(a), copy.deepcopy(a),
+               pickle.loads(pickle.dumps(a)), *a, *compat.unstack(a),
+               *compat.meshgrid(a[0, :], a[1, :]), *compat.unique_all(i),
+               *compat.linalg.qr(a @ a.T + 1), *compat.asarray(
+                   np.ones(3, dtype=[("n", "i8"), ("total", "f8")])).values(),
+               compat.sum(a, axis=0), compat.astype(i, np.int8), compat.nansum(a),
+               compat.fft.rfft(a), compat.take(a, 1, axis=1), compat.asarray(a)]
+    for r in results:
+        assert type(r) is C, r
+    q = compat.linalg.qr(a @ a.T + 1)
+    assert type(q).__name__ == "QRResult" and type(q.Q) is C  # (named tuples keep their type)
+    assert np.asarray(pickle.loads(pickle.dumps(i))).tolist() == [[0, 1, 2], [3, 4, 5]]
+    assert a.__array_namespace__() is compat
+
+
+def test_compat_operators_are_numpys():
+    """Every operator of CompatArray, forward, reflected and in place, on arrays of one kind,
+    of two kinds and beside Python scalars, gives NumPy's values and dtypes."""
+    import operator as op
+    binary = [op.add, op.sub, op.mul, op.truediv, op.floordiv, op.mod, op.pow, op.and_,
+              op.or_, op.xor, op.lshift, op.rshift, op.lt, op.le, op.gt, op.ge, op.eq, op.ne]
+    n_i, n_j = np.asarray([3, 8, 5], dtype=np.int32), np.asarray([1, 2, 3])
+    n_f = np.asarray([0.5, 2.0, 4.0])
+    n_b = np.asarray([True, False, True])
+    i, j, f, b = (compat.asarray(n) for n in (n_i, n_j, n_f, n_b))
+    pairs = [(i, j, n_i, n_j), (i, 2, n_i, 2), (2, j, 2, n_j), (f, i, n_f, n_i),
+             (i, f, n_i, n_f), (i, 1.5, n_i, 1.5), (1.5, i, 1.5, n_i), (f, 2, n_f, 2),
+             (i, True, n_i, True), (b, 2, n_b, 2), (b, 0.5, n_b, 0.5), (b, i, n_b, n_i)]
+    for fn in binary:
+        for x, y, n_x, n_y in pairs:
+            if fn is op.pow and n_b is n_x:  # (NumPy's pow of bools: its int8 loop)
+                continue
+            try:
+                want = fn(n_x, n_y)
+            except TypeError:  # (NumPy has no shifts or bitwise operators of floats)
+                with pytest.raises(TypeError):
+                    fn(x, y)
+                continue
+            got = fn(x, y)
+            assert type(got) is compat.CompatArray, (fn, x, y)
+            host = np.asarray(got)
+            assert host.dtype == want.dtype, (fn, x, y, host.dtype, want.dtype)
+            np.testing.assert_allclose(host, want, rtol=1e-15, err_msg=f"{fn} {x} {y}")
+    for fn in (op.neg, op.pos, op.abs, op.invert):
+        assert np.asarray(fn(i)).tolist() == fn(n_i).tolist()
+    m = compat.reshape(f, (1, 3))
+    assert np.asarray(m @ m.T).tolist() == [[n_f @ n_f]]
+    for fn in (op.iadd, op.isub, op.imul, op.itruediv):  # (float in place, int operand)
+        g, n_g = compat.asarray(n_f, copy=True), n_f.copy()
+        assert fn(g, j) is g
+        np.testing.assert_array_equal(np.asarray(g), fn(n_g, n_j))
+
+
+def test_xp_cuda_arrays_stay_strict_beside_compat():
+    """Importing compat changes no rule of xp_cuda's own arrays: its functions return plain
+    Arrays, whose operators, len and indexing keep the standard's rules."""
+    i, f = xp_cuda.asarray([1, 2]), xp_cuda.asarray([0.5, 1.5])
+    assert type(i) is Array and type(xp_cuda.sin(f)) is Array and type(i + 1) is Array
+    with pytest.raises(TypeError, match="cannot be promoted under the Array API"):
+        i * f
     with pytest.raises(TypeError, match="Python float cannot be combined"):
-        x - 1.0
+        i - 1.0
+    with pytest.raises(TypeError, match="divide requires a floating-point dtype"):
+        i / 2
+    with pytest.raises(TypeError):
+        len(i)
+    with pytest.raises(IndexError, match="is not allowed"):
+        f[np.asarray([0])]
+    with pytest.raises(TypeError, match="cannot be promoted"):
+        xp_cuda.add(i, f)  # (compat's add promotes; xp_cuda's does not)
+
+
+def test_compat_arrays_are_lenient_as_numpy():
+    """The leniencies of CompatArray (ARRAY_LENIENCY), each as NumPy computes it."""
+    n_i, n_f = np.asarray([3, 4, 5]), np.asarray([0.5, 2.0, -1.5])
+    i, f = compat.asarray(n_i), compat.asarray(n_f)
+    b = compat.asarray(np.asarray([True, False, True]))
+    cases = [(i * f, n_i * n_f), (f * i, n_f * n_i), (i - 1.0, n_i - 1.0),
+             (1.5 * i, 1.5 * n_i), (i / 2, n_i / 2), (2 / i, 2 / n_i), (i / i, n_i / n_i),
+             (i ** 0.5, n_i ** 0.5), (b + 1, np.asarray([True, False, True]) + 1),
+             (i == np.int64(4), n_i == np.int64(4)), (f - n_i, n_f - n_i),
+             (n_f - i, n_f - n_i), (f < i, n_f < n_i), (compat.where(b, i, 0.5),
+                                                        np.where(b, n_i, 0.5))]
+    for got, want in cases:
+        assert got.device == DEVICE
+        host = np.asarray(got)
+        assert host.dtype == want.dtype, (host.dtype, want.dtype)
+        np.testing.assert_allclose(host, want, rtol=1e-15)
+    g = compat.asarray(n_f, copy=True)
+    g += i  # (a float array takes an int array in place, as NumPy)
+    np.testing.assert_array_equal(np.asarray(g), n_f + n_i)
+    m = compat.reshape(compat.arange(12), (3, 4))
+    n_m = np.arange(12).reshape(3, 4)
+    assert len(m) == 3 and len(compat.ones((0, 2))) == 0
+    rows, cols = np.asarray([[2], [0]]), np.asarray([1, 3])
+    np.testing.assert_array_equal(np.asarray(m[rows, cols]), n_m[rows, cols])
+    np.testing.assert_array_equal(np.asarray(m[np.asarray([2, 0]), 1:3]),
+                                  n_m[np.asarray([2, 0]), 1:3])
+    np.testing.assert_array_equal(np.asarray(m[n_m > 6]), n_m[n_m > 6])
+    m[n_m > 6] = np.int64(0)
+    n_m[n_m > 6] = 0
+    np.testing.assert_array_equal(np.asarray(m), n_m)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.int64])
@@ -298,31 +425,24 @@ def test_mean(spec, executor):
     check(cxp.mean(x, axis=0, keepdims=True), np.mean(a, axis=0, keepdims=True), executor)
 
 
-_VAR_STD = pytest.mark.xfail(
-    strict=True, raises=TypeError,
-    reason="Array API standard, Type Promotion Rules: 'mixed integer and floating-point "
-           "type promotion rules are not specified because behavior varies between "
-           "implementations'; Cubed 0.28 relies on them on the array object, which no adapter "
-           "reaches: int64 counts times float64 means "
-           "(cubed/array_api/statistical_functions.py:311-312, _var_combine), a float "
-           "correction subtracted from an int64 count (:322, _var_aggregate); docs/cubed.md")
-
-
-@_VAR_STD
 @pytest.mark.parametrize("axis", [None, 0, 1])
 def test_var_and_std(spec, axis):
+    """Cubed's var multiplies int64 counts by float64 means on the chunks' operators
+    (cubed/array_api/statistical_functions.py:311-312) and subtracts a float correction from
+    a count (:322): CompatArray's operators promote as NumPy (ARRAY_LENIENCY)."""
     a = _data((20, 12), np.float64, 10)
     x = cubed.from_array(a, chunks=(6, 5), spec=spec)
     check(cxp.var(x, axis=axis), np.var(a, axis=axis))
     check(cxp.std(x, axis=axis, correction=1), np.std(a, axis=axis, ddof=1))
 
 
-def test_var_of_a_single_chunk_reaches_the_same_fault(spec):
-    """With one chunk along the axis, _var_combine has nothing to combine, and the fault is
-    the count minus a float correction (statistical_functions.py:322)."""
+def test_var_of_a_single_chunk_and_of_integers(spec):
+    """One chunk along the axis (no combine: only the count minus the correction, :322), and
+    an integer array (its chunk minus its float64 mean, :290)."""
     a = _data((6, 4), np.float64, 11)
-    with pytest.raises(TypeError, match="Python float cannot be combined with a xp_cuda.int64"):
-        cxp.var(cubed.from_array(a, chunks=(6, 4), spec=spec), axis=0).compute()
+    check(cxp.var(cubed.from_array(a, chunks=(6, 4), spec=spec), axis=0), np.var(a, axis=0))
+    k = _data((9, 7), np.int32, 12)
+    check(cxp.var(cubed.from_array(k, chunks=(4, 3), spec=spec), axis=1), np.var(k, axis=1))
 
 
 def test_argmax_argmin(spec):

@@ -30,13 +30,18 @@ What it is (docs/cubed.md says it at length):
   a pool (Cubed's processes executor), the ``(N - 1) % len``-th: round-robin;
 - ``numpy.asarray`` of an array on a GPU copies it to the host in this process
   (``xp_cuda.nonstandard.numpy_copies(True)``, turned on at import): Cubed stores every task's
-  result through ``numpy.asarray``.
+  result through ``numpy.asarray``;
+- its arrays are ``CompatArray``, a subclass of xp_cuda's ``Array`` that only compat makes:
+  every function of compat returns them, and so do their operators and indexing, so that an
+  engine's chains of calls on its chunks stay lenient. Cubed's own code reaches the array
+  object too (``ARRAY_LENIENCY`` names each line): its operators are compat's functions
+  (NumPy's promotion for operands of two kinds, NumPy arrays and scalars as operands), ``len``
+  is the length of the first axis, and an index may hold NumPy integer arrays (also to
+  assign through) and NumPy scalars.
 
 What it is not: a way to write portable code. A library that runs on ``compat`` has not been
-shown to keep the standard; test it on ``xp_cuda`` itself. The rules that live on the array
-object (operators, indexing, ``len``) stay strict here too: an engine that multiplies an
-integer array by a floating one with ``*`` gets xp_cuda's ``TypeError``, which names the rule
-(docs/cubed.md lists the calls of Cubed 0.28 that do).
+shown to keep the standard; test it on ``xp_cuda`` itself. ``xp_cuda``'s own functions and
+arrays keep every rule, with compat imported or not: only compat's arrays are lenient.
 """
 from __future__ import annotations
 
@@ -46,6 +51,7 @@ import inspect
 import itertools
 import multiprocessing
 import os
+import sys
 import threading
 import types
 from typing import Any, Callable, Iterable
@@ -55,9 +61,10 @@ import numpy as np
 import xp_cuda as _xp
 
 from . import _revisions
-from ._array import Array
+from ._array import Array, _rebuild
 from ._devices import Device, check_device, parse_device
 from ._dtypes import DType
+from ._elementwise import _BINARY_OPERATORS, _COMPARISONS, _UNARY_OPERATORS
 from .nonstandard import numpy_copies
 
 NEWEST = _revisions.REVISIONS[-1]
@@ -276,6 +283,7 @@ CONVERT: dict[str, dict[str, str]] = {
     "where": {"condition": "array", "x1": "array", "x2": "array"},
     "clip": {"x": "array", "min": "scalar", "max": "scalar"},
     "concat": {"arrays": "arrays"}, "stack": {"arrays": "arrays"},
+    "expand_dims": {"x": "array"},
     "diff": {"x": "array", "prepend": "array", "append": "array"},
 }
 
@@ -395,32 +403,64 @@ def mean(x: Array, /, *, axis: Any = None, keepdims: bool = False, dtype: Any = 
     return _xp.mean(x, axis=axis, keepdims=keepdims)
 
 
+_PY_SCALARS = (builtins.bool, int, float, complex)
+
+
 @functools.lru_cache(maxsize=None)
-def _numpy_promotion(a: DType, b: DType) -> DType | None:
-    """The dtype for arrays of dtypes a and b where the standard has no promotion (an
-    integer and a floating dtype, int64 and uint64, bool and a number): NumPy's, which
-    compat takes as its implementation-defined answer (Cubed's own tests expect it). None
-    where the standard promotes (nothing to do) or NumPy has no xp_cuda dtype for it."""
-    try:
-        _xp.result_type(a, b)
-        return None
-    except TypeError:
-        name = np.result_type(a.dtype, b.dtype).name
-        return getattr(_xp, name) if name in _DTYPE_NAMES else None
+def _numpy_promotion(a: DType, b: DType | type) -> DType | None:
+    """NumPy's dtype for an array of dtype a beside b, where the standard has no promotion
+    (an integer and a floating dtype, int64 and uint64, bool and a number), which compat takes
+    as its implementation-defined answer (Cubed's own tests expect it). b is a dtype, or the
+    type of a Python scalar (bool, int, float, complex), which NumPy 2 reads by its kind only
+    (an int array minus 1.0 is float64). None where the standard promotes two dtypes (nothing
+    to do) or where NumPy's answer has no xp_cuda dtype."""
+    if isinstance(b, DType):
+        try:
+            _xp.result_type(a, b)
+            return None
+        except TypeError:
+            other: Any = b.dtype
+    else:
+        other = b()  # (False, 0, 0.0, 0j: NumPy types a Python scalar by kind, not by value)
+    name = np.result_type(a.dtype, other).name
+    return getattr(_xp, name) if name in _DTYPE_NAMES else None
+
+
+def _operand_kind(x: Any) -> Any:
+    """An operand's dtype, or a Python scalar's type; None for anything else."""
+    return x.dtype if isinstance(x, Array) else type(x) if type(x) in _PY_SCALARS else None
 
 
 def _promoted(x1: Any, x2: Any) -> tuple[Any, Any]:
-    """Two arrays of dtypes the standard does not promote, both in NumPy's common dtype."""
-    if isinstance(x1, Array) and isinstance(x2, Array) and x1.dtype != x2.dtype:
-        common = _numpy_promotion(x1.dtype, x2.dtype)
-        if common is not None:
-            x1 = x1 if x1.dtype == common else _xp.astype(x1, common)
-            x2 = x2 if x2.dtype == common else _xp.astype(x2, common)
+    """Two operands (arrays, or an array and a Python scalar) the standard does not promote,
+    the arrays in NumPy's common dtype (``_numpy_promotion``)."""
+    if isinstance(x1, Array):
+        a, b = x1.dtype, _operand_kind(x2)
+    elif isinstance(x2, Array):
+        a, b = x2.dtype, _operand_kind(x1)
+    else:
+        return x1, x2
+    if b is None or b is a:
+        return x1, x2
+    common = _numpy_promotion(a, b)
+    if common is not None:
+        x1, x2 = (_xp.astype(x, common) if isinstance(x, Array) and x.dtype != common
+                  else _typed(x, common) if type(x) in _PY_SCALARS else x for x in (x1, x2))
     return x1, x2
 
 
+_KIND_TYPES = {"bool": builtins.bool, "int": int, "uint": int, "float": float,
+               "complex": complex}
+
+
+def _typed(value: Any, dtype: DType) -> Any:
+    """A Python scalar as the Python type of dtype's kind (``True`` beside an int64 array is
+    ``1``), where NumPy's promotion made the array's dtype another kind than the scalar's."""
+    return _KIND_TYPES[dtype.kind](value)
+
+
 def _promoting(func: Callable[..., Any]) -> Callable[..., Any]:
-    """A binary elementwise function that takes arrays of two kinds too (``_promoted``)."""
+    """A binary elementwise function that takes operands of two kinds too (``_promoted``)."""
     @functools.wraps(func)
     def wrapper(x1: Any, x2: Any, /) -> Any:
         return func(*_promoted(x1, x2))
@@ -429,18 +469,18 @@ def _promoting(func: Callable[..., Any]) -> Callable[..., Any]:
 
 def divide(x1: Any, x2: Any, /) -> Array:
     """``divide``, with NumPy's promotion where the standard has none (an integer array
-    beside a floating one) and NumPy's true division of integers (the default real floating
-    dtype). Cubed 0.28 divides a float64 total by an int64 count in ``mean`` and ``nanmean``
-    (cubed/array_api/statistical_functions.py:144, cubed/array/nan_functions.py:45) and a
-    float64 sum of squares by a count in ``var`` (statistical_functions.py:322)."""
+    beside a floating one or a Python float) and NumPy's true division of integers and bools
+    (in the default real floating dtype). Cubed 0.28 divides a float64 total by an int64 count
+    in ``mean`` and ``nanmean`` (cubed/array_api/statistical_functions.py:144,
+    cubed/array/nan_functions.py:45) and a float64 sum of squares by a count in ``var``
+    (statistical_functions.py:322)."""
     x1, x2 = _promoted(x1, x2)
-    if isinstance(x1, Array) and not _xp.isdtype(x1.dtype, ("real floating",
-                                                             "complex floating")):
-        if isinstance(x2, Array) or isinstance(x2, (int, float)):
-            common = _xp.__array_namespace_info__().default_dtypes(
-                device=x1.device)["real floating"]
-            x1 = _xp.astype(x1, common)
-            x2 = _xp.astype(x2, common) if isinstance(x2, Array) else x2
+    arrays = [x for x in (x1, x2) if isinstance(x, Array)]
+    if arrays and not _xp.isdtype(arrays[0].dtype, ("real floating", "complex floating")):
+        common = _xp.__array_namespace_info__().default_dtypes(
+            device=arrays[0].device)["real floating"]
+        x1, x2 = (_xp.astype(x, common) if isinstance(x, Array)
+                  else float(x) if type(x) in (builtins.bool, int) else x for x in (x1, x2))
     return _xp.divide(x1, x2)
 
 
@@ -561,6 +601,180 @@ _ENGINE: dict[str, Callable[..., Any]] = {
     "cumulative_prod": cumulative_prod}
 
 
+# what CompatArray allows beyond the standard -> the engine's line that needs it (docs/cubed.md)
+ARRAY_LENIENCY: dict[str, str] = {
+    "operators of two kinds (NumPy's promotion)":
+        "cubed/array_api/statistical_functions.py:290 (a - mu: an integer chunk minus its "
+        "float64 mean), 311-312 (int64 counts times float64 means), 322 (an int64 count "
+        "minus a Python float correction)",
+    "NumPy arrays and scalars as operands":
+        "Cubed's tests, which compare chunks with NumPy's values and hand chunks to NumPy: "
+        "cubed/tests/storage/test_virtual.py:52 (chunk == numpy.int64), "
+        "cubed/tests/array/test_overlap.py:101 (x - numpy.roll(x, 1))",
+    "len()": "cubed/core/groupby.py:248 (len(labels) of a chunk)",
+    "NumPy integer arrays in an index": "cubed/core/ops.py:694 (ai[chunk_select]: Zarr's "
+                                        "indexer selects with NumPy integer arrays)",
+    "assignment through a NumPy integer array": "cubed/core/ops.py:694 (out[out_select] = "
+                                                "...: the output positions, from Zarr too)",
+}
+
+
+# ---------------------------------------------------------------------------------------------
+# The array object: compat's arrays, lenient where Cubed's own code reaches the array object
+# ---------------------------------------------------------------------------------------------
+
+class CompatArray(Array):
+    """An xp_cuda array made by compat: every function of compat returns these, and so do
+    their operators, indexing, ``T``, ``mT`` and ``to_device``, so an engine's chain of calls
+    stays here. Its buffer and device are an xp_cuda array's (strict functions take it as
+    one); ``xp_cuda``'s own arrays keep every rule. Lenient, beyond the standard
+    (``ARRAY_LENIENCY`` names the engine's line that needs each):
+
+    - operators are compat's functions (``x * y`` is ``compat.multiply(x, y)``): NumPy's
+      promotion for operands of two kinds, NumPy's true division of integers, and NumPy
+      arrays and scalars as operands (brought to x's device, NumPy's dtypes kept);
+    - ``len(x)`` is ``x.shape[0]`` (a TypeError for a 0-d array, as NumPy);
+    - an index (or an assigned value) may hold NumPy integer or boolean arrays and NumPy
+      scalars: they become xp_cuda arrays on x's device, then the standard's indexing rules
+      apply; and ``x[..., i, ...] = v`` assigns through one 1-d integer array i too (the
+      standard defines reading only; ``_assign_at``).
+    """
+
+    __slots__ = ()
+
+    def __len__(self) -> int:
+        if self.ndim == 0:
+            raise TypeError("len() of a 0-d array")
+        return self.shape[0]
+
+    def __getitem__(self, key: Any, /) -> CompatArray:
+        if _has_numpy(key):
+            key = _index_key(key, self._device)
+        return _lift(Array.__getitem__(self, key))
+
+    def __setitem__(self, key: Any, value: Any, /) -> None:
+        if _has_numpy(key):
+            key = _index_key(key, self._device)
+        if isinstance(value, (np.ndarray, np.generic)):
+            value = _xp.asarray(value, device=self._device)
+        parts = key if isinstance(key, tuple) else (key,)
+        arrays = [j for j, p in enumerate(parts) if isinstance(p, Array) and p.ndim
+                  and p.dtype.kind in ("int", "uint")]
+        if len(arrays) == 1 and parts[arrays[0]].ndim == 1:
+            _assign_at(self, parts, arrays[0], value)
+        else:
+            Array.__setitem__(self, key, value)
+
+    @property
+    def T(self) -> CompatArray:
+        return _lift(Array.T.fget(self))  # type: ignore[attr-defined]
+
+    @property
+    def mT(self) -> CompatArray:
+        return _lift(Array.mT.fget(self))  # type: ignore[attr-defined]
+
+    def to_device(self, device: Device, /, *, stream: Any = None) -> CompatArray:
+        return _lift(Array.to_device(self, _device(device, "to_device"), stream=stream))
+
+    def __array_namespace__(self, /, *, api_version: str | None = None) -> types.ModuleType:
+        """compat (the newest revision, which is the one it keeps in force)."""
+        if api_version is not None and api_version != NEWEST:
+            raise ValueError(f"xp_cuda.compat is the namespace of the Array API standard "
+                             f"{NEWEST} only; got api_version={api_version!r}")
+        return sys.modules[__name__]
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # (Cubed's processes executor pickles chunks: they come back as compat's arrays)
+        return _rebuild_compat, Array.__reduce__(self)[1]
+
+
+def _assign_at(x: Array, parts: tuple, j: int, value: Any) -> None:
+    """``x[parts] = value`` where ``parts[j]`` is a 1-d integer array (NumPy's assignment
+    through integer indices; the standard defines reading only), from standard functions:
+    every position p of that axis takes the value of the last index equal to p, the others
+    keep x's, and the whole is assigned through the key with ``:`` for the array (a key the
+    standard's rules take, dtype rule included)."""
+    idx = parts[j]
+    basic = (*parts[:j], slice(None), *parts[j + 1:])
+    n_axes = builtins.sum(1 for p in parts if p is not Ellipsis and p is not None)
+    axis = 0  # the array's axis among those x[basic] keeps
+    for p in parts[:j]:
+        if p is Ellipsis:
+            axis += x.ndim - n_axes
+        elif isinstance(p, slice) or p is None:
+            axis += 1
+    current = Array.__getitem__(x, basic)
+    n, m = current.shape[axis], idx.shape[0]
+    if m == 0:
+        return
+    idx = _xp.where(idx < 0, idx + n, idx)
+    if builtins.bool(_xp.any((idx < 0) | (idx >= n))):
+        raise IndexError(f"__setitem__: an index is out of bounds for axis {axis} of size {n}")
+    order = _xp.argsort(idx, stable=True)
+    pos = _xp.arange(n, device=x.device)
+    k = _xp.clip(_xp.searchsorted(idx, pos, side="right", sorter=order) - 1, min=0)
+    src = _xp.take(order, k)  # (for each position, the last of the indices at or below it)
+    hit = _xp.take(idx, src) == pos
+    if isinstance(value, Array):
+        try:
+            same = _xp.result_type(x.dtype, value.dtype) is x.dtype
+        except TypeError:
+            same = False
+        if not same:
+            raise TypeError(f"cannot assign {value.dtype} values into a {x.dtype} array "
+                            f"without changing its dtype; cast the value with xp.astype")
+        shape = list(current.shape)
+        shape[axis] = m
+        value = _xp.take(_xp.broadcast_to(value, tuple(shape)), src, axis=axis)
+    mask = _xp.reshape(hit, tuple(n if i == axis else 1 for i in range(current.ndim)))
+    Array.__setitem__(x, basic, _xp.where(mask, value, current))
+
+
+def _rebuild_compat(host: np.ndarray, device: Device) -> CompatArray:
+    """pickle's reconstructor of a CompatArray."""
+    return _lift(_rebuild(host, device))
+
+
+def _lift(value: Any) -> Any:
+    """A strict function's result as compat's: its xp_cuda arrays (alone, or in a tuple, a
+    named tuple, a list or a dict) as CompatArrays sharing their buffers."""
+    t = type(value)
+    if t is Array:
+        return CompatArray._new(value._data, value._device)
+    if t is dict:
+        return {k: _lift(v) for k, v in value.items()}
+    if t is list:
+        return [_lift(v) for v in value]
+    if isinstance(value, tuple):
+        items = [_lift(v) for v in value]
+        return t(*items) if hasattr(t, "_fields") else t(items)
+    return value
+
+
+def _lifting(func: Callable[..., Any]) -> Callable[..., Any]:
+    """``func``, its result lifted (``_lift``)."""
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        return _lift(func(*args, **kwargs))
+    return wrapper
+
+
+def _index_part(part: Any, device: Device) -> Any:
+    if isinstance(part, np.ndarray) or (isinstance(part, np.generic)
+                                        and part.dtype == np.bool_):
+        return _xp.asarray(part, device=device)
+    if isinstance(part, np.integer):
+        return int(part)
+    return part
+
+
+def _index_key(key: Any, device: Device) -> Any:
+    """An index with its NumPy arrays and scalars made xp_cuda's, on ``device``."""
+    if isinstance(key, tuple):
+        return tuple(_index_part(p, device) for p in key)
+    return _index_part(key, device)
+
+
 # ---------------------------------------------------------------------------------------------
 # The inspection object
 # ---------------------------------------------------------------------------------------------
@@ -601,7 +815,8 @@ def __array_namespace_info__() -> Info:
 
 
 # ---------------------------------------------------------------------------------------------
-# The namespace: every name of the newest revision, converted where CONVERT says
+# The namespace: every name of the newest revision, converted where CONVERT says, its
+# arrays compat's (CompatArray)
 # ---------------------------------------------------------------------------------------------
 
 def _build(module: Any, prefix: str) -> dict[str, Any]:
@@ -610,6 +825,8 @@ def _build(module: Any, prefix: str) -> dict[str, Any]:
         obj = getattr(module, name)
         key = prefix + name
         impl = _promoting(obj) if key in PROMOTING else _ENGINE.get(key, obj)
+        if isinstance(impl, types.FunctionType):
+            impl = _lifting(impl)
         out[name] = _converting(impl, CONVERT[key], key) if key in CONVERT else impl
     return out
 
@@ -619,7 +836,7 @@ _names.pop("__array_namespace_info__")
 _names["__array_api_version__"] = NEWEST
 _names.update(DTYPES)
 for _name in ("nansum", "array"):
-    _impl = _ENGINE[_name]
+    _impl = _lifting(_ENGINE[_name])
     _names[_name] = _converting(_impl, CONVERT[_name], _name) if _name in CONVERT else _impl
 # (from here on, bool, sum, any, all, abs, max, min, round and pow in this module are the
 # namespace's: the functions above name Python's as builtins.*)
@@ -631,6 +848,66 @@ fft = types.ModuleType("xp_cuda.compat.fft", "xp_cuda.fft for compat")
 fft.__dict__.update(_build(_xp.fft, "fft."))
 fft.__all__ = list(_xp.fft.__all__)  # type: ignore[attr-defined]
 _names["linalg"], _names["fft"] = linalg, fft
+
+
+def _operator(fname: str, dunder: str, reflected: bool = False) -> Callable[..., Any]:
+    """The operator ``dunder`` of CompatArray: compat's function ``fname`` (y first where
+    ``reflected``), NumPy operands brought to x's device first; other operands as the strict
+    operator takes them (its TypeError, or NotImplemented)."""
+    func, strict = _names[fname], getattr(Array, dunder)
+
+    def method(self: CompatArray, other: Any) -> Any:
+        if isinstance(other, (np.ndarray, np.generic)):
+            other = _xp.asarray(other, device=self._device)
+        elif not isinstance(other, (Array, *_PY_SCALARS)):
+            return strict(self, other)
+        return func(other, self) if reflected else func(self, other)
+    method.__name__ = method.__qualname__ = dunder
+    method.__doc__ = f"``x {dunder}``: compat's ``{fname}`` (NumPy's promotion)."
+    return method
+
+
+def _inplace(dunder: str) -> Callable[..., Any]:
+    """The in-place operator ``dunder``: the strict one, y first promoted as ``_promoted``
+    says where that keeps x as it is (``x += int_array`` of a float x; x's dtype never
+    changes, as NumPy's same-kind rule)."""
+    strict = getattr(Array, dunder)
+
+    def method(self: CompatArray, other: Any) -> Any:
+        if isinstance(other, (np.ndarray, np.generic)):
+            other = _xp.asarray(other, device=self._device)
+        x, y = _promoted(self, other)
+        return strict(self, y if x is self else other)
+    method.__name__ = method.__qualname__ = dunder
+    method.__doc__ = f"``x {dunder}``: in place, y promoted to x's dtype (NumPy's)."
+    return method
+
+
+def _unary(fname: str, dunder: str) -> Callable[..., Any]:
+    func = _names[fname]
+
+    def method(self: CompatArray) -> Any:
+        return func(self)
+    method.__name__ = method.__qualname__ = dunder
+    method.__doc__ = f"``{dunder}``: compat's ``{fname}``."
+    return method
+
+
+def _install_operators() -> None:
+    """CompatArray's operators, from the strict operator tables of xp_cuda._elementwise."""
+    for stem, fname, _ in _BINARY_OPERATORS:
+        setattr(CompatArray, f"__{stem}__", _operator(fname, f"__{stem}__"))
+        setattr(CompatArray, f"__r{stem}__", _operator(fname, f"__r{stem}__", True))
+        setattr(CompatArray, f"__i{stem}__", _inplace(f"__i{stem}__"))
+    for stem, fname, _ in _COMPARISONS:
+        setattr(CompatArray, f"__{stem}__", _operator(fname, f"__{stem}__"))
+    for stem, fname in _UNARY_OPERATORS:
+        setattr(CompatArray, f"__{stem}__", _unary(fname, f"__{stem}__"))
+    setattr(CompatArray, "__matmul__", _operator("matmul", "__matmul__"))
+    setattr(CompatArray, "__rmatmul__", _operator("matmul", "__rmatmul__", True))
+
+
+_install_operators()
 
 __all__ = sorted(set(_names) | {"__array_namespace_info__", "worker_device"})
 
