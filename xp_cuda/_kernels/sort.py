@@ -48,8 +48,9 @@ _DEFAULT_SMEM = 49152    # above this a kernel must opt in (cuFuncSetAttribute)
 
 _HIST16_SMEM = 32768 * 4  # xp_unique_hist16: half of the 65536 bins as 32-bit counters
 _INV16_SMEM = 65536 * 2   # xp_unique_inverse16: the rank table as u16
-_SEARCH_STAGE_BYTES = 16384  # searchsorted: sorted arrays up to this size searched in shared
-                              # memory (kept small so several blocks per SM still fit)
+_SEARCH_STAGE_BYTES = 16384  # searchsorted, isin: sorted arrays up to this size searched in
+                              # shared memory, longer ones through a sample of this size
+                              # (search_stage; kept small so several blocks per SM still fit)
 
 MODE_UNSIGNED, MODE_SIGNED, MODE_FLOAT = 0, 1, 2
 SMALL_UNIQUE_DTYPES = ("bool", "int8", "uint8", "int16", "uint16")
