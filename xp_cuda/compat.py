@@ -404,6 +404,7 @@ def mean(x: Array, /, *, axis: Any = None, keepdims: bool = False, dtype: Any = 
 
 
 _PY_SCALARS = (builtins.bool, int, float, complex)
+_OPERANDS = (Array, *_PY_SCALARS)  # what compat's operators take (besides NumPy's)
 
 
 @functools.lru_cache(maxsize=None)
@@ -859,7 +860,7 @@ def _operator(fname: str, dunder: str, reflected: bool = False) -> Callable[...,
     def method(self: CompatArray, other: Any) -> Any:
         if isinstance(other, (np.ndarray, np.generic)):
             other = _xp.asarray(other, device=self._device)
-        elif not isinstance(other, (Array, *_PY_SCALARS)):
+        elif not isinstance(other, _OPERANDS):
             return strict(self, other)
         return func(other, self) if reflected else func(self, other)
     method.__name__ = method.__qualname__ = dunder
