@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 
 import xp_cuda as xp
-from xp_cuda import _statistical
+from xp_cuda import _manipulation, _statistical
 from xp_cuda._devices import CPU, Device
-from xp_cuda._backends._base import FAST_ANY_LAYOUT
+from xp_cuda._backends._base import FAST_ANY_LAYOUT, RESHAPES
 from xp_cuda._validation import PLANS, option_type, planned
 
 
@@ -146,6 +146,8 @@ CASES = {
     "flip axis 0.0": (lambda: xp.flip(_x(), axis=0), lambda: xp.flip(_x(), axis=0.0)),
     "permute_dims (1, False)": (lambda: xp.permute_dims(_x(), (1, 0)),
                                 lambda: xp.permute_dims(_x(), (1, False))),
+    "permute_dims (1, 0.0)": (lambda: xp.permute_dims(_x(), (1, 0)),
+                              lambda: xp.permute_dims(_x(), (1, 0.0))),
     "roll shift (1, True)": (lambda: xp.roll(_x(), (1, 1), axis=(0, 1)),
                              lambda: xp.roll(_x(), (1, True), axis=(0, 1))),
     "roll axis (0, True)": (lambda: xp.roll(_x(), (1, 1), axis=(0, 1)),
@@ -176,13 +178,20 @@ CASES = {
 }
 
 
+def _clear_plans():
+    """Every memo of checked calls the spec layer reads: a fresh call runs every check."""
+    PLANS.clear()
+    RESHAPES.clear()
+    _manipulation._PERMS.clear()
+
+
 @pytest.mark.parametrize("name", list(CASES))
 def test_cached_plan_rejects_what_a_fresh_call_rejects(name):
     valid, invalid = CASES[name]
-    PLANS.clear()
+    _clear_plans()
     with pytest.raises(Exception) as fresh:
         invalid()
-    PLANS.clear()
+    _clear_plans()
     valid()
     valid()  # a hit, too
     with pytest.raises(type(fresh.value)) as cached:
@@ -390,3 +399,38 @@ def test_an_unhashable_option_is_refused_without_a_chained_traceback():
             assert e.__context__ is None, repr(e.__context__)
         else:
             raise AssertionError("a list option was accepted")
+
+
+def test_reshape_and_permute_hot_paths_keep_the_checks(device):
+    """reshape (copy=None) and permute_dims answer a repeated call from what the full path
+    registered (RESHAPES, _PERMS): per layout, for shapes and axes of Python ints only. A hit
+    never answers a call the checks refuse, nor a layout the backend did not register (the
+    cuda backend registers C-contiguous inputs only: its own copy serves the others)."""
+    _clear_plans()
+    rng = np.random.default_rng(7)
+    host = rng.standard_normal((4, 6)).astype(np.float32)
+    x = xp.asarray(host, device=device)
+    for _ in range(2):  # registers, then hits
+        r = xp.reshape(x, (3, 8))
+        assert r.shape == (3, 8) and r.device == device
+        assert np.array_equal(xp.asarray(r, device=CPU)._data, host.reshape(3, 8))
+        t = xp.permute_dims(x, (1, 0))
+        assert t.shape == (6, 4) and np.array_equal(xp.asarray(t, device=CPU)._data, host.T)
+    assert (x._data.shape, x._data.strides, x._data.dtype, (3, 8)) in RESHAPES
+    with pytest.raises(TypeError):
+        xp.reshape(x, (3, 8.0))
+    with pytest.raises(TypeError):
+        xp.reshape(x, (24, True))
+    with pytest.raises(ValueError, match="cannot be reshaped"):
+        xp.reshape(x, (3, 9))
+    with pytest.raises(TypeError):
+        xp.permute_dims(x, (1, 0.0))
+    with pytest.raises(ValueError):
+        xp.permute_dims(xp.reshape(x, (2, 2, 6)), (1, 0))
+    # a strided view of the same shape: its own layout, its own answer, twice
+    v = x[:, ::2]
+    for _ in range(2):
+        r = xp.reshape(v, (12,))
+        assert np.array_equal(xp.asarray(r, device=CPU)._data, host[:, ::2].reshape(12))
+    if device.kind == "cuda":
+        assert (v._data.shape, v._data.strides, v._data.dtype, (12,)) not in RESHAPES

@@ -50,8 +50,9 @@ class Device:
             return NotImplemented
         return self.kind == other.kind and self.index == other.index
 
-    def __hash__(self):
-        return hash((self.kind, self.index))
+    # Identity: one object per device (interned above), so equal devices are the same object
+    # and hash alike; a C-level hash spares the Python call every backend lookup paid.
+    __hash__ = object.__hash__
 
     def __repr__(self):
         return f"{self.kind}:{self.index}" if self.index or self.kind == "cuda" else "cpu"

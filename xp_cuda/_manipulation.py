@@ -9,12 +9,13 @@ import math
 
 from . import _revisions
 from ._array import Array, _backend_of, _wrap, check_array, kept_one, kept_result
+from ._backends._base import RESHAPES as _RESHAPES
 from ._dtypes import int64 as _int64
 from ._dtypes import promote
 from ._revisions import since
 from ._validation import broadcast_shapes as _broadcast_rule  # the public name is 2025.12's
 from ._validation import (MAX_BYTES, check_int, check_size, common_device, normalize_axes,
-                          normalize_axis, option_type, planned)
+                          normalize_axis, option_type, planned, PLAN_LIMIT)
 
 
 def _check_sequence(arrays, fname: str) -> list:
@@ -237,14 +238,37 @@ def _check_permute_dims(x, axes):
 
 def permute_dims(x: Array, /, axes: tuple[int, ...]) -> Array:
     """Array API 2023.12 ``permute_dims``: permute the axes of x."""
+    if type(x) is Array and type(axes) is tuple:
+        # the hot path: axes of Python ints already checked for this many dimensions (a
+        # transpose is a view on every backend: no device work, no context)
+        for a in axes:
+            if type(a) is not int:
+                break
+        else:
+            d = x._data
+            perm = _PERMS_get((d.ndim, axes))
+            if perm is not None:
+                out = _new_object(Array)
+                out._data = d.transpose(perm)
+                out._device = x._device
+                return out
     d = check_array(x, "permute_dims")._data
     key = ("permute_dims", d.ndim, axes, option_type(axes))  # the checks read only these
     perm = planned(key, (axes,), _check_permute_dims, x, axes)
+    if type(x) is Array and type(axes) is tuple and all(type(a) is int for a in axes):
+        if len(_PERMS) >= PLAN_LIMIT:
+            _PERMS.clear()
+        _PERMS[(d.ndim, axes)] = perm
     b = x._b
     if b.switch is None:  # no device to make current: no context to enter
         return _wrap(b.xp.transpose(d, perm), x._device)
     with b.ctx():
         return _wrap(b.xp.transpose(d, perm), x._device)
+
+
+# permute_dims' checked permutations: (ndim, axes of Python ints) -> the permutation
+_PERMS: dict = {}
+_PERMS_get = _PERMS.get
 
 
 def repeat(x: Array, repeats: int | Array, /, *, axis: int | None = None) -> Array:
@@ -299,6 +323,20 @@ def repeat(x: Array, repeats: int | Array, /, *, axis: int | None = None) -> Arr
 def reshape(x: Array, /, shape: tuple[int, ...], *, copy: bool | None = None) -> Array:
     """Array API 2023.12 ``reshape``: same elements in a new shape (one -1 is inferred).
     copy=False raises ValueError when the new shape cannot be a view of x."""
+    if copy is None and type(x) is Array and type(shape) is tuple:
+        # the hot path: a layout whose checked reshape the backend answers with the native
+        # reshape alone (RESHAPES), for a shape of Python ints (see there)
+        for n in shape:
+            if type(n) is not int:
+                break
+        else:
+            d = x._data
+            target = _RESHAPES_get((d.shape, d.strides, d.dtype, shape))
+            if target is not None:
+                out = _new_object(Array)
+                out._data = d.reshape(target)
+                out._device = x._device
+                return out
     data = check_array(x, "reshape")._data
     key = ("reshape", data.shape, shape, option_type(shape), copy, type(copy))
     target = planned(key, (shape, copy), _reshape_target, x, shape, copy)
@@ -306,7 +344,10 @@ def reshape(x: Array, /, shape: tuple[int, ...], *, copy: bool | None = None) ->
     if copy:
         return _wrap(b.copy(data).reshape(target), x._device)
     if copy is None and b.switch is None:  # no view check, no device to make current
-        return _wrap(b.reshape(data, target, (key, data.dtype)), x._device)
+        view_key = None
+        if type(shape) is tuple and all(type(n) is int for n in shape):
+            view_key = (data.shape, data.strides, data.dtype, shape)
+        return _wrap(b.reshape(data, target, (key, data.dtype), view_key), x._device)
     xp = b.xp
     with b.ctx():
         out = b.reshape(data, target)
@@ -316,6 +357,10 @@ def reshape(x: Array, /, shape: tuple[int, ...], *, copy: bool | None = None) ->
                              f"be viewed as shape {target} without a copy, but copy=False "
                              f"was passed")
         return _wrap(out, x._device)
+
+
+_RESHAPES_get = _RESHAPES.get
+_new_object = object.__new__
 
 
 def _reshape_target(x, shape, copy) -> tuple:

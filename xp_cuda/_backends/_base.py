@@ -31,6 +31,12 @@ FAST_ANY_LAYOUT: dict = {}
 # shapes).
 KEPT: dict = {}
 KEPT_MAX = 1024
+# Reshapes a backend answers with its native data.reshape(target) alone (no device work, no
+# context) for one layout: (shape, strides, dtype, the requested shape) -> target. The spec
+# layer's hot path serves reshape(x, shape) with copy=None from it once a call of that layout
+# passed the full checks, for a requested shape of Python ints only (8.0 and True hash like 8
+# and 1, which the checks refuse). Bounded like KEPT.
+RESHAPES: dict = {}
 
 # Whether numpy.asarray(x) of a GPU array copies it to the host (True) or refuses with the
 # explicit door named (False, the default): a process-wide switch for engines that read every
@@ -48,6 +54,13 @@ def keep_call(key, kept) -> None:
     if len(KEPT) >= KEPT_MAX:
         KEPT.clear()
     KEPT[key] = kept
+
+
+def note_reshape(key, target) -> None:
+    """Register a checked reshape a backend answers with data.reshape(target) (RESHAPES)."""
+    if len(RESHAPES) >= KEPT_MAX:
+        RESHAPES.clear()
+    RESHAPES[key] = target
 
 
 def kept_call(key):
@@ -401,8 +414,12 @@ class Backend:
             return self.xp.matmul(d1.astype(dtype._np, copy=False),
                                   d2.astype(dtype._np, copy=False))
 
-    def reshape(self, data, shape, plan_key=None):
-        """data in `shape`: a view where the strides allow one, else a C-contiguous copy."""
+    def reshape(self, data, shape, plan_key=None, view_key=None):
+        """data in `shape`: a view where the strides allow one, else a C-contiguous copy.
+        ``view_key``: the RESHAPES key of a checked call with copy=None (NumPy's reshape
+        answers any layout: registered)."""
+        if view_key is not None:
+            note_reshape(view_key, shape)
         return data.reshape(shape)
 
     def copy(self, data):

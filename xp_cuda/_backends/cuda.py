@@ -32,7 +32,7 @@ from .._kernels.reduction import lookup as _lookup
 from .._kernels.reduction import reduce_eager as _reduce_eager
 from .._kernels.vecdot import vecdot_cuda as _vecdot
 from ._base import (_NO_SWITCH, FAST, NUMPY_COPIES, Backend, KeptLaunch, KeptMove,
-                    complex64_order_key, keep_call, kept_call)
+                    complex64_order_key, keep_call, kept_call, note_reshape)
 
 
 _RESHAPE_VIEWS: dict = {}  # (shape, strides, itemsize, new shape) -> view strides, or False
@@ -348,8 +348,10 @@ class CudaBackend(Backend):
         with self.ctx():
             return self._into(data.shape, data.dtype, lambda o: o, data)
 
-    def reshape(self, data, shape, plan_key=None):
-        if data.flags.c_contiguous:
+    def reshape(self, data, shape, plan_key=None, view_key=None):
+        if data._c_contiguous:  # a view of CuPy's: registered for the hot path (RESHAPES)
+            if view_key is not None:
+                note_reshape(view_key, shape)
             return data.reshape(shape)
         key = (data.shape, data.strides, data.itemsize, shape)
         strides = _RESHAPE_VIEWS.get(key)
