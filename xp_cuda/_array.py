@@ -606,9 +606,9 @@ class Array:
 
     # ---- operators -----------------------------------------------------------------------
     def _operand(self, other, op: str):
-        if isinstance(other, Array):
-            return other
-        if scalar_type_name(other) is not None:
+        t = type(other)
+        if t is float or t is int or t is bool or t is complex or (
+                not isinstance(other, Array) and scalar_type_name(other) is not None):
             dtype = _dtypes._BY_NUMPY[self._data.dtype]
             try:
                 return typed_scalar(other, dtype, op)
@@ -619,6 +619,8 @@ class Array:
                 if wider_scalar_dtype(other, dtype) is None:
                     raise
                 return scalar_array(other, self, op)
+        if isinstance(other, Array):
+            return other
         if type(other).__module__.split(".")[0] in ("numpy", "cupy", "torch", "jax", "jaxlib") \
                 or hasattr(other, "__dlpack__") or isinstance(other, (list, tuple)):
             raise TypeError(f"{op}: {_foreign_hint(other)}")

@@ -9,6 +9,7 @@ import math
 
 from . import _revisions
 from ._array import Array, _backend_of, _wrap, check_array, kept_one, kept_result
+from ._backends._base import KEPT as _KEPT
 from ._backends._base import RESHAPES as _RESHAPES
 from ._dtypes import int64 as _int64
 from ._dtypes import promote
@@ -89,8 +90,10 @@ def broadcast_to(x: Array, /, shape: tuple[int, ...]) -> Array:
 
 
 def _sequence(arrays, fname: str):
-    """(natives, device, backend, key of their dtypes and shapes) of a non-empty tuple or list
-    of xp_cuda arrays on one device (the checks of every call: the arrays' types and devices)."""
+    """(natives, device, first, key of their dtypes and shapes) of a non-empty tuple or list
+    of xp_cuda arrays on one device (the checks of every call: the arrays' types and devices).
+    ``first``: arrays[0] when all are of one class on one device (its backend serves them,
+    and where that class is Array a kept call may), else None (see _sequence_backend)."""
     if type(arrays) is not list and type(arrays) is not tuple:
         _check_sequence(arrays, fname)  # raises: not a tuple or list
     if not arrays:
@@ -108,10 +111,34 @@ def _sequence(arrays, fname: str):
         key.append(d.shape)
         if a._device is not dev or type(a) is not cls:
             same = False
-    if same:  # one device, one kind of array: the first one's backend
-        return natives, dev, first._b, key
-    dev = common_device(list(arrays), fname)
-    return natives, dev, _backend_of(arrays), key
+    if same:  # one device, one kind of array
+        return natives, dev, first, key
+    return natives, common_device(list(arrays), fname), None, key
+
+
+def _sequence_backend(arrays, first):
+    """The backend of a call on _sequence's arrays: first's, else the highest-ranked."""
+    return first._b if first is not None else _backend_of(arrays)
+
+
+def _kept_sequence(key, arrays, natives, dev, first):
+    """kept_result for _sequence's arrays: without its per-array type test where they are
+    all plain Arrays on one device."""
+    if first is None or type(first) is not Array:
+        return kept_result(key, arrays, natives, dev)
+    try:
+        kept = _KEPT_get(key)
+    except TypeError:  # an unhashable option: the full path's checks name it
+        return None
+    if kept is None:
+        return None
+    r = kept(natives, dev)
+    if r is None:
+        return None
+    out = _new_object(Array)
+    out._data = r
+    out._device = dev
+    return out
 
 
 def _check_concat(arrays, axis):
@@ -140,17 +167,16 @@ def _check_concat(arrays, axis):
 
 def concat(arrays: tuple[Array, ...] | list[Array], /, *, axis: int | None = 0) -> Array:
     """Array API 2023.12 ``concat``: join arrays along an existing axis (None: flattened)."""
-    natives, dev, b, key = _sequence(arrays, "concat")
+    natives, dev, first, key = _sequence(arrays, "concat")
     # the arrays' dtypes and shapes and axis decide the checks: once per combination
     key.append(axis)
     key.append(option_type(axis))
     key = tuple(key)
-    r = kept_result(key, arrays, natives, dev)
+    r = _kept_sequence(key, arrays, natives, dev, first)
     if r is not None:
         return r
-    plan = planned(key, (axis,), _check_concat, arrays, axis)
-    ax, dt = plan
-    return _wrap(b.concat(natives, ax, dt, key), dev)
+    ax, dt = planned(key, (axis,), _check_concat, arrays, axis)
+    return _wrap(_sequence_backend(arrays, first).concat(natives, ax, dt, key), dev)
 
 
 def _expanded_shape(x, axes: tuple) -> tuple:
@@ -360,6 +386,7 @@ def reshape(x: Array, /, shape: tuple[int, ...], *, copy: bool | None = None) ->
 
 
 _RESHAPES_get = _RESHAPES.get
+_KEPT_get = _KEPT.get
 _new_object = object.__new__
 
 
@@ -447,17 +474,16 @@ def _check_stack(arrays, axis):
 
 def stack(arrays: tuple[Array, ...] | list[Array], /, *, axis: int = 0) -> Array:
     """Array API 2023.12 ``stack``: join same-shape arrays along a new axis."""
-    natives, dev, b, key = _sequence(arrays, "stack")
+    natives, dev, first, key = _sequence(arrays, "stack")
     # the arrays' dtypes and shapes and axis decide the checks: once per combination
     key.append(axis)
     key.append(option_type(axis))
     key = tuple(key)
-    r = kept_result(key, arrays, natives, dev)
+    r = _kept_sequence(key, arrays, natives, dev, first)
     if r is not None:
         return r
-    plan = planned(key, (axis,), _check_stack, arrays, axis)
-    ax, dt = plan
-    return _wrap(b.stack(natives, ax, dt, key), dev)
+    ax, dt = planned(key, (axis,), _check_stack, arrays, axis)
+    return _wrap(_sequence_backend(arrays, first).stack(natives, ax, dt, key), dev)
 
 
 def _check_tile(repetitions, shape, dtype):

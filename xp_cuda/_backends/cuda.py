@@ -107,6 +107,7 @@ class CudaBackend(Backend):
         self._dev = cp.cuda.Device(device.index)
         self.switch = None if cuda_device_count() == 1 else self._dev
         self._alloc = empty_allocator(cp)  # cp.empty's Python layers cost ~4 us a call
+        self._stream = cp.cuda.get_current_stream
         self._plans: dict = {}  # (name, dtype names) -> elementwise Plan on this device
 
     def ctx(self):
@@ -594,29 +595,33 @@ class CudaBackend(Backend):
         F-contiguous in its last two dims: one cuBLAS call, made here (CuPy's matmul spent
         ~16 us of host time on an 8x8 product); anything else through CuPy. The call's
         layout is planned once per (dtype, shapes, strides)."""
-        with self.ctx():
-            if d1.dtype != dtype._np or d2.dtype != dtype._np:
-                d1, d2 = self.astype(d1, dtype, False), self.astype(d2, dtype, False)
-            key = (dtype.name, d1.shape, d1.strides, d2.shape, d2.strides)
-            plan = _GEMM_PLANS.get(key)
-            if plan is None:
-                if len(_GEMM_PLANS) >= 4096:  # bounded: shapes are user data
-                    _GEMM_PLANS.clear()
-                plan = _GEMM_PLANS[key] = _gemm_plan(dtype.name, d1, d2)
-            if plan is False:
-                return self.xp.matmul(d1, d2)
-            cp = self.xp
-            fn, shape, ob, oa, n, m, k, ldb, lda, one, zero, batch, lib = plan
-            out = self._alloc(shape, dtype._np)
-            handle = library_handle("cublas", self.device.index,
-                                    cp.cuda.get_current_stream().ptr)
-            if batch is None:
-                fn(handle, ob, oa, n, m, k, one, d2.data.ptr, ldb, d1.data.ptr, lda, zero,
-                   out.data.ptr, n)
-            else:
-                fn(handle, ob, oa, n, m, k, one, d2.data.ptr, ldb, k * n, d1.data.ptr, lda,
-                   m * k, zero, out.data.ptr, n, m * n, batch)
-            return out
+        if self.switch is None:  # one visible GPU: no device to make current
+            return self._matmul(d1, d2, dtype)
+        with self._dev:
+            return self._matmul(d1, d2, dtype)
+
+    def _matmul(self, d1, d2, dtype):
+        t = dtype._np
+        if d1.dtype != t or d2.dtype != t:
+            d1, d2 = self.astype(d1, dtype, False), self.astype(d2, dtype, False)
+        key = (t, d1.shape, d1.strides, d2.shape, d2.strides)
+        plan = _GEMM_PLANS.get(key)
+        if plan is None:
+            if len(_GEMM_PLANS) >= 4096:  # bounded: shapes are user data
+                _GEMM_PLANS.clear()
+            plan = _GEMM_PLANS[key] = _gemm_plan(dtype.name, d1, d2)
+        if plan is False:
+            return self.xp.matmul(d1, d2)
+        fn, shape, ob, oa, n, m, k, ldb, lda, one, zero, batch, lib = plan
+        out = self._alloc(shape, t)
+        handle = library_handle("cublas", self.device.index, self._stream().ptr)
+        if batch is None:
+            fn(handle, ob, oa, n, m, k, one, d2.data.ptr, ldb, d1.data.ptr, lda, zero,
+               out.data.ptr, n)
+        else:
+            fn(handle, ob, oa, n, m, k, one, d2.data.ptr, ldb, k * n, d1.data.ptr, lda,
+               m * k, zero, out.data.ptr, n, m * n, batch)
+        return out
 
     def vecdot(self, d1, d2, axis, dtype):
         # Our kernel reads both inputs through their strides as their own dtypes.

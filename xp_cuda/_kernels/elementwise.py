@@ -18,6 +18,7 @@ decides the result dtype; nothing here checks user input.
 from __future__ import annotations
 
 import ctypes
+import struct
 
 import numpy as np
 
@@ -274,6 +275,28 @@ MAX_GRID = 2**31 - 1
 # The hot paths' parameter block (in1, in2, out, n; c1 uses three cells), one per thread and
 # shared by every Plan: cuLaunchKernel copies it before returning.
 _PARAMS = ThreadParams(4)
+
+
+def _packer(code: str):
+    pack = struct.Struct("<" + code).pack
+    from_bytes = int.from_bytes
+    return lambda v: from_bytes(pack(v), "little")
+
+
+def _complex64_bits(v, _pack=struct.Struct("<ff").pack):
+    return int.from_bytes(_pack(v.real, v.imag), "little")
+
+
+# A scalar operand's bits for its parameter cell, by the NumPy scalar type of a TypedScalar's
+# value: struct packs them in a fifth of NumPy's tobytes() (~1 us of an 8-element x * 2.5).
+# Exact: each code is the scalar's own width (float32 goes through a double and back).
+# complex128 (16 bytes) has none: the generic call takes it.
+SCALAR_BITS = {np.bool_: _packer("?"), np.int8: _packer("b"), np.int16: _packer("h"),
+               np.int32: _packer("i"), np.int64: _packer("q"), np.uint8: _packer("B"),
+               np.uint16: _packer("H"), np.uint32: _packer("I"), np.uint64: _packer("Q"),
+               np.float32: _packer("f"), np.float64: _packer("d"),
+               np.complex64: _complex64_bits}
+_SCALAR_BITS_get = SCALAR_BITS.get
 # The strided kernels' blocks: operands, out, n, nd and the geometry (MAXND dims, MAXND strides
 # per operand, MAXND divisors, the innermost dim and its stride per operand), in 16-byte cells
 # (a complex128 scalar operand takes one whole)
@@ -360,7 +383,8 @@ class Plan:
         """A C-contiguous operand and a scalar (a NumPy scalar of the second dtype): the
         scalar's bits go into its parameter cell (8 bytes at most; complex128 takes the
         generic call)."""
-        if value.itemsize > 8:
+        bits = _SCALAR_BITS_get(type(value))
+        if bits is None:
             return self.contiguous("cs", (d1, value), shape, d1.size)
         out = self._ndarray(shape, self.out_np)
         n = out.size
@@ -368,7 +392,7 @@ class Plan:
             fn = self._fs or self._bind_cs()
             vals, addr = _PARAMS.block
             vals[0] = d1.data.ptr
-            vals[1] = int.from_bytes(value.tobytes(), "little")
+            vals[1] = bits(value)
             vals[2] = out.data.ptr
             vals[3] = n
             blocks = (n + self._per_block - 1) // self._per_block
@@ -383,14 +407,15 @@ class Plan:
     def sc(self, value, d2, shape):
         """A scalar first (a reflected operator: 1.0 / x) and a C-contiguous operand: cs with
         the cells in the kernel's order (scalar, array, out, n)."""
-        if value.itemsize > 8:
+        bits = _SCALAR_BITS_get(type(value))
+        if bits is None:
             return self.contiguous("sc", (value, d2), shape, d2.size)
         out = self._ndarray(shape, self.out_np)
         n = out.size
         if n:
             fn = self._fsc or self._bind_sc()
             vals, addr = _PARAMS.block
-            vals[0] = int.from_bytes(value.tobytes(), "little")
+            vals[0] = bits(value)
             vals[1] = d2.data.ptr
             vals[2] = out.data.ptr
             vals[3] = n
