@@ -213,8 +213,11 @@ class Array:
 
     @property
     def _b(self):
-        """The backend that computes on this array (xp_cuda._backends)."""
-        return backend(self._device)
+        """The backend that computes on this array (xp_cuda._backends; kept on its device)."""
+        try:
+            return self._device._backend
+        except AttributeError:  # (no backend made for that device yet)
+            return backend(self._device)
 
     # ---- attributes ----------------------------------------------------------------------
     @property

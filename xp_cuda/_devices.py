@@ -27,9 +27,12 @@ class Device:
     kept plan's device by identity first, so an array whose device object was made anew (from
     a foreign array, DLPack, a pickle) must not fall to the full path on every call."""
 
-    __slots__ = ("kind", "index")
+    # _backend: the device's backend once xp_cuda._backends made it (Array._b reads it there:
+    # a slot read instead of a call and a dict lookup on every operation)
+    __slots__ = ("kind", "index", "_backend")
     kind: str
     index: int
+    _backend: object
 
     def __new__(cls, kind: str, index: int = 0):
         try:

@@ -22,6 +22,7 @@ from .cuda import CudaBackend
 __all__ = ["Backend", "CpuBackend", "CudaBackend", "EmptyMask", "FAST", "backend", "existing"]
 
 _backends: dict = {CPU: CpuBackend()}
+CPU._backend = _backends[CPU]
 
 
 def backend(device: Device) -> Backend:
@@ -32,6 +33,7 @@ def backend(device: Device) -> Backend:
         check_device(device)
         b = _backends[device] = (CpuBackend(device) if device.kind == "cpu" else
                                  CudaBackend(device))
+        device._backend = b
         return b
 
 

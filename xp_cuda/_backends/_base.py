@@ -75,10 +75,12 @@ class KeptLaunch:
     """A compiled launch (a reduction, where, astype) for one layout of its inputs: it applies
     to inputs of the kept strides (a tuple per input) on the kept device."""
 
-    __slots__ = ("launch", "strides", "device")
+    __slots__ = ("launch", "strides", "device", "one")
 
     def __init__(self, launch, strides, device):
         self.launch, self.strides, self.device = launch, strides, device
+        # a launch of one output and no parameters serves the call with fewer steps
+        self.one = launch.one if getattr(launch, "single", False) else None
 
     def __call__(self, datas, device):
         if device is not self.device and device != self.device:
@@ -91,6 +93,9 @@ class KeptLaunch:
             for d, st in zip(datas, strides):
                 if d.strides != st:
                     return None
+        one = self.one
+        if one is not None:
+            return one(datas)
         return self.launch(datas, ())[0]
 
 

@@ -338,6 +338,10 @@ class Launch:
         self._local = _PerThread(self)  # the constructing thread's block is built now
         self.ndarray = empty_allocator(cp)
         self.stream = cp.cuda.get_current_stream
+        # one output, no parameters, no direct writes (every eager strided call, reduction,
+        # where, astype): `one` serves it with fewer steps than __call__
+        self.single = not self.uses and self.direct_cells is None and n_out == 1
+        self.out_cell0 = self.out_cells[0] if n_out else None
 
     def block(self) -> _Block:
         """The calling thread's parameter block (built on its first call)."""
@@ -378,6 +382,25 @@ class Launch:
         else:
             self._tune(self.stream(), blk.addr)
         return outs
+
+    def one(self, in_datas):
+        """__call__(in_datas, ())[0] of a `single` launch: the hot path of kept eager calls
+        (~0.4 us less host time: no parameter loop, no output list, no direct-write test)."""
+        if not self.tuned:
+            return self(in_datas, ())[0]
+        blk = self._local.block
+        buf = blk.u64
+        misaligned = 0
+        for c, d in zip(self.in_cells, in_datas):
+            buf[c] = p = d.data.ptr
+            misaligned |= p & 15
+        shape, dt = self.out_specs[0]
+        o = self.ndarray(shape, dt)
+        buf[self.out_cell0] = o.data.ptr
+        fn, blocks, blocks_scalar, threads = self.variant
+        _launch(fn, blocks_scalar if misaligned else blocks, 1, 1, threads, 1, 1, 0,
+                self.stream().ptr, blk.addr, 0)
+        return o
 
     def _tune(self, stream, addr):
         """Launch every variant TUNE_ROUNDS times into this call's outputs (each writes the
