@@ -69,6 +69,15 @@ def test_moves_of_views_match_numpy(device, rng, dtype):
                            np.broadcast_to(B[5:6, :37], (33, 37)))}
     for name, (v, a) in views.items():
         same(xp.reshape(v, (-1,)), a.reshape(-1), dtype)
+        # flip's view (on cuda made from the strides), read by a copy and by elementwise work
+        for ax in (None, 0, 1, (0, 1), -1):
+            f, fa = xp.flip(v, axis=ax), np.flip(a, axis=ax)
+            same(f, fa, dtype)
+            same(xp.reshape(f, (-1,)), fa.reshape(-1), dtype)
+            same(xp.flip(f, axis=ax), a, dtype)
+        same(xp.flip(v[3:4, 2:7], axis=1), np.flip(a[3:4, 2:7], axis=1), dtype)
+        same(xp.flip(v[:, :0]), np.flip(a[:, :0]), dtype)
+        same(xp.flip(v[:, 5]), np.flip(a[:, 5]), dtype)
         same(xp.reshape(v, a.shape, copy=True), a, dtype)
         same(xp.roll(v, (3, -7), axis=(0, 1)), np.roll(a, (3, -7), axis=(0, 1)), dtype)
         same(xp.roll(v, -11), np.roll(a, -11), dtype)

@@ -427,6 +427,11 @@ class Backend:
             note_reshape(view_key, shape)
         return data.reshape(shape)
 
+    def flip(self, data, index):
+        """data[index] for flip's index (a tuple of one slice per axis: step -1 on the flipped
+        axes, the whole axis elsewhere): a view."""
+        return data[index]
+
     def copy(self, data):
         """A C-contiguous copy (reshape(copy=True), materialised views)."""
         with self.ctx():

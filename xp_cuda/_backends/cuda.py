@@ -385,6 +385,20 @@ class CudaBackend(Backend):
             return self.xp.lib.stride_tricks.as_strided(data, shape, strides)
         return self.xp.ndarray(shape, data.dtype, data.data + offset, strides)
 
+    def flip(self, data, index):
+        """Base's view made directly from the strides (CuPy's indexing with a tuple of
+        slices costs ~2 us more host time): each flipped axis starts at its last element and
+        steps back."""
+        if data.size == 0:
+            return data[index]
+        strides = list(data.strides)
+        offset = 0
+        for a, s in enumerate(index):
+            if s.step is not None:
+                offset += (data.shape[a] - 1) * strides[a]
+                strides[a] = -strides[a]
+        return self._view(data, data.shape, tuple(strides), offset)
+
     def diagonal(self, data, offset, copy):
         m, n = data.shape[-2:]
         length = min(m, n - offset) if offset >= 0 else min(m + offset, n)
