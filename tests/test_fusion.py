@@ -16,6 +16,7 @@ from xp_cuda._array import Array
 from xp_cuda._dtypes import ALL_DTYPES
 from xp_cuda._elementwise import ELEMENTWISE
 from xp_cuda._kernels import fusion as kfusion
+import xp_cuda.fusion as xp_cuda_fusion
 from xp_cuda.fusion import fuse
 
 from helpers import random_array, to_numpy
@@ -442,6 +443,7 @@ def test_tuned_launch_times_every_vector_shape_once(rng, monkeypatch):
     f = fuse(body)
     _same(f(x[1:], y[1:]), body(x[1:], y[1:]), loose=True)  # misaligned: the default runs
     launch = _launch_of(f)
+    launch.finish()  # (a first compile's quick kernels are never timed: see TIERED)
     assert len(launch.variants) == len(kfusion.CONFIGS) and not launch.tuned
     a, b = x[:40000], y[:40000]
     want = body(a, b)
@@ -455,12 +457,70 @@ def test_tuned_launch_times_every_vector_shape_once(rng, monkeypatch):
     # the block sizes to choose from
     g = fuse(lambda a, b: (a * b, xp.sum(a)))
     g(a, b)
+    _launch_of(g).finish()
     assert len(_launch_of(g).variants) == 1 and _launch_of(g).tuned
     z = xp.astype(a, xp.complex128)
     h = fuse(lambda c: c * c + 1)
     _same(h(z), z * z + 1)
+    _launch_of(h).finish()
     assert [v[3] for v in _launch_of(h).variants] == sorted({c[2] for c in kfusion.CONFIGS},
                                                             reverse=True)
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(cuda_device_count() == 0, reason="no usable CUDA GPU here")
+def test_a_new_program_runs_quick_kernels_until_the_full_ones_are_ready(rng, monkeypatch,
+                                                                        tmp_path):
+    """TIERED: a program whose cubins no cache holds runs, on its first call, kernels compiled
+    with FIRST_CALL_COMPILE while the full-option ones compile in the background; its next
+    call after they are ready takes those. Values never change; a launch made once they are
+    cached has no tiers; TIERED off compiles the full ones at once."""
+    if kfusion.first_call_options(()) is None:
+        pytest.skip("this NVRTC has no --Ofast-compile (it came in 12.8): one tier only")
+    monkeypatch.setenv("XP_CUDA_KERNEL_CACHE", str(tmp_path))  # nothing cached yet
+    cuda = Device("cuda", 0)
+    x, _ = random_array(rng, (64, 1000), xp.float32, cuda)
+    depth = 7 + int(rng.integers(0, 40))  # a structure no earlier run compiled
+
+    def chain(v):  # one elementwise kernel
+        for _ in range(depth):
+            v = v * 0.75 + 0.25
+        return v
+
+    def softmax(v):  # a row kernel
+        e = xp.exp(v - xp.max(v, axis=-1, keepdims=True) + depth / 64)
+        return e / xp.sum(e, axis=-1, keepdims=True)
+
+    def lse0(v):  # stages
+        m = xp.max(v, axis=0) - depth
+        return m + xp.log(xp.sum(xp.exp(v - m), axis=0))
+
+    def launches(f):
+        launch = _launch_of(f)
+        return [la for _, la in launch.launches] if hasattr(launch, "launches") else [launch]
+
+    for body in (chain, softmax, lse0):
+        f = fuse(body)
+        first = to_numpy(f(x))
+        quick = launches(f)
+        assert all(la.pending is not None and la.tuned for la in quick), body.__name__
+        kernels = [la.variant[0] for la in quick]
+        xp_cuda_fusion.finish_compiling()
+        again = to_numpy(f(x))  # takes the full-option kernels
+        for la in quick:
+            la.finish()
+        assert all(la.pending is None for la in quick)
+        assert [la.variant[0] for la in quick] != kernels, body.__name__
+        np.testing.assert_array_equal(again, first)
+        _same(f(x), body(x), loose=True)
+        g = fuse(body)  # a new launch of the same program: its cubins are cached now
+        np.testing.assert_array_equal(to_numpy(g(x)), first)
+        assert all(la.pending is None for la in launches(g)), body.__name__
+    monkeypatch.setattr(kfusion, "TIERED", False)
+    depth += 1
+    f = fuse(chain)
+    _same(f(x), chain(x))
+    assert all(la.pending is None for la in launches(f))
 
 
 @pytest.mark.cuda
@@ -481,6 +541,7 @@ def test_no_tuning_inside_graph_capture(rng, monkeypatch):
     xm, _ = random_array(rng, (30001,), xp.float32, cuda)
     _same(f(xm[1:], y), body(xm[1:], y))  # compiled, not tuned (a misaligned operand)
     launch = _launch_of(f)
+    launch.finish()
     assert len(launch.variants) > 1 and not launch.tuned
     stream = cp.cuda.Stream(non_blocking=True)
     with stream:
@@ -1487,6 +1548,7 @@ def test_row_kernels_run_without_spills(n_in):
     np.testing.assert_array_equal(got, want)
     (entry,) = g._cache.values()
     launch = entry.launch
+    launch.finish()  # the full-option kernel (TIERED), checked for spills as it is taken
     assert launch.plan.rows is not None and local_bytes(launch.variant[0]) == 0
     capped = "__launch_bounds__(512, 4)" in launch.source
     assert capped == (n_in == 1), launch.source[:300]

@@ -232,9 +232,9 @@ def flip(x: Array, /, *, axis: int | tuple[int, ...] | None = None) -> Array:
     index = planned(key, (axis,), _check_flip, x, axis)
     b = x._b
     if b.switch is None:  # no device to make current: no context to enter
-        return _wrap(d[index], x._device)
+        return _wrap(b.flip(d, index), x._device)
     with b.ctx():
-        return _wrap(d[index], x._device)
+        return _wrap(b.flip(d, index), x._device)
 
 
 def moveaxis(x: Array, source: int | tuple[int, ...], destination: int | tuple[int, ...],

@@ -53,9 +53,10 @@ import numpy as np
 __all__ = ["SOURCE_DIR", "BASE_OPTIONS", "CACHE_ENV", "KernelCompileError", "CTYPES", "NP_TYPES",
            "source", "source_hash", "instance_units", "kernel_sources", "include_dirs", "nvrtc_compile",
            "cache_dir", "resolve_cache_dir", "pack_entry", "unpack_entry", "read_entry",
-           "write_entry", "load_kernel", "load_kernels", "DeviceInfo", "device_info", "grid",
-           "ThreadParams", "driver_launch", "empty_allocator", "library_handle",
-           "reset_library_handles", "PREBUILT_DIR", "shipped_key",
+           "write_entry", "load_kernel", "load_kernels", "kernels_ready", "compile_cubins",
+           "device_arch", "DeviceInfo", "device_info", "grid", "ThreadParams", "driver_launch",
+           "empty_allocator", "library_handle", "reset_library_handles", "PREBUILT_DIR",
+           "shipped_key",
            "shipped_archs", "shipped_cubin"]
 
 SOURCE_DIR = Path(__file__).resolve().parent
@@ -528,6 +529,7 @@ def shipped_cubin(source: str, options: tuple, arch: str) -> bytes | None:
 
 
 NOTICE_AFTER = 1.0  # seconds a compile runs before it says so on stderr
+_background = threading.local()  # .on: this thread compiles in the background (compile_cubins)
 
 
 class CompileNotice:
@@ -549,12 +551,17 @@ class CompileNotice:
 
     def __enter__(self):
         self._t0 = time.perf_counter()
+        self._timer = None
+        if getattr(_background, "on", False):  # nobody waits for it: nothing to say
+            return self
         self._timer = threading.Timer(NOTICE_AFTER, self._say)
         self._timer.daemon = True
         self._timer.start()
         return self
 
     def __exit__(self, *exc):
+        if self._timer is None:
+            return False
         self._timer.cancel()
         with self._lock:
             if self._said:
@@ -692,30 +699,83 @@ def load_kernel(source: str, kernel_name: str, options=()):
     return _load(cupy, source, kernel_name, options)
 
 
-def load_kernels(pairs, options=()):
+def kernels_ready(pairs, options=()) -> bool:
+    """Whether ``load_kernels(pairs, options)`` on the current device compiles nothing: each
+    kernel loaded, its module loaded, its cubin in the disk cache or shipped."""
+    import cupy
+
+    options = tuple(options)
+    dev = cupy.cuda.runtime.getDevice()
+    arch = _device_arch(cupy)
+    for src, name in pairs:
+        if (src, name, options, dev) in _loaded:
+            continue
+        key = _entry_key(src, options, arch)
+        if (key, dev) in _modules:
+            continue
+        path = _entry_path(key)
+        if path is not None and path.is_file():
+            continue
+        if shipped_cubin(src, options, arch) is None:
+            return False
+    return True
+
+
+def compile_cubins(pairs, options, arch: str) -> dict:
+    """The cubins of ``pairs`` for ``arch``, compiled (in parallel where several) and stored
+    in the disk cache, without a device: {entry key: (cubin, cached)}, for ``load_kernels``'s
+    ``prepared``. For a background thread: it says nothing on stderr, and NVRTC releases the
+    GIL while it compiles."""
+    options = tuple(options)
+    jobs: dict[str, tuple[str, str, tuple, str, str]] = {}
+    for src, name in pairs:
+        key = _entry_key(src, options, arch)
+        jobs.setdefault(key, (src, name, options, arch, key))
+    _background.on = True
+    try:
+        cache_dir()
+        if len(jobs) == 1:
+            return {k: _obtain(s, n, o, a, k, notice=False) for k, (s, n, o, a, _) in jobs.items()}
+        from concurrent.futures import ThreadPoolExecutor
+        with ThreadPoolExecutor(len(jobs)) as pool:
+            return dict(zip(jobs, pool.map(
+                lambda job: _obtain(job[0], job[1], job[2], job[3], job[4], notice=False),
+                jobs.values())))
+    finally:
+        _background.on = False
+
+
+def device_arch() -> str:
+    """The architecture load_kernels compiles for on the current device (e.g. "sm_90")."""
+    import cupy
+    return _device_arch(cupy)
+
+
+def load_kernels(pairs, options=(), prepared=None):
     """``load_kernel`` for each (source, kernel name) pair, the missing cubins compiled in
     parallel threads first (NVRTC releases the GIL): several variants of one kernel compile
-    in about the time of the slowest. Loading stays in the calling thread, on its device."""
+    in about the time of the slowest. Loading stays in the calling thread, on its device.
+    ``prepared``: cubins already compiled (compile_cubins), by entry key."""
     import cupy
 
     options = tuple(options)
     pairs = list(pairs)
     dev = cupy.cuda.runtime.getDevice()
     arch = _device_arch(cupy)
+    prepared = dict(prepared or {})
     jobs = {}
     for src, name in pairs:
         if (src, name, options, dev) in _loaded:
             continue
         key = _entry_key(src, options, arch)
-        if (key, dev) not in _modules and key not in jobs:
+        if (key, dev) not in _modules and key not in jobs and key not in prepared:
             jobs[key] = (src, name, options, arch, key)
-    prepared = {}
     if len(jobs) > 1:
         cache_dir()  # resolved here, not raced by the workers (its warning is given once)
         from concurrent.futures import ThreadPoolExecutor
         with CompileNotice(f"{len(jobs)} kernels for {arch} in parallel"), \
                 ThreadPoolExecutor(len(jobs)) as pool:
-            prepared = dict(zip(jobs, pool.map(lambda job: _obtain(*job, notice=False),
+            prepared.update(zip(jobs, pool.map(lambda job: _obtain(*job, notice=False),
                                                jobs.values())))
     out = []
     for src, name in pairs:

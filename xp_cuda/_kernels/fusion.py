@@ -29,8 +29,8 @@ import threading
 
 import numpy as np
 
-from ._runtime import (NP_TYPES, device_info, driver_launch, empty_allocator, load_kernels,
-                       local_bytes, source)
+from ._runtime import (NP_TYPES, compile_cubins, device_arch, device_info, driver_launch,
+                       empty_allocator, kernels_ready, load_kernels, local_bytes, source)
 from .elementwise import CTYPES, OPTIONS, _op_struct, header  # noqa: F401  (names kept)
 from .fusion_ir import Graph, Op  # noqa: F401
 from .fusion_plan import (COL_GROUPS, CONFIGS, RED_WAVES, THREADS, ContiguousLayout,  # noqa: F401
@@ -123,6 +123,46 @@ ONE_UNIT = True
 # log-sum-exp over axis 0 0.170 -> 0.782), so it stays off. Never an option that changes a
 # float result. The options are part of the kernel cache's key.
 FAST_COMPILE = None
+
+# Tiered compiling of a fused function's kernels: where its cubins are in no cache, the first
+# call compiles them with FIRST_CALL_COMPILE (NVRTC 12.8+; about half the compile time, kernels
+# 2.4-4.6x slower: see FAST_COMPILE's figures) and runs those, while a background thread
+# compiles them with the full options (and stores them on disk); the launch swaps them in at
+# its next call after they are ready (in the calling thread: never a module load from another
+# thread, which could break a CUDA graph capture there). Values are the same either way (no
+# option that changes a float result). finish_compiling() waits for the background.
+TIERED = True
+FIRST_CALL_COMPILE = "mid"
+_compiler = None
+_compiler_lock = threading.Lock()
+
+
+def _background_compiler():
+    """The one background thread that compiles full-option cubins (in submission order)."""
+    global _compiler
+    with _compiler_lock:
+        if _compiler is None:
+            from concurrent.futures import ThreadPoolExecutor
+            _compiler = ThreadPoolExecutor(1, thread_name_prefix="xp_cuda-compile")
+        return _compiler
+
+
+def finish_compiling() -> None:
+    """Wait until every background compile submitted so far has finished (each launch takes
+    its full-option kernels at its next call)."""
+    if _compiler is not None:
+        _background_compiler().submit(lambda: None).result()
+
+
+def first_call_options(options: tuple):
+    """The options of a first call's quick compile, or None where there is none (TIERED off,
+    or an NVRTC without --Ofast-compile, or FAST_COMPILE already set)."""
+    if not TIERED or FAST_COMPILE is not None:
+        return None
+    from ._runtime import _nvrtc_version_key
+    if tuple(_nvrtc_version_key()) < (12, 8):
+        return None
+    return tuple(options) + (f"--Ofast-compile={FIRST_CALL_COMPILE}",)
 
 
 def fused_options() -> tuple:
@@ -283,6 +323,25 @@ class _PerThread(threading.local):
         self.block = _Block(launch)
 
 
+def _final_kernels(progs, options, respill, prepared=None):
+    """(kernels, programs) with the full options: ``progs``' kernels, or where the first of
+    them spills under its register cap, the program ``respill()`` makes (a row kernel without
+    the cap; RowLaunch) and its kernel."""
+    pairs = [(p.source, p.name) for p in progs]
+    kernels = (load_kernels(pairs, options) if prepared is None else
+               load_kernels(pairs, options, prepared))
+    if respill is not None and local_bytes(kernels[0].kernel.ptr):
+        progs = [respill()]
+        kernels = load_kernels([(progs[0].source, progs[0].name)], options)
+    return kernels, progs
+
+
+def _same_frame(a, b) -> bool:
+    """Whether programs ``a`` and ``b`` take the same parameter block (a launch built for one
+    can launch the other's kernel)."""
+    return (a.gvals, a.nslots, a.scratch) == (b.gvals, b.nslots, b.scratch)
+
+
 class Launch:
     """A compiled fused kernel for one exact input layout. Its parameter block (one 16-byte
     cell per pointer and scalar, then the geometry struct) is built once as a template; each
@@ -297,7 +356,7 @@ class Launch:
     aligned operands, grid for any, threads), so a thread never reads half of another's choice."""
 
     def __init__(self, cp, trace, kernel_outs, in_arrays, progs=None, const_params=False,
-                 direct=None):
+                 direct=None, respill=None):
         self.cp = cp
         # {output number: input cell}: outputs written straight into an argument updated in
         # place (direct_writes), while its pointer is 16-byte aligned (vector stores)
@@ -311,17 +370,26 @@ class Launch:
                              const_params, alias=alias_of(trace, direct))
             if const_params:  # a fused function's (eager sources stay the shipped ones)
                 one_unit(progs)
-        prog = progs[0]
-        self.source = prog.source
         # a fused function's (planned here with constants as parameters, or by RowLaunch,
         # StagedLaunch): fused_options; an eager reduction's: OPTIONS (the shipped cubins)
         fused = const_params or not planned_here
-        kernels = load_kernels([(p.source, p.name) for p in progs],
-                               fused_options() if fused else OPTIONS)
+        options = fused_options() if fused else OPTIONS
+        quick = first_call_options(options) if fused else None
+        pairs = [(p.source, p.name) for p in progs]
+        if quick is not None and kernels_ready(pairs, options):
+            quick = None
+        self.pending = None  # the background compile of the full-option kernels (TIERED)
+        if quick is None:
+            kernels, progs = _final_kernels(progs, options, respill)
+        else:
+            kernels = load_kernels(pairs, quick)
+        prog = progs[0]
+        self.source = prog.source
         self.variants = [(k.kernel.ptr, p.blocks, p.blocks_scalar, p.threads)
                          for k, p in zip(kernels, progs)]
         self.variant = self.variants[0]
-        self.tuned = len(self.variants) == 1
+        # (the quick kernels are never timed: tuning waits for the full-option ones)
+        self.tuned = len(self.variants) == 1 or quick is not None
         self.out_specs = [(n.shape, np.dtype(n.dtype.name)) for n in kernel_outs]
         cells = dict(self.direct)
         self.direct_cells = [cells.get(j) for j in range(len(kernel_outs))] if cells else None
@@ -342,12 +410,61 @@ class Launch:
         # where, astype): `one` serves it with fewer steps than __call__
         self.single = not self.uses and self.direct_cells is None and n_out == 1
         self.out_cell0 = self.out_cells[0] if n_out else None
+        if quick is not None:
+            self._submit(progs, options, respill)
+
+    def _submit(self, progs, options, respill):
+        """Compile ``progs`` with the full ``options`` in the background (_install takes
+        them); ``respill``: see _final_kernels (its program compiles beside them)."""
+        pairs = [(p.source, p.name) for p in progs]
+        alt = None
+        if respill is not None:  # both compile now: _install takes the one that does not spill
+            alt = respill()
+            if _same_frame(alt, progs[0]):
+                pairs.append((alt.source, alt.name))
+            else:
+                alt = None
+        arch = device_arch()
+        self.pending = (_background_compiler().submit(compile_cubins, pairs, options, arch),
+                        progs, options, alt)
+
+    def _install(self):
+        """Swap in the full-option kernels once their background compile is done (never while
+        the stream is being captured into a graph: a module load there could break it). A
+        failed compile keeps the quick kernels, which compute the same values."""
+        fut, progs, options, alt = self.pending
+        if not fut.done() or self.stream().is_capturing():
+            return
+        self.pending = None
+        try:
+            prepared = fut.result()
+            kernels, final = _final_kernels(progs, options, None, prepared)
+            if alt is not None and local_bytes(kernels[0].kernel.ptr):  # spills: uncapped
+                kernels, final = _final_kernels([alt], options, None, prepared)
+        except Exception:  # (the quick kernels stay: correct, only slower)
+            return
+        self.source = final[0].source
+        self.variants = [(k.kernel.ptr, p.blocks, p.blocks_scalar, p.threads)
+                         for k, p in zip(kernels, final)]
+        self.variant = self.variants[0]
+        self.tuned = len(self.variants) == 1
+
+    def finish(self):
+        """Wait for this launch's background compile and take its kernels (tests, benchmarks)."""
+        while self.pending is not None:
+            pending = self.pending
+            pending[0].result()
+            self._install()
+            if self.pending is not None:  # (a capture in progress: a later call takes them)
+                break
 
     def block(self) -> _Block:
         """The calling thread's parameter block (built on its first call)."""
         return self._local.block
 
     def __call__(self, in_datas, values):
+        if self.pending is not None:
+            self._install()
         blk = self._local.block
         buf = blk.u64
         misaligned = 0
@@ -386,7 +503,7 @@ class Launch:
     def one(self, in_datas):
         """__call__(in_datas, ())[0] of a `single` launch: the hot path of kept eager calls
         (~0.4 us less host time: no parameter loop, no output list, no direct-write test)."""
-        if not self.tuned:
+        if not self.tuned or self.pending is not None:
             return self(in_datas, ())[0]
         blk = self._local.block
         buf = blk.u64
@@ -487,13 +604,22 @@ class StagedLaunch:
         staged = staged_programs(trace, plan, in_arrays, sms,
                                  lambda moved: moved >= TUNE_MIN_BYTES)
         # every stage's kernels compile at once (one unit: see ONE_UNIT); each Launch below
-        # then finds its kernels loaded
-        load_kernels([(p.source, p.name) for *_, progs in staged for p in progs],
-                     fused_options())
+        # then finds its kernels loaded (the quick ones where TIERED: each then submits the
+        # unit's full compile, which the first does and the others find stored)
+        pairs = [(p.source, p.name) for *_, progs in staged for p in progs]
+        options = fused_options()
+        quick = first_call_options(options)
+        load_kernels(pairs, options if quick is None or kernels_ready(pairs, options)
+                     else quick)
         self.launches = [(st, Launch(cp, g, list(st.outs), lays, progs=progs))
                          for st, g, lays, progs in staged]
         self.n_out = sum(1 for st in plan.stages for j, _ in st.results if j is not None)
         self.n_mid = sum(1 for st in plan.stages for _, m in st.results if m is not None)
+
+    def finish(self):
+        """Launch.finish for each stage."""
+        for _, launch in self.launches:
+            launch.finish()
 
     def __call__(self, in_datas, values):
         outs = [None] * self.n_out
@@ -561,10 +687,9 @@ def RowLaunch(cp, trace, plan, in_arrays, direct=None):  # noqa: N802  (a Launch
     """The Launch of a row kernel: the whole program, one kernel (`direct`: see
     direct_writes)."""
     prog = RowProgram(trace, plan, list(plan.outs), f"{KERNEL}0", alias_of(trace, direct))
-    launch = Launch(cp, trace, list(plan.outs), in_arrays, progs=[prog], direct=direct)
-    if local_bytes(launch.variant[0]):  # spills under the register cap: built without it
-        prog = RowProgram(trace, plan, list(plan.outs), f"{KERNEL}0", alias_of(trace, direct),
-                          cap=False)
-        launch = Launch(cp, trace, list(plan.outs), in_arrays, progs=[prog], direct=direct)
+    # where it spills under the register cap: built without it
+    launch = Launch(cp, trace, list(plan.outs), in_arrays, progs=[prog], direct=direct,
+                    respill=lambda: RowProgram(trace, plan, list(plan.outs), f"{KERNEL}0",
+                                               alias_of(trace, direct), cap=False))
     launch.plan = plan
     return launch

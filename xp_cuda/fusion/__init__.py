@@ -7,6 +7,17 @@ Not part of the strict namespace (``xp_cuda.__all__``): import it as
 """
 from __future__ import annotations
 
+from .._kernels.fusion import finish_compiling as _finish
 from ._fuse import fuse
 
-__all__ = ["fuse"]
+__all__ = ["finish_compiling", "fuse"]
+
+
+def finish_compiling() -> None:
+    """Wait until the background compiles of the fused programs called so far have finished.
+
+    A new program's first call runs kernels compiled quickly (about half NVRTC's time) while
+    the fully optimised ones compile in a background thread; each program takes those at its
+    next call once they are ready. Call this before timing a fused function, or where a
+    program must run at full speed from its next call on. Results are the same either way."""
+    _finish()
