@@ -472,8 +472,9 @@ def test_tuned_launch_times_every_vector_shape_once(rng, monkeypatch):
 def test_a_new_program_runs_quick_kernels_until_the_full_ones_are_ready(rng, monkeypatch,
                                                                         tmp_path):
     """TIERED: a program whose cubins no cache holds runs, on its first call, kernels compiled
-    with FIRST_CALL_COMPILE while the full-option ones compile in the background; its next
-    call after they are ready takes those. Values never change; a launch made once they are
+    with FIRST_CALL_COMPILE; its second call starts compiling the full-option ones in the
+    background, and its first call after they are ready takes those. finish_compiling() starts
+    the programs called once too. Values never change; a launch made once the kernels are
     cached has no tiers; TIERED off compiles the full ones at once."""
     if kfusion.first_call_options(()) is None:
         pytest.skip("this NVRTC has no --Ofast-compile (it came in 12.8): one tier only")
@@ -503,19 +504,28 @@ def test_a_new_program_runs_quick_kernels_until_the_full_ones_are_ready(rng, mon
         f = fuse(body)
         first = to_numpy(f(x))
         quick = launches(f)
-        assert all(la.pending is not None and la.tuned for la in quick), body.__name__
+        assert all(la.tiering and la.quick is not None and la.pending is None and la.tuned
+                   for la in quick), body.__name__
         kernels = [la.variant[0] for la in quick]
+        np.testing.assert_array_equal(to_numpy(f(x)), first)  # the second call: compile starts
+        assert all(la.quick is None and la.pending is not None for la in quick), body.__name__
         xp_cuda_fusion.finish_compiling()
         again = to_numpy(f(x))  # takes the full-option kernels
-        for la in quick:
-            la.finish()
-        assert all(la.pending is None for la in quick)
+        assert all(not la.tiering and la.pending is None for la in quick), body.__name__
         assert [la.variant[0] for la in quick] != kernels, body.__name__
         np.testing.assert_array_equal(again, first)
         _same(f(x), body(x), loose=True)
         g = fuse(body)  # a new launch of the same program: its cubins are cached now
         np.testing.assert_array_equal(to_numpy(g(x)), first)
-        assert all(la.pending is None for la in launches(g)), body.__name__
+        assert not any(la.tiering for la in launches(g)), body.__name__
+    once = fuse(lambda v: chain(v) - 1)  # called once: finish_compiling starts it too
+    first = to_numpy(once(x))
+    (la,) = launches(once)
+    assert la.quick is not None
+    xp_cuda_fusion.finish_compiling()
+    assert la.quick is None and la.pending is not None and la.pending[0].done()
+    np.testing.assert_array_equal(to_numpy(once(x)), first)
+    assert not la.tiering
     monkeypatch.setattr(kfusion, "TIERED", False)
     depth += 1
     f = fuse(chain)

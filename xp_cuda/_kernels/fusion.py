@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import ctypes
 import threading
+import weakref
 
 import numpy as np
 
@@ -126,32 +127,61 @@ FAST_COMPILE = None
 
 # Tiered compiling of a fused function's kernels: where its cubins are in no cache, the first
 # call compiles them with FIRST_CALL_COMPILE (NVRTC 12.8+; about half the compile time, kernels
-# 2.4-4.6x slower: see FAST_COMPILE's figures) and runs those, while a background thread
-# compiles them with the full options (and stores them on disk); the launch swaps them in at
-# its next call after they are ready (in the calling thread: never a module load from another
-# thread, which could break a CUDA graph capture there). Values are the same either way (no
-# option that changes a float result). finish_compiling() waits for the background.
+# 2.4-4.6x slower: see FAST_COMPILE's figures) and runs those. From its second call a background
+# thread compiles them with the full options (and stores them on disk: a program run once, as
+# in a test, never pays that); the launch swaps them in at its next call after they are ready
+# (in the calling thread: never a module load from another thread, which could break a CUDA
+# graph capture there). Values are the same either way (no option that changes a float
+# result). finish_compiling() starts what waits for a second call and waits for it all.
 TIERED = True
 FIRST_CALL_COMPILE = "mid"
-_compiler = None
-_compiler_lock = threading.Lock()
 
 
-def _background_compiler():
-    """The one background thread that compiles full-option cubins (in submission order)."""
-    global _compiler
-    with _compiler_lock:
-        if _compiler is None:
-            from concurrent.futures import ThreadPoolExecutor
-            _compiler = ThreadPoolExecutor(1, thread_name_prefix="xp_cuda-compile")
-        return _compiler
+class _Compiler:
+    """One daemon thread running compile jobs in submission order (daemon: the process never
+    waits at exit for kernels it will not run; an interrupted job leaves no cache entry, as
+    entries are written whole). Made again in a forked child, which has no such thread."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._pid = None
+        self._queue = None
+
+    def submit(self, fn, *args):
+        import os
+        import queue
+        from concurrent.futures import Future
+        fut: Future = Future()
+        with self._lock:
+            if self._pid != os.getpid():
+                self._pid, self._queue = os.getpid(), queue.SimpleQueue()
+                threading.Thread(target=self._run, args=(self._queue,), daemon=True,
+                                 name="xp_cuda-compile").start()
+            self._queue.put((fut, fn, args))
+        return fut
+
+    @staticmethod
+    def _run(jobs):
+        while True:
+            fut, fn, args = jobs.get()
+            if fut.set_running_or_notify_cancel():
+                try:
+                    fut.set_result(fn(*args))
+                except BaseException as e:  # (the caller's result() raises it)
+                    fut.set_exception(e)
+
+
+_compiler = _Compiler()
+_quick_launches: "weakref.WeakSet" = weakref.WeakSet()  # on quick kernels, nothing submitted
 
 
 def finish_compiling() -> None:
-    """Wait until every background compile submitted so far has finished (each launch takes
-    its full-option kernels at its next call)."""
-    if _compiler is not None:
-        _background_compiler().submit(lambda: None).result()
+    """Start the background compile of every launch still on its quick kernels, and wait
+    until every background compile has finished (each launch takes its full-option kernels
+    at its next call)."""
+    for launch in list(_quick_launches):
+        launch.submit()
+    _compiler.submit(lambda: None).result()
 
 
 def first_call_options(options: tuple):
@@ -378,7 +408,11 @@ class Launch:
         pairs = [(p.source, p.name) for p in progs]
         if quick is not None and kernels_ready(pairs, options):
             quick = None
-        self.pending = None  # the background compile of the full-option kernels (TIERED)
+        # TIERED: (progs, options, respill) while on quick kernels with nothing submitted;
+        # then the background compile's (future, progs, options, spill-free alternative)
+        self.quick = self.pending = None
+        self.tiering = quick is not None  # (one test on the hot path)
+        self._calls = 0
         if quick is None:
             kernels, progs = _final_kernels(progs, options, respill)
         else:
@@ -411,11 +445,17 @@ class Launch:
         self.single = not self.uses and self.direct_cells is None and n_out == 1
         self.out_cell0 = self.out_cells[0] if n_out else None
         if quick is not None:
-            self._submit(progs, options, respill)
+            self.quick = (progs, options, respill)
+            _quick_launches.add(self)
 
-    def _submit(self, progs, options, respill):
-        """Compile ``progs`` with the full ``options`` in the background (_install takes
-        them); ``respill``: see _final_kernels (its program compiles beside them)."""
+    def submit(self):
+        """Start compiling the full-option kernels in the background (_install takes them);
+        the uncapped row kernel (``respill``: see _final_kernels) compiles beside them."""
+        if self.quick is None:
+            return
+        progs, options, respill = self.quick
+        self.quick = None
+        _quick_launches.discard(self)
         pairs = [(p.source, p.name) for p in progs]
         alt = None
         if respill is not None:  # both compile now: _install takes the one that does not spill
@@ -425,8 +465,18 @@ class Launch:
             else:
                 alt = None
         arch = device_arch()
-        self.pending = (_background_compiler().submit(compile_cubins, pairs, options, arch),
+        self.pending = (_compiler.submit(compile_cubins, pairs, options, arch),
                         progs, options, alt)
+
+    def _tier(self):
+        """Each call while TIERED is not done: the second starts the background compile, the
+        first after it is done takes its kernels."""
+        if self.quick is not None:
+            self._calls += 1
+            if self._calls > 1:
+                self.submit()
+        elif self.pending is not None:
+            self._install()
 
     def _install(self):
         """Swap in the full-option kernels once their background compile is done (never while
@@ -436,6 +486,7 @@ class Launch:
         if not fut.done() or self.stream().is_capturing():
             return
         self.pending = None
+        self.tiering = False
         try:
             prepared = fut.result()
             kernels, final = _final_kernels(progs, options, None, prepared)
@@ -450,7 +501,9 @@ class Launch:
         self.tuned = len(self.variants) == 1
 
     def finish(self):
-        """Wait for this launch's background compile and take its kernels (tests, benchmarks)."""
+        """Compile this launch's full-option kernels now (in the background thread), wait
+        and take them (tests, benchmarks)."""
+        self.submit()
         while self.pending is not None:
             pending = self.pending
             pending[0].result()
@@ -463,8 +516,8 @@ class Launch:
         return self._local.block
 
     def __call__(self, in_datas, values):
-        if self.pending is not None:
-            self._install()
+        if self.tiering:
+            self._tier()
         blk = self._local.block
         buf = blk.u64
         misaligned = 0
@@ -503,7 +556,7 @@ class Launch:
     def one(self, in_datas):
         """__call__(in_datas, ())[0] of a `single` launch: the hot path of kept eager calls
         (~0.4 us less host time: no parameter loop, no output list, no direct-write test)."""
-        if not self.tuned or self.pending is not None:
+        if not self.tuned or self.tiering:
             return self(in_datas, ())[0]
         blk = self._local.block
         buf = blk.u64

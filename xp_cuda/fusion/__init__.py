@@ -16,8 +16,9 @@ __all__ = ["finish_compiling", "fuse"]
 def finish_compiling() -> None:
     """Wait until the background compiles of the fused programs called so far have finished.
 
-    A new program's first call runs kernels compiled quickly (about half NVRTC's time) while
-    the fully optimised ones compile in a background thread; each program takes those at its
-    next call once they are ready. Call this before timing a fused function, or where a
-    program must run at full speed from its next call on. Results are the same either way."""
+    A new program's first call runs kernels compiled quickly (about half NVRTC's time); from
+    its second call the fully optimised ones compile in a background thread, and it takes
+    those at its next call once they are ready. This starts that for every program still on
+    its quick kernels and waits: call it before timing a fused function, or where a program
+    must run at full speed from its next call on. Results are the same either way."""
     _finish()
