@@ -620,3 +620,69 @@ def test_inplace_direct_kernels_do_not_declare_the_aliased_pointers_restrict():
     (q,) = kfusion.programs(kfusion.Graph(list(st.inputs), t.uses), list(st.outs),
                             [a._data, b._data], SMS, False, const_params=True)
     assert "const float* in1" not in q.kernel and q.source != p.source  # its own cubin
+
+
+def test_tiers_quick_kernels_then_the_full_ones(monkeypatch):
+    """TIERED, on stand-ins (no GPU): a launch whose kernels no cache holds runs the quick
+    ones; its second call starts the full compile on the background thread; the first call
+    after that is done takes the full kernels. finish_compiling starts a launch called once
+    too; a failed compile keeps the quick kernels; nothing tiers where the kernels are
+    cached."""
+    cp, launches = _stand_in(monkeypatch)
+    monkeypatch.setattr(kfusion, "TIERED", True)
+    quick_k = types.SimpleNamespace(kernel=types.SimpleNamespace(ptr=111))
+    full_k = types.SimpleNamespace(kernel=types.SimpleNamespace(ptr=222))
+    loads = []
+
+    def load(pairs, options, prepared=None):
+        loads.append((options, prepared))
+        return [quick_k if options[-1] == "QUICK" else full_k] * len(pairs)
+    monkeypatch.setattr(kfusion, "load_kernels", load)
+    monkeypatch.setattr(kfusion, "first_call_options", lambda o: tuple(o) + ("QUICK",))
+    ready = [False]
+    monkeypatch.setattr(kfusion, "kernels_ready", lambda pairs, o: ready[0])
+    gate, compiled, fail = threading.Event(), [], [False]
+
+    def compile_cubins(pairs, options, arch):
+        gate.wait(30)
+        if fail[0]:
+            raise RuntimeError("NVRTC said no")
+        compiled.append((len(pairs), options, arch))
+        return {"key": (b"cubin", False)}
+    monkeypatch.setattr(kfusion, "compile_cubins", compile_cubins)
+    monkeypatch.setattr(kfusion, "device_arch", lambda: "sm_90")
+    x = xp.zeros((5, 7), dtype=xp.float32, device=CPU)
+    t, nodes, *_ = _trace.trace(lambda a, s: a * s, [x, 0.5], {}, CPU)
+    dx = _DevArray((5, 7), np.float32)
+
+    def new_launch():
+        return kfusion.Launch(cp, t, nodes, [dx], const_params=True)
+
+    launch = new_launch()
+    assert launch.variant[0] == 111 and launch.tiering and launch.tuned
+    launch([dx], [None, 2.0])
+    assert launches[-1][0] == 111 and launch.pending is None  # one call: nothing started
+    launch([dx], [None, 2.0])
+    assert launch.quick is None and launch.pending is not None  # the second call starts it
+    launch([dx], [None, 2.0])
+    assert launches[-1][0] == 111 and launch.tiering  # not done yet: the quick kernel runs
+    gate.set()
+    kfusion.finish_compiling()
+    launch([dx], [None, 2.0])
+    assert launches[-1][0] == 222 and not launch.tiering and launch.pending is None
+    assert compiled == [(1, kfusion.fused_options(), "sm_90")]
+    assert loads[-1] == (kfusion.fused_options(), {"key": (b"cubin", False)})
+    once = new_launch()  # called once: finish_compiling starts it
+    once([dx], [None, 2.0])
+    kfusion.finish_compiling()
+    once([dx], [None, 2.0])
+    assert launches[-1][0] == 222 and not once.tiering
+    fail[0] = True  # a failed full compile: the quick kernel stays, and no error reaches a call
+    failing = new_launch()
+    failing([dx], [None, 2.0])
+    kfusion.finish_compiling()
+    failing([dx], [None, 2.0])
+    assert launches[-1][0] == 111 and not failing.tiering
+    ready[0] = True  # cached: the full kernels at once
+    cached = new_launch()
+    assert cached.variant[0] == 222 and not cached.tiering and cached.quick is None

@@ -503,10 +503,11 @@ class Launch:
     def finish(self):
         """Compile this launch's full-option kernels now (in the background thread), wait
         and take them (tests, benchmarks)."""
+        from concurrent.futures import wait
         self.submit()
         while self.pending is not None:
             pending = self.pending
-            pending[0].result()
+            wait([pending[0]])  # (a failed compile: _install keeps the quick kernels)
             self._install()
             if self.pending is not None:  # (a capture in progress: a later call takes them)
                 break
