@@ -119,20 +119,22 @@ def register_native_type(native_type, array_class) -> None:
 _KEPT_get = _KEPT.get  # bound once: the hot path's lookup
 
 
-def kept_result(key, arrays, datas, device):
+def kept_result(key, arrays, datas, device, plain=False):
     """The result of the call the backend kept under the validated key ``key`` (KEPT), run
     on ``datas`` (the natives of ``arrays``, all on ``device``), as an Array; None when no
     call is kept or the kept one does not apply (a tracer's arrays, other strides, alignment
-    or device): the caller then takes its full path."""
+    or device): the caller then takes its full path. ``plain``: the caller knows every one
+    of ``arrays`` is an Array (no test of their types)."""
     try:
         kept = _KEPT_get(key)
     except TypeError:  # an unhashable option: the full path's checks name it
         return None
     if kept is None:
         return None
-    for a in arrays:
-        if type(a) is not Array:
-            return None
+    if not plain:
+        for a in arrays:
+            if type(a) is not Array:
+                return None
     r = kept(datas, device)
     return None if r is None else _wrap(r, device)
 

@@ -9,7 +9,6 @@ import math
 
 from . import _revisions
 from ._array import Array, _backend_of, _wrap, check_array, kept_one, kept_result
-from ._backends._base import KEPT as _KEPT
 from ._backends._base import RESHAPES as _RESHAPES
 from ._dtypes import int64 as _int64
 from ._dtypes import promote
@@ -121,26 +120,6 @@ def _sequence_backend(arrays, first):
     return first._b if first is not None else _backend_of(arrays)
 
 
-def _kept_sequence(key, arrays, natives, dev, first):
-    """kept_result for _sequence's arrays: without its per-array type test where they are
-    all plain Arrays on one device."""
-    if first is None or type(first) is not Array:
-        return kept_result(key, arrays, natives, dev)
-    try:
-        kept = _KEPT_get(key)
-    except TypeError:  # an unhashable option: the full path's checks name it
-        return None
-    if kept is None:
-        return None
-    r = kept(natives, dev)
-    if r is None:
-        return None
-    out = _new_object(Array)
-    out._data = r
-    out._device = dev
-    return out
-
-
 def _check_concat(arrays, axis):
     arrays = list(arrays)
     dt = _promoted(arrays, "concat")
@@ -172,7 +151,8 @@ def concat(arrays: tuple[Array, ...] | list[Array], /, *, axis: int | None = 0) 
     key.append(axis)
     key.append(option_type(axis))
     key = tuple(key)
-    r = _kept_sequence(key, arrays, natives, dev, first)
+    r = kept_result(key, arrays, natives, dev,
+                    first is not None and type(first) is Array)
     if r is not None:
         return r
     ax, dt = planned(key, (axis,), _check_concat, arrays, axis)
@@ -386,7 +366,6 @@ def reshape(x: Array, /, shape: tuple[int, ...], *, copy: bool | None = None) ->
 
 
 _RESHAPES_get = _RESHAPES.get
-_KEPT_get = _KEPT.get
 _new_object = object.__new__
 
 
@@ -479,7 +458,8 @@ def stack(arrays: tuple[Array, ...] | list[Array], /, *, axis: int = 0) -> Array
     key.append(axis)
     key.append(option_type(axis))
     key = tuple(key)
-    r = _kept_sequence(key, arrays, natives, dev, first)
+    r = kept_result(key, arrays, natives, dev,
+                    first is not None and type(first) is Array)
     if r is not None:
         return r
     ax, dt = planned(key, (axis,), _check_stack, arrays, axis)
