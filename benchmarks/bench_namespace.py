@@ -1,6 +1,7 @@
 """Every data-moving function of the namespace against torch and CuPy in one run (issue #15).
 
-    python benchmarks/bench_namespace.py [--out DIR] [--quick] [--only SUBSTRING] [--allow-cpu]
+    python benchmarks/bench_namespace.py [--out DIR] [--quick] [--only SUBSTRING] [--host-only]
+                                         [--allow-cpu]
 
 Each case is written ONCE, as ``f(xp, a)`` against the standard (``a`` a dict of input arrays),
 and run through three namespaces in the same process: xp_cuda, ``array_api_compat.torch`` and
@@ -588,6 +589,9 @@ def main(argv=None) -> int:
     ap.add_argument("--quick", action="store_true",
                     help="large sizes about 16x smaller, fewer repetitions")
     ap.add_argument("--only", default="", help="run the cases whose name contains SUBSTRING")
+    ap.add_argument("--host-only", action="store_true",
+                    help="only the host-time tables (no timed cases): a quick A/B of a change "
+                         "to the Python path")
     ap.add_argument("--allow-cpu", action="store_true",
                     help="without a usable GPU, run the cpu part (xp_cuda on cpu vs NumPy)")
     args = ap.parse_args(argv)
@@ -619,17 +623,19 @@ def main(argv=None) -> int:
                                          lambda fns: pipelined_us(fns, plat.sync, calls, rounds),
                                          "host cuda:0")
         table = []
-        for label, sizes in (("large", large), ("small", SIZES["small"])):
+        sized = () if args.host_only else (("large", large), ("small", SIZES["small"]))
+        for label, sizes in sized:
             warm_gpu()  # the first case is timed on a GPU as busy as the later ones
             r, t = run_cases(plat, cases, sizes, label, warmup, reps, copy)
             rows += r
             table += t
         names = [i.name for i in plat.impls]
-        print(f"\ncases on cuda:0 (ms; ratio = best peer / xp_cuda, > 1 faster; GB/s of xp_cuda, "
-              f"copy {copy:.0f} GB/s)")
-        print_table(table, ["case", "size", "bytes", *names, "ratio", "GB/s", "vs_copy",
-                            "TFLOP/s", "agree"])
-        _behind("cases", [(f"{w['case']} [{w['size']}]", w.get("ratio")) for w in table])
+        if table:
+            print(f"\ncases on cuda:0 (ms; ratio = best peer / xp_cuda, > 1 faster; GB/s of "
+                  f"xp_cuda, copy {copy:.0f} GB/s)")
+            print_table(table, ["case", "size", "bytes", *names, "ratio", "GB/s", "vs_copy",
+                                "TFLOP/s", "agree"])
+            _behind("cases", [(f"{w['case']} [{w['size']}]", w.get("ratio")) for w in table])
         rows += host_rows
         t = host_table
         print("\nhost time on cuda:0, 8-element inputs (us per call, pipelined; ratio = best "
@@ -638,7 +644,7 @@ def main(argv=None) -> int:
         _behind("host calls", [(w["call"], w.get("ratio")) for w in t])
 
     cpu = cpu_platform(xp)
-    if not gpu:  # every case at tiny sizes on cpu: each runs and agrees with NumPy
+    if not gpu and not args.host_only:  # every case at tiny sizes on cpu: each runs and agrees
         r, t = run_cases(cpu, cases, SIZES["cpu"], "cpu", 1, 3, None)
         rows += r
         print("\ncases on cpu, tiny sizes (ms, wall clock; agree = xp_cuda matches NumPy)")

@@ -33,3 +33,17 @@ def test_plots_are_written_per_family(tmp_path, capsys):
     written = sorted(p.name for p in tmp_path.glob("*.png"))
     assert written == sorted(f"{f.replace(' ', '_')}_large.png" for f in plot.FAMILIES)
     assert all((tmp_path / w).stat().st_size > 5000 for w in written)
+
+
+def test_namespace_host_only_measures_the_host_tables_alone(tmp_path, monkeypatch):
+    """bench_namespace --host-only: the host-time tables and nothing else (no timed case), the
+    calls --only names, written to namespace.json (on cpu here: --allow-cpu)."""
+    import bench_namespace
+    monkeypatch.setattr(bench_namespace, "gpu_usable", lambda: False)
+    assert bench_namespace.main(["--allow-cpu", "--host-only", "--only", "+ y",
+                                 "--out", str(tmp_path)]) == 0
+    rows = json.loads((tmp_path / "namespace.json").read_text())["rows"]
+    cases = {r["case"] for r in rows}
+    assert cases and all(c.endswith("(host cpu)") and "+ y" in c for c in cases), cases
+    assert {"x + y (host cpu)", "x.T + y [small] (host cpu)"} <= cases
+    assert all("us" in r for r in rows if r["impl"] == "xp_cuda")
