@@ -319,7 +319,8 @@ def _stand_in(monkeypatch):
         cuda=types.SimpleNamespace(get_current_stream=lambda: stream,
                                    runtime=types.SimpleNamespace(getDevice=lambda: 0)))
     kernel = types.SimpleNamespace(kernel=types.SimpleNamespace(ptr=1234))
-    monkeypatch.setattr(kfusion, "load_kernels", lambda pairs, options: [kernel] * len(pairs))
+    monkeypatch.setattr(kfusion, "load_kernels",
+                        lambda pairs, options, prepared=None: [kernel] * len(pairs))
     monkeypatch.setattr(kfusion, "TIERED", False)  # (one tier: no cache to ask, no thread)
     monkeypatch.setattr(kfusion, "empty_allocator", lambda cp_: _DevArray)
     monkeypatch.setattr(kfusion, "device_info", lambda cp_: types.SimpleNamespace(sm_count=SMS))

@@ -277,6 +277,24 @@ def test_load_compiles_once_then_reads_the_verified_entry(fake_load, tmp_path):
     assert fake_load == ["k.cu", "k.cu"] and rt.read_entry(entry) == b"CUBIN:src:2"
 
 
+def test_compile_cubins_compiles_and_stores_without_a_device(fake_load, tmp_path):
+    """The background tier's compile (fuse's TIERED): each distinct source once, in parallel
+    where several, stored on disk; its cubins load without compiling again (prepared), and a
+    later call reads the stored entries."""
+    pairs = [("src_a", "k"), ("src_b", "k"), ("src_a", "k")]
+    got = rt.compile_cubins(pairs, ("--fmad=false",), "sm_90")
+    assert sorted(fake_load) == ["k.cu", "k.cu"]
+    keys = {rt._entry_key(s, ("--fmad=false",), "sm_90"): s for s in ("src_a", "src_b")}
+    assert set(got) == set(keys) and all(cached is False for _, cached in got.values())
+    assert all(got[k][0].startswith(b"CUBIN:" + s.encode() + b":") for k, s in keys.items())
+    assert len(list((tmp_path / "cache").iterdir())) == 2
+    assert rt.compile_cubins(pairs[:1], ("--fmad=false",), "sm_90")[
+        rt._entry_key("src_a", ("--fmad=false",), "sm_90")][1] is True  # from the disk
+    k = rt._load(_fake_cupy(set()), "src_b", "k", ("--fmad=false",),
+                 got[rt._entry_key("src_b", ("--fmad=false",), "sm_90")])
+    assert k.module.payload.startswith(b"CUBIN:src_b:") and len(fake_load) == 2
+
+
 def test_a_fresh_cubin_the_driver_rejects_raises_at_once(fake_load):
     with pytest.raises(rt.KernelCompileError, match="just compiled"):
         rt._load(_fake_cupy({b"CUBIN:src:1"}), "src", "k", ())

@@ -15,7 +15,8 @@ from ._dtypes import promote
 from ._revisions import since
 from ._validation import broadcast_shapes as _broadcast_rule  # the public name is 2025.12's
 from ._validation import (MAX_BYTES, check_int, check_size, common_device, normalize_axes,
-                          normalize_axis, option_type, planned, PLAN_LIMIT)
+                          int_tuple, normalize_axis, option_type, planned,
+                          PLAN_LIMIT)
 
 
 def _check_sequence(arrays, fname: str) -> list:
@@ -261,7 +262,7 @@ def permute_dims(x: Array, /, axes: tuple[int, ...]) -> Array:
     d = check_array(x, "permute_dims")._data
     key = ("permute_dims", d.ndim, axes, option_type(axes))  # the checks read only these
     perm = planned(key, (axes,), _check_permute_dims, x, axes)
-    if type(x) is Array and type(axes) is tuple and all(type(a) is int for a in axes):
+    if type(x) is Array and int_tuple(axes):
         if len(_PERMS) >= PLAN_LIMIT:
             _PERMS.clear()
         _PERMS[(d.ndim, axes)] = perm
@@ -350,9 +351,7 @@ def reshape(x: Array, /, shape: tuple[int, ...], *, copy: bool | None = None) ->
     if copy:
         return _wrap(b.copy(data).reshape(target), x._device)
     if copy is None and b.switch is None:  # no view check, no device to make current
-        view_key = None
-        if type(shape) is tuple and all(type(n) is int for n in shape):
-            view_key = (data.shape, data.strides, data.dtype, shape)
+        view_key = (data.shape, data.strides, data.dtype, shape) if int_tuple(shape) else None
         return _wrap(b.reshape(data, target, (key, data.dtype), view_key), x._device)
     xp = b.xp
     with b.ctx():

@@ -195,11 +195,16 @@ def option_type(o):
     return t if t is not tuple else tuple(map(type, o))
 
 
+def int_tuple(o) -> bool:
+    """Whether ``o`` is a tuple of Python ints only (no bools, NumPy integers or floats,
+    which hash like ints): what a memo keyed by the tuple itself may hold."""
+    return type(o) is tuple and all(type(v) is int for v in o)
+
+
 def _keyable(o) -> bool:
-    t = type(o)
-    if t is tuple:
-        return all(type(v) is int for v in o)
-    return t in _KEYABLE
+    if type(o) is tuple:
+        return int_tuple(o)
+    return type(o) in _KEYABLE
 
 
 _UNHASHABLE = object()

@@ -529,7 +529,6 @@ def shipped_cubin(source: str, options: tuple, arch: str) -> bytes | None:
 
 
 NOTICE_AFTER = 1.0  # seconds a compile runs before it says so on stderr
-_background = threading.local()  # .on: this thread compiles in the background (compile_cubins)
 
 
 class CompileNotice:
@@ -551,17 +550,12 @@ class CompileNotice:
 
     def __enter__(self):
         self._t0 = time.perf_counter()
-        self._timer = None
-        if getattr(_background, "on", False):  # nobody waits for it: nothing to say
-            return self
         self._timer = threading.Timer(NOTICE_AFTER, self._say)
         self._timer.daemon = True
         self._timer.start()
         return self
 
     def __exit__(self, *exc):
-        if self._timer is None:
-            return False
         self._timer.cancel()
         with self._lock:
             if self._said:
@@ -721,28 +715,35 @@ def kernels_ready(pairs, options=()) -> bool:
     return True
 
 
+_Job = tuple  # (source, kernel name, options, arch, entry key): _obtain's arguments
+
+
+def _obtain_all(jobs: dict) -> dict:
+    """{entry key: (cubin, cached)} of ``jobs`` ({entry key: _obtain's arguments}), several
+    compiled in parallel threads (NVRTC releases the GIL: about the time of the slowest),
+    none of them saying so on stderr (the caller's CompileNotice speaks for the batch)."""
+    def obtain(job: _Job):
+        src, name, options, arch, key = job
+        return _obtain(src, name, options, arch, key, notice=False)
+
+    cache_dir()  # resolved here, not raced by the workers (its warning is given once)
+    if len(jobs) == 1:
+        return {k: obtain(job) for k, job in jobs.items()}
+    from concurrent.futures import ThreadPoolExecutor
+    with ThreadPoolExecutor(len(jobs)) as pool:
+        return dict(zip(jobs, pool.map(obtain, jobs.values())))
+
+
 def compile_cubins(pairs, options, arch: str) -> dict:
-    """The cubins of ``pairs`` for ``arch``, compiled (in parallel where several) and stored
-    in the disk cache, without a device: {entry key: (cubin, cached)}, for ``load_kernels``'s
-    ``prepared``. For a background thread: it says nothing on stderr, and NVRTC releases the
-    GIL while it compiles."""
+    """The cubins of ``pairs`` for ``arch``, compiled and stored in the disk cache without a
+    device, for ``load_kernels``'s ``prepared`` (a background thread's work: nothing is said
+    on stderr)."""
     options = tuple(options)
-    jobs: dict[str, tuple[str, str, tuple, str, str]] = {}
+    jobs: dict[str, _Job] = {}
     for src, name in pairs:
         key = _entry_key(src, options, arch)
         jobs.setdefault(key, (src, name, options, arch, key))
-    _background.on = True
-    try:
-        cache_dir()
-        if len(jobs) == 1:
-            return {k: _obtain(s, n, o, a, k, notice=False) for k, (s, n, o, a, _) in jobs.items()}
-        from concurrent.futures import ThreadPoolExecutor
-        with ThreadPoolExecutor(len(jobs)) as pool:
-            return dict(zip(jobs, pool.map(
-                lambda job: _obtain(job[0], job[1], job[2], job[3], job[4], notice=False),
-                jobs.values())))
-    finally:
-        _background.on = False
+    return _obtain_all(jobs)
 
 
 def device_arch() -> str:
@@ -771,12 +772,8 @@ def load_kernels(pairs, options=(), prepared=None):
         if (key, dev) not in _modules and key not in jobs and key not in prepared:
             jobs[key] = (src, name, options, arch, key)
     if len(jobs) > 1:
-        cache_dir()  # resolved here, not raced by the workers (its warning is given once)
-        from concurrent.futures import ThreadPoolExecutor
-        with CompileNotice(f"{len(jobs)} kernels for {arch} in parallel"), \
-                ThreadPoolExecutor(len(jobs)) as pool:
-            prepared.update(zip(jobs, pool.map(lambda job: _obtain(*job, notice=False),
-                                               jobs.values())))
+        with CompileNotice(f"{len(jobs)} kernels for {arch} in parallel"):
+            prepared.update(_obtain_all(jobs))
     out = []
     for src, name in pairs:
         kern = _loaded.get((src, name, options, dev))

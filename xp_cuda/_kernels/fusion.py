@@ -357,9 +357,7 @@ def _final_kernels(progs, options, respill, prepared=None):
     """(kernels, programs) with the full options: ``progs``' kernels, or where the first of
     them spills under its register cap, the program ``respill()`` makes (a row kernel without
     the cap; RowLaunch) and its kernel."""
-    pairs = [(p.source, p.name) for p in progs]
-    kernels = (load_kernels(pairs, options) if prepared is None else
-               load_kernels(pairs, options, prepared))
+    kernels = load_kernels([(p.source, p.name) for p in progs], options, prepared)
     if respill is not None and local_bytes(kernels[0].kernel.ptr):
         progs = [respill()]
         kernels = load_kernels([(progs[0].source, progs[0].name)], options)
