@@ -371,10 +371,14 @@ def test_kept_move_checks_strides_residues_and_device():
         type(None), True, bool)),
     (lambda a, b: xp.reshape(a, (4, 1)) - b, lambda a, b: (
         "subtract", a._data.dtype, (4, 1), b._data.dtype, b.shape)),
+    (lambda a, b: xp.all(a), lambda a, b: ("all", a._data.dtype, a.shape, None,
+                                           option_type(None), False, bool)),
+    (lambda a, b: xp.any(a, axis=0, keepdims=True), lambda a, b: (
+        "any", a._data.dtype, a.shape, 0, option_type(0), True, bool)),
 ])
 def test_moves_and_moments_use_kept_calls_under_their_keys(monkeypatch, call, key):
-    """concat, stack, roll, tile, repeat, where, astype, var, vector_norm and a broadcast
-    elementwise call look their validated key up in
+    """concat, stack, roll, tile, repeat, where, astype, var, vector_norm, all, any and a
+    broadcast elementwise call look their validated key up in
     KEPT first and return the kept call's result; a kept call that declines (None) takes the
     full path."""
     from xp_cuda._backends._base import KEPT
@@ -385,6 +389,24 @@ def test_moves_and_moments_use_kept_calls_under_their_keys(monkeypatch, call, ke
     assert call(a, b)._data is sentinel
     monkeypatch.setitem(KEPT, key(a, b), lambda datas, device: None)
     np.testing.assert_array_equal(np.asarray(call(a, b)._data), want)
+
+
+def test_a_copying_reshape_takes_the_kept_move_from_the_hot_path(monkeypatch):
+    """reshape(copy=None) of a layout no view serves (RESHAPES misses) looks the full path's
+    key up in KEPT before any check: the kept move answers (it checks strides and device
+    itself); a declining one, or a shape not of Python ints, takes the checked path."""
+    from xp_cuda._backends._base import KEPT
+    v = _x(np.float64, (4, 6)).mT  # (6, 4), not C-contiguous
+    want = np.asarray(xp.reshape(v, (24,))._data)
+    monkeypatch.setattr(_manipulation, "_RESHAPES_get", {}.get)  # as on cuda: no view
+    key = (("reshape", v.shape, (24,), (int,), None, type(None)), v._data.dtype)
+    sentinel = np.full(24, 42.0)
+    monkeypatch.setitem(KEPT, key, lambda datas, device: sentinel)
+    assert xp.reshape(v, (24,))._data is sentinel
+    with pytest.raises(TypeError):  # a float in the shape: the checks, not the kept call
+        xp.reshape(v, (24.0,))
+    monkeypatch.setitem(KEPT, key, lambda datas, device: None)
+    np.testing.assert_array_equal(np.asarray(xp.reshape(v, (24,))._data), want)
 
 
 def test_an_unhashable_option_is_refused_without_a_chained_traceback():

@@ -344,6 +344,12 @@ def reshape(x: Array, /, shape: tuple[int, ...], *, copy: bool | None = None) ->
                 out._data = d.reshape(target)
                 out._device = x._device
                 return out
+            # a layout that needs a copy: the backend's kept move under the full path's key
+            # (its strides and device checked by the kept call itself)
+            r = kept_one((("reshape", d.shape, shape, (int,) * len(shape), None, _NONE),
+                          d.dtype), x, d)
+            if r is not None:
+                return r
     data = check_array(x, "reshape")._data
     key = ("reshape", data.shape, shape, option_type(shape), copy, type(copy))
     target = planned(key, (shape, copy), _reshape_target, x, shape, copy)
@@ -366,6 +372,7 @@ def reshape(x: Array, /, shape: tuple[int, ...], *, copy: bool | None = None) ->
 
 _RESHAPES_get = _RESHAPES.get
 _new_object = object.__new__
+_NONE = type(None)
 
 
 def _reshape_target(x, shape, copy) -> tuple:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ._array import Array, _wrap, check_array
+from ._array import Array, _wrap, check_array, kept_one
 from ._dtypes import bool as _bool
 from ._elementwise import subtract
 from ._manipulation import concat
@@ -25,9 +25,14 @@ def _check_reduce(op, x, axis, keepdims):
 
 def _reduce(op: str, x, axis, keepdims) -> Array:
     d = check_array(x, op)._data
-    key = (op, d.shape, axis, option_type(axis), keepdims, type(keepdims))
+    # the checks need only the shape; the dtype is in the key for the kept launch (KEPT),
+    # the reductions' hot path (kept_one), as in sum and max
+    key = (op, d.dtype, d.shape, axis, option_type(axis), keepdims, type(keepdims))
+    r = kept_one(key, x, d)
+    if r is not None:
+        return r
     axes = planned(key, (axis, keepdims), _check_reduce, op, x, axis, keepdims)
-    return _wrap(x._b.reduce(op, d, axes, keepdims, _bool), x._device)
+    return _wrap(x._b.reduce(op, d, axes, keepdims, _bool, key), x._device)
 
 
 def all(x: Array, /, *, axis: Axes = None,  # noqa: A001  (the standard's name)
