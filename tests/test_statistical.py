@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import xp_cuda as xp
-from helpers import FLOATING, INTEGER, NUMERIC, REAL, random_array, to_numpy
+from helpers import FLOATING, INTEGER, NUMERIC, REAL, random_array, random_numpy, to_numpy
 
 AXES = [None, 0, -1, (0, 2), (), (2, 0, 1)]
 SHAPE = (2, 3, 4)
@@ -266,3 +266,32 @@ def test_zero_dim_inputs(device, rng, dtype):
     out = xp.sum(x)
     assert out.shape == ()
     np.testing.assert_allclose(to_numpy(out), a)
+
+
+@pytest.mark.parametrize("dtype", [xp.bool, xp.int8, xp.uint32, xp.int64, xp.float32,
+                                   xp.float64, xp.complex64], ids=str)
+def test_all_any_repeated_calls_and_views(device, rng, dtype):
+    """all/any repeated on one key (the second call takes the kept launch on cuda) and on a
+    view of the same shape with other strides (which the kept launch must decline), each
+    against NumPy: some zeros make rows differ; NaN counts as True."""
+    a = random_numpy(rng, (6, 5, 8), dtype)
+    a[rng.random(a.shape) < 0.15] = 0
+    if dtype.kind in ("float", "complex"):
+        a[0, 0, 0] = np.nan
+    x = xp.asarray(a, device=device, copy=True)
+    b = random_numpy(rng, a.shape, dtype)  # other data of x's shape and strides
+    b[rng.random(b.shape) < 0.5] = 0
+    views = {"whole": (x, a), "strided": (x[::2, :, ::2], a[::2, :, ::2]),
+             "transposed": (xp.permute_dims(x[:, :, :6], (2, 0, 1)),
+                            a[:, :, :6].transpose(2, 0, 1)),
+             "other data": (xp.asarray(b, device=device, copy=True), b)}
+    for axis in (None, 0, -1, (0, 2)):
+        for keepdims in (False, True):
+            for name in ("all", "any"):
+                for vname, (v, ref) in views.items():
+                    for _ in range(2):
+                        got = getattr(xp, name)(v, axis=axis, keepdims=keepdims)
+                        want = getattr(np, name)(ref, axis=axis, keepdims=keepdims)
+                        assert got.dtype == xp.bool and got.shape == want.shape
+                        np.testing.assert_array_equal(to_numpy(got), want,
+                                                      err_msg=f"{name} {vname} {axis}")
