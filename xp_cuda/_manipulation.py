@@ -346,12 +346,11 @@ def reshape(x: Array, /, shape: tuple[int, ...], *, copy: bool | None = None) ->
                 return out
             # a layout that needs a copy: the backend's kept move under the full path's key
             # (its strides and device checked by the kept call itself)
-            r = kept_one((("reshape", d.shape, shape, (int,) * len(shape), None, _NONE),
-                          d.dtype), x, d)
+            r = kept_one((_reshape_key(d, shape, None), d.dtype), x, d)
             if r is not None:
                 return r
     data = check_array(x, "reshape")._data
-    key = ("reshape", data.shape, shape, option_type(shape), copy, type(copy))
+    key = _reshape_key(data, shape, copy)
     target = planned(key, (shape, copy), _reshape_target, x, shape, copy)
     b = x._b
     if copy:
@@ -372,7 +371,12 @@ def reshape(x: Array, /, shape: tuple[int, ...], *, copy: bool | None = None) ->
 
 _RESHAPES_get = _RESHAPES.get
 _new_object = object.__new__
-_NONE = type(None)
+
+
+def _reshape_key(data, shape, copy) -> tuple:
+    """reshape's plan key (the checks depend on these alone); the backend keeps a copying
+    reshape under (this key, data's dtype), which the hot path looks up."""
+    return ("reshape", data.shape, shape, option_type(shape), copy, type(copy))
 
 
 def _reshape_target(x, shape, copy) -> tuple:
