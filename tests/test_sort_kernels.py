@@ -419,7 +419,8 @@ def test_every_kernel_name_has_a_compile_unit():
     assert not missing, f"kernel names without an instantiation line in sort.cu: {missing}"
     for w in K.UNIQUE_WIDTHS:
         assert f"SORTUNIQ({w}," in units[f"xp_sortuniq_runs_{w}"]
-        assert units[f"xp_sortuniq_keys_{w}"] == units[f"xp_sortuniq_runs_{w}"]
+        for k in ("keys", "wtiles", "wruns"):
+            assert units[f"xp_sortuniq_{k}_{w}"] == units[f"xp_sortuniq_runs_{w}"]
 
 
 def test_plan_unique_routes_and_scratch_layout():
@@ -444,6 +445,22 @@ def test_plan_unique_routes_and_scratch_layout():
     with pytest.raises(AssertionError):
         K.plan_unique(10, "int16", False, False)
     assert K.UNIQUE_TILE == 32 * 8 * 8
+
+
+def test_runs_warps_cover_every_row_once():
+    """The two-pass runs' warps: consecutive whole groups of rows, at least a tile's rows
+    each (so never more warps than tiles: their pairs fit the plan), none empty, together
+    every row."""
+    for n in (1, 31, 2048, 2049, 70000, 3_000_017, 1 << 24, 2**31 + 5):
+        rows, tiles = -(-n // 32), -(-n // K.UNIQUE_TILE)
+        for sm in (1, 16, 132):
+            warps, rpw = K.runs_warps(n, sm)
+            assert rpw % K.WARP_GROUP_ROWS == 0 and rpw >= K.UNIQUE_TILE // 32, (n, sm, rpw)
+            assert 1 <= warps <= tiles, (n, sm, warps, tiles)
+            assert (warps - 1) * rpw < rows <= warps * rpw, (n, sm, warps, rpw)
+            if rpw > K.UNIQUE_TILE // 32:  # the rows spread over about the SMs' warps
+                assert warps <= sm * K.UQ_WARPS_PER_SM, (n, sm, warps)
+    assert K.runs_warps(1 << 24, 132) == (3121, 168)  # 16M elements on an H200
 
 
 def test_keep_whole_copies_only_small_results():
@@ -753,6 +770,32 @@ def test_sorted_unique_run_shapes(cp, dtype, n):
                                             np.full(n - n // 2, np.nan, dt)])
     for label, a in cases.items():
         _check_sorted_unique(cp, a, cp.asarray(a), f"{dtype} n={n} {label}")
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(_NO_GPU, reason="no usable CUDA GPU here")
+@pytest.mark.parametrize("dtype", ["float32", "int64"])
+@pytest.mark.parametrize("per_sm", [1, 4])
+def test_sorted_unique_warps_of_many_rows(cp, monkeypatch, dtype, per_sm):
+    """The two-pass runs with many rows a warp (UQ_WARPS_PER_SM lowered, the last warp
+    short): a run crossing rows, tiles and warps amid distinct values, short runs, NaNs after
+    the numbers; each too varied for the hash table, so the sort path serves it."""
+    from xp_cuda._kernels._runtime import device_info
+    monkeypatch.setattr(K, "UQ_WARPS_PER_SM", per_sm)
+    n = 3_000_017
+    warps, rpw = K.runs_warps(n, device_info(cp).sm_count)
+    assert rpw >= 128 and warps * rpw * 32 > n, (warps, rpw)
+    dt = np.dtype(dtype)
+    rng = np.random.default_rng(_seed("sorted_unique_warps", dtype, per_sm))
+    long_run = np.concatenate([np.arange(n // 2), np.full(n - n // 2, n // 5)]).astype(dt)
+    cases = {"a long run": rng.permutation(long_run),
+             "runs of 7": rng.permutation(np.arange(n) // 7).astype(dt)}
+    if dt.kind == "f":
+        nan_tail = rng.standard_normal(n).astype(dt)
+        nan_tail[rng.integers(0, n, 5000)] = np.nan
+        cases["NaNs"] = nan_tail
+    for label, a in cases.items():
+        _check_sorted_unique(cp, a, cp.asarray(a), f"{dtype} {per_sm} warps/SM {label}")
 
 
 @pytest.mark.cuda

@@ -980,7 +980,7 @@ ISIN(8, u64)
 // Why this shape: the sort (a block sort, or CuPy's Thrust/CUB radix sort of the keys) is the one
 // expensive step; everything after it is one pass over the sorted array. xp_sortuniq_runs flags
 // run starts, ranks them with a single-pass decoupled look-back scan (CUB's scheme, as in
-// scan.cu: the sorted array is read once; long inputs take the two-pass form below instead),
+// scan.cu: the sorted array is read once; long inputs take the two-pass warp form below),
 // and in the same pass writes the run values, their
 // first indices, the counts (from run boundaries) and the inverse (scattered through the
 // permutation). The scanned quantity is a pair: the number of run starts (a sum) and the
@@ -1135,30 +1135,37 @@ __device__ __forceinline__ void sortuniq_starts(const K* __restrict__ s, int s_i
     }
 }
 
-// Two-pass form of the tiles' prefixes (the launcher's choice for long inputs): each tile's
-// (starts, last start) into aggs[t] (xp_sortuniq_tiles), then one block scans them into
-// exclusive prefixes (xp_sortuniq_scan) that xp_sortuniq_runs reads instead of looking back.
-// It reads the sorted array twice, yet on the H200 the look-back (tiles waiting on L2 round
-// trips, 8192 tiles for 16M elements) took 120-140 us where a read of 64 MB takes 17.
+// Two-pass form for long inputs (the launcher's choice): warp w owns the rows [w * rpw,
+// (w + 1) * rpw) of 32 elements (rpw a multiple of UQ_ITEMS, at least a tile's rows) and
+// walks them in groups of UQ_ITEMS rows (groups of 16 rows, more loads in flight a warp but
+// more registers: the runs pass took 88-98 us against 66-80).
+// xp_sortuniq_wtiles writes the warp's (starts, last start) into aggs[w]; one block scans
+// the pairs into exclusive prefixes (xp_sortuniq_scan); then xp_sortuniq_wruns walks the
+// same rows again from its prefix, carrying the pair from row to row. It reads the sorted
+// array twice, and no warp ever waits on another (H200, 16M float32, 24 warps a SM: 30 + 6 +
+// 66 us):
+// - the look-back (tiles waiting on L2 round trips, 8192 tiles for 16M elements) took
+//   120-140 us on the H200, where a read of 64 MB takes 17;
+// - a block a tile with its pair scanned per tile (a barrier per tile between the loads and
+//   the writes) took 25 + 12 (the scan of 8192 pairs) + 74-92 us; blocks of many tiles
+//   did no better (the barriers, not the block count, left too few loads in flight).
 template <typename K>
-__device__ __forceinline__ void sortuniq_tiles(const K* __restrict__ s, int s_is_key,
-                                               long long n, int mode, ulonglong2* aggs) {
-    __shared__ long long w_c[UQ_WARPS], w_s[UQ_WARPS];
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    const long long t = blockIdx.x;
-    const long long wbase = t * UQ_TILE + (long long)warp * (32 * UQ_ITEMS);
-    K key[UQ_ITEMS];
-    unsigned b[UQ_ITEMS];
-    long long cnt, last;
-    sortuniq_starts<K>(s, s_is_key, n, mode, wbase, key, b, cnt, last);
-    if (lane == 0) { w_c[warp] = cnt; w_s[warp] = last; }
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        long long c = 0, l = -1;
-#pragma unroll
-        for (int w = 0; w < UQ_WARPS; ++w) { c += w_c[w]; l = max(l, w_s[w]); }
-        aggs[t] = make_ulonglong2((u64)c, (u64)l);
+__device__ __forceinline__ void sortuniq_wtiles(const K* __restrict__ s, int s_is_key,
+                                                long long n, int mode, long long rpw,
+                                                ulonglong2* aggs) {
+    const long long w = ((long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    const long long b0 = w * rpw * 32, b1 = min(n, b0 + rpw * 32);
+    if (b0 >= n) return;  // past the last warp's rows (the grid's last block)
+    long long c = 0, l = -1;
+    for (long long wbase = b0; wbase < b1; wbase += 32 * UQ_ITEMS) {
+        K key[UQ_ITEMS];
+        unsigned b[UQ_ITEMS];
+        long long cnt, last;
+        sortuniq_starts<K>(s, s_is_key, n, mode, wbase, key, b, cnt, last);
+        c += cnt;
+        l = max(l, last);
     }
+    if ((threadIdx.x & 31) == 0) aggs[w] = make_ulonglong2((u64)c, (u64)l);
 }
 
 // excl[t] = (sum of counts, max of last starts) over aggs[0, t): one block of 1024 threads.
@@ -1209,13 +1216,70 @@ xp_sortuniq_scan(const ulonglong2* __restrict__ aggs, ulonglong2* __restrict__ e
     }
 }
 
+// One row of 32 sorted elements from rowp (this lane's key k, the row's ballot of run starts
+// bj): the lane's element's run, and at a run start its value, first index and the previous
+// run's count; C, L: the runs before the row and the last start before it, moved past it.
+template <typename K>
+__device__ __forceinline__ void sortuniq_row(
+        const K* __restrict__ s, int s_is_key, const long long* __restrict__ perm,
+        const K* __restrict__ x, const u64* __restrict__ zfirst, long long n, int mode,
+        K* __restrict__ values, long long* __restrict__ indices, long long* __restrict__ counts,
+        long long* __restrict__ inverse, long long* __restrict__ nuniq, long long rowp, K k,
+        unsigned bj, long long& C, long long& L) {
+    const int lane = threadIdx.x & 31;
+    const unsigned lt_mask = (1u << lane) - 1u;
+    const K S = sign_bit<K>(), NANKEY = (K)~(K)0;
+    const bool fl = mode == MODE_FLOAT;
+    const long long p = rowp + lane;
+    if (p < n) {
+        const unsigned below = bj & lt_mask;
+        const bool st = (bj >> lane) & 1u;
+        const long long r = C + __popc(below);       // this run's rank if p starts it
+        const long long u = st ? r : r - 1;          // the run p belongs to
+        const long long prev = below ? rowp + 31 - __clz((int)below) : L;  // start before p
+        long long q = 0;
+        if (inverse) {
+            q = perm[p];
+            inverse[q] = u;
+        }
+        if (st) {
+            const bool special = s_is_key && fl && (k == S || k == NANKEY);
+            if (perm && !inverse && (indices || special)) q = perm[p];
+            K v;
+            if (!s_is_key) {
+                v = s[p];
+            } else if (special) {
+                if (perm) {
+                    v = x[q];
+                } else if (k == S) {
+                    const u64 z = *zfirst;
+                    v = z ? x[~z] : (K)0;
+                } else {
+                    v = sizeof(K) == 4 ? (K)0x7fc00000u : (K)0x7ff8000000000000ull;
+                }
+            } else {
+                v = from_key<K>(k, mode);
+            }
+            values[r] = v;
+            if (indices) indices[r] = q;
+            if (counts && r > 0) counts[r - 1] = p - prev;
+        }
+        if (p == n - 1) {
+            if (counts) counts[u] = n - (st ? p : prev);
+            *nuniq = u + 1;
+        }
+    }
+    C += __popc(bj);
+    if (bj) L = rowp + 31 - __clz((int)bj);
+}
+
 // s: the sorted array, raw values (s_is_key = 0: a stable sort of x's bits, written out as they
 // are) or keys (1: values from from_key, except the float zero and NaN keys, whose bits come
 // from x[perm[i]], or without perm from x[~*zfirst] and the default NaN). perm (int64, may be
 // null): the stable sorting permutation. Outputs (each may be null but values): values[r],
 // indices[r] = perm of run r's first element, counts[r], inverse[perm[i]] = run of element i,
-// *nuniq = the number of runs. counter/flags zeroed by the launcher; flags null: no look-back,
-// incls[t] already holds tile t's exclusive prefix (the two-pass form above).
+// *nuniq = the number of runs. counter/flags zeroed by the launcher. This form, a tile a block
+// found by look-back, serves the block sort's few tiles; long inputs take the warp form below.
 template <typename K>
 __device__ __forceinline__ void sortuniq_runs(
         const K* __restrict__ s, int s_is_key, const long long* __restrict__ perm,
@@ -1226,11 +1290,8 @@ __device__ __forceinline__ void sortuniq_runs(
     __shared__ long long s_tile;
     __shared__ long long w_c[UQ_WARPS], w_s[UQ_WARPS];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    const unsigned lt_mask = (1u << lane) - 1u;
-    const K S = sign_bit<K>(), NANKEY = (K)~(K)0;
-    const bool fl = mode == MODE_FLOAT;
     // tile ids in start order: every tile a block waits on has started (forward progress)
-    if (threadIdx.x == 0) s_tile = flags ? (long long)atomicAdd(counter, 1u) : blockIdx.x;
+    if (threadIdx.x == 0) s_tile = (long long)atomicAdd(counter, 1u);
     __syncthreads();
     const long long t = s_tile;
     const long long wbase = t * UQ_TILE + (long long)warp * (32 * UQ_ITEMS);
@@ -1254,61 +1315,40 @@ __device__ __forceinline__ void sortuniq_runs(
         long long ec = __shfl_up_sync(FULL_MASK, c, 1), es = __shfl_up_sync(FULL_MASK, sl, 1);
         if (lane == 0) { ec = 0; es = -1; }
         long long pc, ps;
-        if (flags) {
-            sortuniq_lookback(t, ac, as, flags, aggs, incls, pc, ps);
-        } else {  // the two-pass form: incls holds the exclusive prefixes
-            const ulonglong2 v = incls[t];
-            pc = (long long)v.x;
-            ps = (long long)v.y;
-        }
+        sortuniq_lookback(t, ac, as, flags, aggs, incls, pc, ps);
         if (lane < UQ_WARPS) { w_c[lane] = pc + ec; w_s[lane] = max(ps, es); }
     }
     __syncthreads();
     long long C = w_c[warp], L = w_s[warp];  // starts before this row, last start before it
 #pragma unroll
-    for (int j = 0; j < UQ_ITEMS; ++j) {
-        const long long p = wbase + j * 32 + lane;
-        const long long rowp = wbase + j * 32;
-        if (p < n) {
-            const unsigned below = b[j] & lt_mask;
-            const bool st = (b[j] >> lane) & 1u;
-            const long long r = C + __popc(below);       // this run's rank if p starts it
-            const long long u = st ? r : r - 1;          // the run p belongs to
-            const long long prev = below ? rowp + 31 - __clz((int)below) : L;  // start before p
-            long long q = 0;
-            if (inverse) {
-                q = perm[p];
-                inverse[q] = u;
-            }
-            if (st) {
-                const bool special = s_is_key && fl && (key[j] == S || key[j] == NANKEY);
-                if (perm && !inverse && (indices || special)) q = perm[p];
-                K v;
-                if (!s_is_key) {
-                    v = s[p];
-                } else if (special) {
-                    if (perm) {
-                        v = x[q];
-                    } else if (key[j] == S) {
-                        const u64 z = *zfirst;
-                        v = z ? x[~z] : (K)0;
-                    } else {
-                        v = sizeof(K) == 4 ? (K)0x7fc00000u : (K)0x7ff8000000000000ull;
-                    }
-                } else {
-                    v = from_key<K>(key[j], mode);
-                }
-                values[r] = v;
-                if (indices) indices[r] = q;
-                if (counts && r > 0) counts[r - 1] = p - prev;
-            }
-            if (p == n - 1) {
-                if (counts) counts[u] = n - (st ? p : prev);
-                *nuniq = u + 1;
-            }
-        }
-        C += __popc(b[j]);
-        if (b[j]) L = rowp + 31 - __clz((int)b[j]);
+    for (int j = 0; j < UQ_ITEMS; ++j)
+        sortuniq_row<K>(s, s_is_key, perm, x, zfirst, n, mode, values, indices, counts, inverse,
+                        nuniq, wbase + j * 32, key[j], b[j], C, L);
+}
+
+// The warp form of the runs pass (see sortuniq_wtiles): warp w's rows from the exclusive
+// prefix incls[w] (the pair of every row before them).
+template <typename K>
+__device__ __forceinline__ void sortuniq_wruns(
+        const K* __restrict__ s, int s_is_key, const long long* __restrict__ perm,
+        const K* __restrict__ x, const u64* __restrict__ zfirst, long long n, int mode,
+        K* __restrict__ values, long long* __restrict__ indices, long long* __restrict__ counts,
+        long long* __restrict__ inverse, long long* __restrict__ nuniq,
+        const ulonglong2* __restrict__ incls, long long rpw) {
+    const long long w = ((long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    const long long b0 = w * rpw * 32, b1 = min(n, b0 + rpw * 32);
+    if (b0 >= n) return;
+    const ulonglong2 v = incls[w];
+    long long C = (long long)v.x, L = (long long)v.y;
+    for (long long wbase = b0; wbase < b1; wbase += 32 * UQ_ITEMS) {
+        K key[UQ_ITEMS];
+        unsigned b[UQ_ITEMS];
+        long long cnt, last;
+        sortuniq_starts<K>(s, s_is_key, n, mode, wbase, key, b, cnt, last);
+#pragma unroll
+        for (int j = 0; j < UQ_ITEMS; ++j)
+            sortuniq_row<K>(s, s_is_key, perm, x, zfirst, n, mode, values, indices, counts,
+                            inverse, nuniq, wbase + j * 32, key[j], b[j], C, L);
     }
 }
 
@@ -1319,9 +1359,10 @@ __device__ __forceinline__ void sortuniq_runs(
     xp_sortuniq_keys_##W(const K* x, K* keys, long long n, int mode, int vec, u64* zfirst) {      \
         sortuniq_keys<K>(x, keys, n, mode, vec, zfirst);                                          \
     }                                                                                             \
-    extern "C" __global__ void __launch_bounds__(32 * UQ_WARPS)                                   \
-    xp_sortuniq_tiles_##W(const K* s, int s_is_key, long long n, int mode, ulonglong2* aggs) {   \
-        sortuniq_tiles<K>(s, s_is_key, n, mode, aggs);                                            \
+    extern "C" __global__ void __launch_bounds__(256)                                             \
+    xp_sortuniq_wtiles_##W(const K* s, int s_is_key, long long n, int mode, long long rpw,        \
+                           ulonglong2* aggs) {                                                    \
+        sortuniq_wtiles<K>(s, s_is_key, n, mode, rpw, aggs);                                      \
     }                                                                                             \
     extern "C" __global__ void __launch_bounds__(32 * UQ_WARPS, 3)                                \
     xp_sortuniq_runs_##W(const K* s, int s_is_key, const long long* perm, const K* x,             \
@@ -1331,6 +1372,14 @@ __device__ __forceinline__ void sortuniq_runs(
                          ulonglong2* incls) {                                                     \
         sortuniq_runs<K>(s, s_is_key, perm, x, zfirst, n, mode, values, indices, counts,          \
                          inverse, nuniq, counter, flags, aggs, incls);                            \
+    }                                                                                             \
+    extern "C" __global__ void __launch_bounds__(256, 3)                                          \
+    xp_sortuniq_wruns_##W(const K* s, int s_is_key, const long long* perm, const K* x,            \
+                          const u64* zfirst, long long n, int mode, K* values,                    \
+                          long long* indices, long long* counts, long long* inverse,              \
+                          long long* nuniq, const ulonglong2* incls, long long rpw) {             \
+        sortuniq_wruns<K>(s, s_is_key, perm, x, zfirst, n, mode, values, indices, counts,         \
+                          inverse, nuniq, incls, rpw);                                            \
     }
 
 SORTUNIQ(4, u32)

@@ -58,6 +58,9 @@ SORTED_UNIQUE_DTYPES = ("int32", "uint32", "int64", "uint64", "float32", "float6
 UNIQUE_WIDTHS = (4, 8)
 UNIQUE_TILE = 2048  # sort.cu: UQ_TILE (8 warps x 8 rows of 32) elements per look-back tile
 _UQ_THREADS = 256  # sort.cu: 32 * UQ_WARPS
+_UQ_ROWS = UNIQUE_TILE // 32  # the fewest rows (of 32) a warp of the two-pass runs walks
+WARP_GROUP_ROWS = 8  # sort.cu: UQ_ITEMS, the rows a warp of the two-pass runs loads at once
+UQ_WARPS_PER_SM = 24  # the two-pass runs: warps a SM, each walking its share of the rows
 
 
 def key_mode(dtype) -> int:
@@ -130,7 +133,7 @@ def kernel_names() -> list[str]:
                for w in KEY_WIDTHS] + ["xp_lsort_scan", "xp_lsort_scan_rows"]
             + [f"xp_unique_{k}{b}" for k in ("hist", "scan", "inverse") for b in (8, 16)]
             + ["xp_unique_hist_bool"]
-            + [f"xp_sortuniq_{k}_{w}" for k in ("keys", "tiles", "runs")
+            + [f"xp_sortuniq_{k}_{w}" for k in ("keys", "wtiles", "runs", "wruns")
                for w in UNIQUE_WIDTHS] + ["xp_sortuniq_scan"]
             + [f"xp_hashuniq_{k}_{w}" for k in ("count", "finish", "inverse")
                for w in UNIQUE_WIDTHS]
@@ -149,8 +152,8 @@ def units() -> dict:
               "LSORT": [f"xp_lsort_{k}_{{0}}" for k in ("prep", "hist", "scatter", "final")],
               "SEARCHSORTED": ["xp_searchsorted_{0}"],
               "ISIN": ["xp_isin_{0}"],
-              "SORTUNIQ": ["xp_sortuniq_keys_{0}", "xp_sortuniq_tiles_{0}",
-                           "xp_sortuniq_runs_{0}"],
+              "SORTUNIQ": ["xp_sortuniq_keys_{0}", "xp_sortuniq_wtiles_{0}",
+                           "xp_sortuniq_runs_{0}", "xp_sortuniq_wruns_{0}"],
               "HASHUNIQ": [f"xp_hashuniq_{k}_{{0}}" for k in ("count", "finish", "inverse")]}
     return instance_units(source("sort.cu"), macros)
 
@@ -432,8 +435,9 @@ class UniquePlan:
     the count read back, the first-zero word, the tile counter and the look-back flags (the
     first ``zero_bytes``, zeroed before any launch), then 16-byte pairs per tile at
     ``aggs_off`` and ``incls_off``; ``scratch_bytes`` in all. The block path looks back
-    (its few tiles); the keys path fills the pairs in two passes (xp_sortuniq_tiles, then
-    xp_sortuniq_scan), and its runs pass reads them with no flags."""
+    (its few tiles, a block each); the keys path fills one pair per warp (runs_warps: never
+    more than the tiles) in two passes (xp_sortuniq_wtiles, then xp_sortuniq_scan), and its
+    runs pass (xp_sortuniq_wruns) starts each warp from its pair."""
     sort: str
     perm: bool
     tiles: int
@@ -460,6 +464,17 @@ def plan_unique(n: int, dtype, want_index: bool, want_inverse: bool,
     incls_off = aggs_off + 16 * tiles
     return UniquePlan("block" if block else "keys", perm, tiles, zero_bytes, aggs_off,
                       incls_off, incls_off + 16 * tiles)
+
+
+def runs_warps(n: int, sm_count: int) -> tuple[int, int]:
+    """(warps, rows per warp) of the two-pass runs (xp_sortuniq_wtiles, xp_sortuniq_wruns)
+    over n >= 1 elements: warp w walks rows [w * rpw, (w + 1) * rpw) of 32 elements, the last
+    warp what is left. About UQ_WARPS_PER_SM warps a SM, each at least a tile's rows: never
+    more warps than tiles, so their pairs fit the plan's tile pairs."""
+    rows = -(-n // 32)
+    rpw = max(_UQ_ROWS, -(-rows // (sm_count * UQ_WARPS_PER_SM)))
+    rpw = -(-rpw // WARP_GROUP_ROWS) * WARP_GROUP_ROWS  # whole groups of rows
+    return -(-rows // rpw), rpw
 
 
 def keep_whole(k: int, n: int) -> bool:
@@ -754,17 +769,20 @@ def _sorted_unique_direct(cp, flat, want_values_only: bool, want_index: bool,
     inverse: Any = cp.empty(n, dtype=np.int64) if want_inverse else None
     null = np.uint64(0)
     aggs, incls = np.uint64(ptr + plan.aggs_off), np.uint64(ptr + plan.incls_off)
-    # the tiles' prefixes in two passes (sort.cu, xp_sortuniq_tiles: no look-back), then the
-    # runs pass reading them (its flags pointer null)
-    _kernel(f"xp_sortuniq_tiles_{width}")(
-        (plan.tiles,), (_UQ_THREADS,), (s, np.int32(s_is_key), np.int64(n), np.int32(mode), aggs))
-    _kernel("xp_sortuniq_scan")((1,), (1024,), (aggs, incls, np.int64(plan.tiles)))
-    _kernel(f"xp_sortuniq_runs_{width}")(
-        (plan.tiles,), (_UQ_THREADS,),
+    # the warps' prefixes in two passes (sort.cu, xp_sortuniq_wtiles, then one block's scan),
+    # then the runs pass over the same warps' rows
+    warps, rpw = runs_warps(n, device_info(cp).sm_count)
+    blocks = -(-warps * 32 // _UQ_THREADS)
+    _kernel(f"xp_sortuniq_wtiles_{width}")(
+        (blocks,), (_UQ_THREADS,),
+        (s, np.int32(s_is_key), np.int64(n), np.int32(mode), np.int64(rpw), aggs))
+    _kernel("xp_sortuniq_scan")((1,), (1024,), (aggs, incls, np.int64(warps)))
+    _kernel(f"xp_sortuniq_wruns_{width}")(
+        (blocks,), (_UQ_THREADS,),
         (s, np.int32(s_is_key), perm if perm is not None else null, flat, zfirst, np.int64(n),
          np.int32(mode), values, indices if want_index else null,
          counts if want_counts else null, inverse if want_inverse else null,
-         np.uint64(ptr), null, null, aggs, incls))
+         np.uint64(ptr), incls, np.int64(rpw)))
     k = read_now(cp, ptr, stream)  # the one device-to-host transfer
     return _unique_parts(k, n, values, indices, inverse, counts)
 
