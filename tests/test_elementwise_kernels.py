@@ -534,6 +534,37 @@ def test_output_allocator_makes_what_cupy_empty_makes(device):
                 cp.testing.assert_array_equal(got, cp.arange(got.size).reshape(shape).astype(dt))
 
 
+def test_view_maker_makes_what_the_constructor_makes(device):
+    """The backends' view maker (the extension type's _init, bypassing ndarray's Python-level
+    __init__) gives the array cupy.ndarray(shape, dtype, memptr, strides) gives: type,
+    shape, strides, dtype, flags, address, the elements read and written through it; for
+    offsets, negative, zero and mixed strides."""
+    if device.kind == "cpu":
+        pytest.skip("cuda only")
+    import cupy as cp
+    from xp_cuda._kernels._runtime import view_maker
+    view = view_maker(cp)
+    assert view is not cp.ndarray  # CuPy 14: the fast path is taken (fallback otherwise)
+    for dt in ("bool", "int8", "uint16", "int64", "float32", "complex128"):
+        dt = np.dtype(dt)
+        base = cp.arange(60).astype(dt).reshape(6, 10)
+        s = dt.itemsize
+        for shape, off, strides in (((6, 10), 0, (10 * s, s)), ((6, 10), 59 * s, (-10 * s, -s)),
+                                    ((3, 10), 9 * s, (20 * s, -s)), ((4, 5), 0, (0, 2 * s)),
+                                    ((2, 3, 2), 2 * s, (30 * s, 3 * s, 10 * s)), ((), 7 * s, ())):
+            args = (shape, dt, base.data + off, strides)
+            got, ref = view(*args), cp.ndarray(*args)
+            assert type(got) is cp.ndarray
+            assert (got.shape, got.strides, got.dtype, got.data.ptr, got.size) == \
+                (ref.shape, ref.strides, ref.dtype, ref.data.ptr, ref.size), (dt, shape, strides)
+            for f in ("c_contiguous", "f_contiguous", "owndata"):
+                assert getattr(got.flags, f) == getattr(ref.flags, f), (dt, shape, strides, f)
+            cp.testing.assert_array_equal(got, ref)
+        w = view((3, 10), dt, base.data + 9 * s, (20 * s, -s))  # rows 0, 2, 4 reversed
+        w[...] = cp.zeros((3, 10), dt)
+        assert not bool(base[::2].any()) and bool(base[1::2].all())
+
+
 @pytest.mark.parametrize("dtype", [xp.complex64, xp.complex128], ids=str)
 def test_complex_arithmetic_rounds_as_fused(device, rng, dtype):
     """Eager kernels compile like fused ones (no FMA contraction): complex products and
