@@ -534,16 +534,16 @@ def test_output_allocator_makes_what_cupy_empty_makes(device):
                 cp.testing.assert_array_equal(got, cp.arange(got.size).reshape(shape).astype(dt))
 
 
-def test_view_maker_makes_what_the_constructor_makes(device):
-    """The backends' view maker (the extension type's _init, bypassing ndarray's Python-level
+def test_allocator_views_are_what_the_constructor_makes(device):
+    """The allocator's view form (the extension type's _init, bypassing ndarray's Python-level
     __init__) gives the array cupy.ndarray(shape, dtype, memptr, strides) gives: type,
     shape, strides, dtype, flags, address, the elements read and written through it; for
     offsets, negative, zero and mixed strides."""
     if device.kind == "cpu":
         pytest.skip("cuda only")
     import cupy as cp
-    from xp_cuda._kernels._runtime import view_maker
-    view = view_maker(cp)
+    from xp_cuda._kernels import empty_allocator
+    view = empty_allocator(cp)
     assert view is not cp.ndarray  # CuPy 14: the fast path is taken (fallback otherwise)
     for dt in ("bool", "int8", "uint16", "int64", "float32", "complex128"):
         dt = np.dtype(dt)

@@ -817,13 +817,16 @@ _allocator: dict = {}  # id(cupy module) -> the allocator, probed once per proce
 
 
 def empty_allocator(cupy):
-    """``alloc(shape, numpy_dtype)``: a new C-contiguous ``cupy.ndarray`` from CuPy's pool.
+    """``alloc(shape, numpy_dtype)``: a new C-contiguous ``cupy.ndarray`` from CuPy's pool;
+    ``alloc(shape, numpy_dtype, memptr, strides)``: the view over ``memptr`` with those
+    strides (flip, diagonal, strided reshapes), as ``cupy.ndarray`` takes the same arguments.
 
     The launchers' output allocation, a third of a small operation's host time. CuPy 14's
-    ``ndarray(shape, dtype)`` runs a Python-level ``__new__`` and ``__init__`` around the
-    compiled ``_init``; calling the extension type's allocator and ``_init`` directly makes the
-    same array in 1.0 us instead of 1.6 us (H200 host). Checked once against the public
-    constructor; any CuPy whose internals differ gets ``cupy.ndarray`` itself.
+    ``ndarray(...)`` runs a Python-level ``__new__`` and ``__init__`` around the compiled
+    ``_init``; calling the extension type's allocator and ``_init`` directly makes the same
+    array in 1.0 us instead of 1.6 us, a view ~0.3 us sooner (H200 host). Checked once against
+    the public constructor (an allocation, and a view with an offset and a negative stride);
+    any CuPy whose internals differ gets ``cupy.ndarray`` itself.
     """
     alloc = _allocator.get(id(cupy))
     if alloc is None:
@@ -841,59 +844,26 @@ def _probe_allocator(cupy):
         same = (type(probe) is nd and probe.shape == ref.shape and probe.strides == ref.strides
                 and probe.dtype == ref.dtype and probe.flags.c_contiguous and probe.base is None
                 and probe.data.ptr != 0 and probe.data.device_id == ref.data.device_id)
+        args = ((2, 3), ref.dtype, ref.data + 12, (-12, 4))  # a view: rows reversed
+        view = new(nd)
+        view._init(*args)
+        vref = nd(*args)
+        same = same and (type(view) is nd and view.shape == vref.shape
+                         and view.strides == vref.strides and view.dtype == vref.dtype
+                         and view.data.ptr == vref.data.ptr and view.base is vref.base
+                         and view.flags.c_contiguous == vref.flags.c_contiguous
+                         and view.flags.f_contiguous == vref.flags.f_contiguous
+                         and view.flags.owndata == vref.flags.owndata)
     except Exception:
         same = False
     if not same:
         return nd
 
-    def alloc(shape, dtype):
-        out = new(nd)
-        out._init(shape, dtype)
-        return out
-    return alloc
-
-
-_viewers: dict = {}  # id(cupy module) -> the view maker, probed once per process
-
-
-def view_maker(cupy):
-    """``view(shape, dtype, memptr, strides)``: the ``cupy.ndarray`` the public constructor
-    makes over ``memptr`` with those strides (flip, diagonal and strided reshapes: views
-    made straight from strides), without ndarray's Python-level ``__init__`` around the
-    extension type's ``_init`` (~0.3 us of the constructor's ~1.1-1.3, H200 host). Checked
-    once against the public constructor on a view with an offset and a negative stride; any
-    CuPy whose internals differ gets the constructor itself."""
-    view = _viewers.get(id(cupy))
-    if view is None:
-        view = _viewers[id(cupy)] = _probe_viewer(cupy)
-    return view
-
-
-def _probe_viewer(cupy):
-    nd = cupy.ndarray  # the public constructor takes the same positional arguments
-    try:
-        new = cupy._core.core._ndarray_base.__new__
-        base = nd((4, 6), np.dtype(np.float32))
-        args = ((3, 2), base.dtype, base.data + 28, (24, -4))
-        probe = new(nd)
-        probe._init(*args)
-        ref = nd(*args)
-        same = (type(probe) is nd and probe.shape == ref.shape
-                and probe.strides == ref.strides and probe.dtype == ref.dtype
-                and probe.data.ptr == ref.data.ptr and probe.base is ref.base
-                and probe.flags.c_contiguous == ref.flags.c_contiguous
-                and probe.flags.f_contiguous == ref.flags.f_contiguous
-                and probe.flags.owndata == ref.flags.owndata)
-    except Exception:
-        same = False
-    if not same:
-        return nd
-
-    def view(shape, dtype, memptr, strides):
+    def alloc(shape, dtype, memptr=None, strides=None):
         out = new(nd)
         out._init(shape, dtype, memptr, strides)
         return out
-    return view
+    return alloc
 
 
 class _Handles(threading.local):
