@@ -1007,3 +1007,47 @@ def test_hash_unique_refuses_and_sorted_unique_still_answers(cp, dtype):
         for wi, wv, wc in ((False, False, False), (True, True, True)):
             assert K.hash_unique(cp, x, wi, wv, wc) is None, f"{dtype} {label}"
         _check_sorted_unique(cp, a, x, f"{dtype} {label}")
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(_NO_GPU, reason="no usable CUDA GPU here")
+@pytest.mark.parametrize("dtype", [d for d in K.SORTED_UNIQUE_DTYPES if np.dtype(d).kind in "iu"])
+def test_hash_unique_serves_one_more_integer_beside_the_table(cp, dtype):
+    """HQ_MAX + 1 distinct integers, the dtype's largest among them, in every block's chunk:
+    the table holds HQ_MAX and counts the largest beside it, so hash_unique answers."""
+    dt = np.dtype(dtype)
+    info = np.iinfo(dt)
+    rng = np.random.default_rng(_seed("hash_unique_beside", dtype))
+    pool = np.unique(rng.integers(info.min, info.max, size=4 * K.HQ_MAX, dtype=dt))
+    pool = np.concatenate([rng.permutation(pool)[:K.HQ_MAX], np.array([info.max], dt)])
+    assert np.unique(pool).size == K.HQ_MAX + 1
+    n = 3_000_000
+    a = np.tile(rng.permutation(pool), -(-n // pool.size))[:n]
+    x = cp.asarray(a)
+    vals, first, inv, counts = _unique_flat_ref(a)
+    got = K.hash_unique(cp, x, True, True, True)
+    assert got is not None, f"{dtype}: refused"
+    assert np.array_equal(cp.asnumpy(got["values"]), vals)
+    assert np.array_equal(cp.asnumpy(got["indices"]), first)
+    assert np.array_equal(cp.asnumpy(got["inverse_indices"]), inv.reshape(-1))
+    assert np.array_equal(cp.asnumpy(got["counts"]), counts)
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(_NO_GPU, reason="no usable CUDA GPU here")
+@pytest.mark.parametrize("dtype", ["float32", "int64"])
+def test_sorted_unique_after_either_verdict(cp, dtype):
+    """Long inputs the table serves and refuses, alternating: the key pass is enqueued behind
+    the table's verdict when the last input was refused (gated: no keys where the table then
+    answers) and after it otherwise (a refusal not foreseen). Every order of the two, each
+    result NumPy's."""
+    dt = np.dtype(dtype)
+    rng = np.random.default_rng(_seed("after_either_verdict", dtype))
+    n = 1_500_003
+    few = _few_distinct(rng, dtype, n, 100)
+    many = rng.permutation(n).astype(dt)
+    x_few, x_many = cp.asarray(few), cp.asarray(many)
+    for step, refused in enumerate((False, True, True, False, False, True, False)):
+        a, x = (many, x_many) if refused else (few, x_few)
+        _check_sorted_unique(cp, a, x, f"{dtype} step {step}")
+        assert K._REFUSED[0] is refused, (dtype, step)
