@@ -46,7 +46,7 @@ import threading
 import time
 import warnings
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -784,6 +784,28 @@ def load_kernels(pairs, options=(), prepared=None):
 
 
 # ---- launching -------------------------------------------------------------------------------
+_thread = threading.local()  # .ready: this thread made its current device's context current
+_BUILT: set = set()  # ids of the ThreadParams built (module-level: a handful)
+
+
+def thread_context() -> None:
+    """Make the current device's primary context current on the calling thread, once per
+    thread. A thread's first GPU work may be one of our driver launches with no CUDA runtime
+    call before it (its output from the pool's cache), and cuLaunchKernel then finds no
+    context: CUDA_ERROR_INVALID_CONTEXT (Dask worker threads on the two-GPU H200 machine,
+    every run; once on one GPU). cudaSetDevice initializes the primary context and makes it
+    current (CUDA 12+). The thread-local launch blocks call this when a thread builds its own."""
+    if getattr(_thread, "ready", False):
+        return
+    _thread.ready = True
+    cupy: Any = sys.modules.get("cupy")  # None: nothing of ours has launched, nor will here
+    try:
+        rt = cupy.cuda.runtime
+        rt.setDevice(rt.getDevice())
+    except Exception:  # no usable GPU here: no launch follows (the launch's own error rules)
+        pass
+
+
 class ThreadParams(threading.local):
     """A parameter block for ``cuLaunchKernel``, one per thread: ``vals`` holds ``cells``
     cells of ``cell_bytes`` (8, or 16 for complex128 scalars; cell i starts at
@@ -795,6 +817,10 @@ class ThreadParams(threading.local):
     """
 
     def __init__(self, cells: int, cell_bytes: int = 8):
+        if id(self) in _BUILT:  # another thread's block: that thread's first launch
+            thread_context()
+        else:  # built where it is defined (at import: no CUDA call there)
+            _BUILT.add(id(self))
         step = cell_bytes // 8
         self.vals = vals = (ctypes.c_uint64 * (cells * step))()
         base = ctypes.addressof(vals)
@@ -951,6 +977,7 @@ class _Block(threading.local):
     block, and two threads never share one (threading.local builds a thread's on first use)."""
 
     def __init__(self, template: bytes, offsets: tuple):
+        thread_context()  # (recorded on a thread with a context; replayed on any)
         vals, addr, self._keep = _param_block(template, offsets)
         self.pair = (vals, addr)
 
