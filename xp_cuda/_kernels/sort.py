@@ -682,8 +682,8 @@ def hash_unique(cp, flat, want_index: bool, want_inverse: bool, want_counts: boo
     n >= 1) when it holds at most HQ_MAX distinct keys and no NaN, from hash tables (no sort);
     None otherwise (the caller sorts). The same results as the sort: values bit-exact (a
     float zero has its first occurrence's sign). Reads one number back (the unique count, -1
-    for "sort instead"); a refusal costs the counting kernel's bound (or first rounds) and
-    that read. ``then(gate)``, where given, enqueues work behind the read before the host
+    for "sort instead"); a refusal costs the counting kernel's first rounds and that read.
+    ``then(gate)``, where given, enqueues work behind the read before the host
     waits on it; ``gate`` is the device address of the abort word (nonzero: refused).
     Few values are copied out of the HQ_MAX + 1 buffers (keep_whole). A recorded program per
     (length, dtype, parts asked)."""
@@ -794,7 +794,7 @@ def _sorted_unique_direct(cp, flat, want_values_only: bool, want_index: bool,
         if plan.perm:
             perm = res[1].reshape(-1)
         s_is_key = 0
-    else:  # the keys were made behind the hash table's refusal
+    else:  # the keys: made behind the table's verdict, or after an unforeseen refusal
         if plan.perm:
             s, perm = _sort_pairs(cp, s)
         else:
