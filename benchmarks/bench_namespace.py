@@ -246,6 +246,9 @@ CASES: list[Case] = reduction_cases() + [
     Case("matmul(a, b)", lambda s: {"a": normal((s.mat, s.mat)),
                                     "b": other((s.mat, s.mat))},
          lambda xp, a: a["a"] @ a["b"], bytes=None, flops=lambda s: 2.0 * s.mat ** 3),
+    Case("t @ v (tall matrix times a vector)",  # a linear model's X @ w: rows of 64
+         lambda s: {"t": normal(s.tall), "v": other(s.tall[1:])},
+         lambda xp, a: a["t"] @ a["v"]),
     Case("linalg.solve(a, b)", lambda s: {"a": Input((s.solve[0],) * 2, "wellcond"),
                                           "b": normal(s.solve)},
          lambda xp, a: xp.linalg.solve(a["a"], a["b"]), bytes=None,

@@ -85,10 +85,10 @@ def test_matmul_layouts_match_numpy(device, rng, dtype):
 @pytest.mark.parametrize("dtype", (xp.float32, xp.float64), ids=str)
 def test_matmul_of_short_rows_times_a_vector(device, rng, dtype):
     """A stack of matrices times a vector with rows of at most 64 float32 / 8 float64 elements
-    (cuda: our vecdot kernel, cuBLAS beyond), at the limits and past them, batched, strided,
-    empty, against float64 NumPy."""
+    or at most 4 MiB in all (cuda: our vecdot kernel, cuBLAS beyond), at the limits and past
+    them, batched, strided, empty, against float64 NumPy."""
     for shape in ((3000, 1), (3000, 5), (1000, 8), (1000, 9), (777, 64), (777, 65),
-                  (2, 3, 64), (4, 0), (0, 7), (2, 0, 3)):
+                  (16385, 65), (2, 3, 64), (4, 0), (0, 7), (2, 0, 3)):
         x, a = random_array(rng, shape, dtype, device)
         v, b = random_array(rng, shape[-1:], dtype, device)
         for x1, a1 in ((x, a), (x[::2, ...], a[::2])):  # C-contiguous, and every other row
@@ -100,16 +100,20 @@ def test_matmul_of_short_rows_times_a_vector(device, rng, dtype):
 
 def test_matmul_vecdot_route():
     """Which products the cuda backend gives to vecdot: C-contiguous (stacks of) matrices
-    times a contiguous vector, rows up to 64 float32 or 8 float64 elements; not a transposed
-    or strided matrix, a strided vector, a matrix operand, another dtype."""
+    times a contiguous vector, rows up to 64 float32 or 8 float64 elements, or any rows in a
+    matrix of at most 4 MiB; not a transposed or strided matrix, a strided vector, a matrix
+    operand, another dtype."""
     from xp_cuda._backends.cuda import vecdot_route
     f32, f64 = np.float32, np.float64
     m = np.zeros((5, 64), f32)
     assert vecdot_route("float32", m, np.zeros(64, f32))
     assert vecdot_route("float32", np.zeros((2, 5, 64), f32), np.zeros(64, f32))
-    assert not vecdot_route("float32", np.zeros((5, 65), f32), np.zeros(65, f32))
-    assert vecdot_route("float64", np.zeros((5, 8), f64), np.zeros(8, f64))
-    assert not vecdot_route("float64", np.zeros((5, 9), f64), np.zeros(9, f64))
+    assert vecdot_route("float32", np.zeros((5, 65), f32), np.zeros(65, f32))  # small
+    assert vecdot_route("float32", np.zeros((4096, 256), f32), np.zeros(256, f32))  # 4 MiB
+    assert not vecdot_route("float32", np.zeros((4097, 256), f32), np.zeros(256, f32))
+    assert vecdot_route("float32", np.zeros((1 << 16, 64), f32), np.zeros(64, f32))
+    assert vecdot_route("float64", np.zeros((1 << 16, 8), f64), np.zeros(8, f64))
+    assert not vecdot_route("float64", np.zeros((1 << 16, 9), f64), np.zeros(9, f64))
     assert not vecdot_route("float32", np.zeros((64, 5), f32).T, np.zeros(64, f32))
     assert not vecdot_route("float32", m[::2], np.zeros(64, f32))
     assert not vecdot_route("float32", m, np.zeros(128, f32)[::2])

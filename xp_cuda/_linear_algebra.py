@@ -187,11 +187,16 @@ def negative_axis_check(fname, x1, x2, axis):
     return axis
 
 
-def vecdot(x1: Array, x2: Array, /, *, axis: int = -1) -> Array:
-    """Array API 2023.12 ``vecdot`` (linear algebra functions): the dot product ``sum(conj(x1) *
-    x2)`` over ``axis``, the other axes broadcast (our fused kernel on cuda)."""
+def _check_vecdot(x1, x2, axis):
+    """(promoted dtype, negative axis) of a valid vecdot of arrays of these dtypes and shapes
+    (the devices are checked on every call)."""
     fname = "vecdot"
-    dtype, device = _numeric_pair(fname, x1, x2)
+    for a, n in ((x1, "x1"), (x2, "x2")):
+        check_dtype_category(a, "numeric", fname, n)
+    try:
+        dtype = promote(x1.dtype, x2.dtype)
+    except TypeError as e:
+        raise TypeError(f"{fname}: {e}") from None
     axis = negative_axis_check(fname, x1, x2, axis)
     k1, k2 = x1.shape[axis], x2.shape[axis]
     if k1 != k2:
@@ -201,9 +206,23 @@ def vecdot(x1: Array, x2: Array, /, *, axis: int = -1) -> Array:
     rest1 = x1.shape[:axis] + x1.shape[axis:][1:]
     rest2 = x2.shape[:axis] + x2.shape[axis:][1:]
     broadcast_shapes([rest1, rest2], fname)
-    b = _backend_of([x1, x2])
+    return dtype, axis
+
+
+def vecdot(x1: Array, x2: Array, /, *, axis: int = -1) -> Array:
+    """Array API 2023.12 ``vecdot`` (linear algebra functions): the dot product ``sum(conj(x1) *
+    x2)`` over ``axis``, the other axes broadcast (our fused kernel on cuda)."""
+    d1 = check_array(x1, "vecdot", "x1")._data
+    d2 = check_array(x2, "vecdot", "x2")._data
+    # dtypes, shapes and axis decide the checks: once per combination
+    key = ("vecdot", d1.dtype, d1.shape, d2.dtype, d2.shape, axis, type(axis))
+    dtype, ax = planned(key, (axis,), _check_vecdot, x1, x2, axis)
+    device = x1._device
+    if x2._device is not device:
+        device = common_device([x1, x2], "vecdot")
+    b = x1._b if type(x1) is type(x2) else _backend_of([x1, x2])
     with b.ctx():
-        return _wrap(b.vecdot(x1._data, x2._data, axis, dtype), device)
+        return _wrap(b.vecdot(d1, d2, ax, dtype), device)
 
 
 def _matmul_operand(self, other):

@@ -70,14 +70,20 @@ _GEMM_PLANS: dict = {}  # (dtype, shapes, strides) -> the gemm call's fixed argu
 # Matrices times a vector whose rows are at most this long (float32 / float64) go to our vecdot
 # kernel: cuBLAS's gemv read such rows at 0.35-0.45 of the copy rate on the H200 (1M x 64
 # float32: 147 us against vecdot's 82; x 4: 482 against 184), and was level or ahead from 128
-# float32 / 16 float64 elements a row on
+# float32 / 16 float64 elements a row on. Matrices of at most _VECDOT_SMALL bytes go to vecdot
+# at any row length: there both wait for the host, and vecdot's recorded launch took 12.5-14.4
+# us a call against gemv's 18-24 (4 MB, rows of 4 to 512, float32 and float64)
 _VECDOT_ROWS = {"float32": 64, "float64": 8}
+_VECDOT_SMALL = 1 << 22
 
 
 def vecdot_route(name, d1, d2) -> bool:
     """Whether d1 @ d2 (dtype `name`) is a C-contiguous stack of matrices times a contiguous
-    vector with rows of at most _VECDOT_ROWS[name] elements (vecdot's case)."""
-    return (d2.ndim == 1 and d1.ndim >= 2 and d1.shape[-1] <= _VECDOT_ROWS.get(name, 0)
+    vector (float32 or float64) with rows of at most _VECDOT_ROWS[name] elements or at most
+    _VECDOT_SMALL bytes in all (vecdot's case)."""
+    rows = _VECDOT_ROWS.get(name)
+    return (rows is not None and d2.ndim == 1 and d1.ndim >= 2
+            and (d1.shape[-1] <= rows or d1.nbytes <= _VECDOT_SMALL)
             and d1.flags.c_contiguous and d2.strides[0] == d2.itemsize)
 
 
