@@ -125,3 +125,26 @@ def test_namespace_has_no_public_extras():
     extras = {n for n in dir(xp) if not n.startswith("_")} - set(xp.__all__)
     # opt-in submodules, and the one switch of revision (named in the issue of later revisions)
     assert extras <= {"nonstandard", "fusion", "spatial", "set_api_version"}, extras
+
+
+def test_typed_scalars_are_reused_only_where_equal_keys_mean_equal_bits(device):
+    """Operators reuse the typed form of a nonzero Python float or int per dtype (a program's
+    constants recur); zeros are typed afresh, since 0.0 == -0.0 as keys but their signs differ,
+    and every result keeps the scalar's own value and the array's dtype. The reuse is bounded."""
+    from xp_cuda import _dtypes as D
+    x = xp.asarray([1.0, -2.0, 4.0], dtype=xp.float32, device=device)
+    assert D.typed_scalar(2.5, xp.float32, "*") is D.typed_scalar(2.5, xp.float32, "*")
+    assert D.typed_scalar(2.5, xp.float64, "*").value.dtype == np.float64
+    assert D.typed_scalar(1, xp.float32, "*") is not D.typed_scalar(1.0, xp.float32, "*")
+    from helpers import to_numpy
+    for a, b in ((0.0, -0.0), (-0.0, 0.0)):
+        for z in (a, b, a):  # each zero after the other
+            np.testing.assert_array_equal(np.signbit(to_numpy(x * z)),
+                                          np.signbit(to_numpy(x) * np.float32(z)))
+    for k in range(1, 3 * D._TYPED_MAX):
+        D.typed_scalar(float(k), xp.float32, "+")
+    assert 0 < len(D._TYPED) <= D._TYPED_MAX
+    i8 = xp.asarray([1, 2], dtype=xp.int8, device=device)
+    for _ in range(2):  # out of int8's range: refused every time, never kept
+        with pytest.raises(OverflowError):
+            i8 + 1000
