@@ -96,6 +96,17 @@ def test_matmul_of_short_rows_times_a_vector(device, rng, dtype):
             ref = _ref(a1) @ _ref(b)
             assert got.dtype == dtype and got.shape == ref.shape
             _close(got, ref, dtype, scale=np.abs(ref).max(initial=1.0) + 1)
+    if dtype is xp.float64:  # mixed: a float32 matrix (or vector) and a float64 result
+        for shape in ((16385, 300), (5, 3, 70), (1000, 9)):
+            x, a = random_array(rng, shape, xp.float32, device)
+            v, b = random_array(rng, shape[-1:], dtype, device)
+            for x1, a1, x2, a2 in ((x, a, v, b),
+                                   (xp.astype(x, dtype), a.astype(np.float64),
+                                    xp.astype(v, xp.float32), b.astype(np.float32))):
+                got = x1 @ x2
+                ref = a1.astype(np.float64) @ a2.astype(np.float64)
+                assert got.dtype == dtype and got.shape == ref.shape
+                _close(got, ref, dtype, scale=np.abs(ref).max(initial=1.0) + 1)
 
 
 def test_matmul_vecdot_route():
@@ -114,6 +125,9 @@ def test_matmul_vecdot_route():
     assert vecdot_route("float32", np.zeros((1 << 16, 64), f32), np.zeros(64, f32))
     assert vecdot_route("float64", np.zeros((1 << 16, 8), f64), np.zeros(8, f64))
     assert not vecdot_route("float64", np.zeros((1 << 16, 9), f64), np.zeros(9, f64))
+    # a float32 matrix for a float64 result: any size (no cast pass); a float64 one: the rule
+    assert vecdot_route("float64", np.zeros((1 << 16, 300), f32), np.zeros(300, f64))
+    assert not vecdot_route("float64", np.zeros((1 << 16, 300), f64), np.zeros(300, f32))
     assert not vecdot_route("float32", np.zeros((64, 5), f32).T, np.zeros(64, f32))
     assert not vecdot_route("float32", m[::2], np.zeros(64, f32))
     assert not vecdot_route("float32", m, np.zeros(128, f32)[::2])

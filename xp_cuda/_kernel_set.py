@@ -98,6 +98,9 @@ def vecdot_units():
     from xp_cuda._kernels import vecdot as V
     for d in ("float32", "float64"):
         yield rt.source("vecdot.cu"), V.compile_options(d, d, d), "vecdot_main"
+    # a float32 matrix times a float64 vector (and the reverse): matmul's mixed route
+    for d1, d2 in (("float32", "float64"), ("float64", "float32")):
+        yield rt.source("vecdot.cu"), V.compile_options(d1, d2, "float64"), "vecdot_main"
 
 
 def scan_units():
