@@ -46,7 +46,7 @@ def _check_matmul(x1, x2):
 def matmul(x1: Array, x2: Array, /) -> Array:
     """Array API 2023.12 ``matmul`` (linear algebra functions): the matrix product of ``x1`` and
     ``x2`` (stacks broadcast; 1-D operands promoted as the standard says), computed by cuBLAS on
-    cuda."""
+    cuda (a matrix times a vector by our vecdot kernel where that is faster)."""
     d1 = check_array(x1, "matmul", "x1")._data
     d2 = check_array(x2, "matmul", "x2")._data
     # dtypes and shapes decide the checks: once per combination
