@@ -34,7 +34,7 @@ def test_nvrtc_compiles_every_dtype_combination(pair):
     a, b = pair
     opts = vk.compile_options(a.name, b.name, promote(a, b).name)
     ptx = nvrtc_compile((SOURCE_DIR / "vecdot.cu").read_text(), "vecdot.cu", options=opts)
-    for kernel in ("main", "vec", "vecout", "rows", "finish"):
+    for kernel in ("main", "vec", "vecout", "rows", "rowsb", "finish"):
         assert f".entry vecdot_{kernel}(" in ptx
 
 
@@ -126,8 +126,9 @@ def test_choose_config_invariants(case, resident):
         assert cfg.variant == variant
         assert 1 <= cfg.S <= 65535 and cfg.S * cfg.chunk >= lay.K > (cfg.S - 1) * cfg.chunk
         per_block = {"vecout": vk.THREADS * vk.vec_for(it, it),
-                     "rows": vk.THREADS * vk.rows_group(lay.K, it, it)[0]}.get(variant,
-                                                                   vk.THREADS >> cfg.lg)
+                     "rows": vk.THREADS * vk.rows_group(lay.K, it, it)[0],
+                     "rowsb": vk.THREADS * vk.rowsb_group(lay.K, it)[0]}.get(
+                         variant, vk.THREADS >> cfg.lg)
         assert cfg.blocks * per_block >= lay.M > (cfg.blocks - 1) * per_block
         assert 0 <= cfg.lg <= 8 and cfg.kfast in (0, 1)
         if variant == "vec":
@@ -157,6 +158,18 @@ def test_choose_config_picks_the_intended_variants():
     assert cfg((2**24, 3), -1, ptr=260).variant == "main"
     assert cfg((2**24, 3), -1, it=8).variant == "main"  # 24-byte rows: not the rows kernel
     assert cfg((2**24, 15), -1, it=1).variant == "main"  # 15 + 15 words per thread: too many
+
+    def times_vector(shape, it=4, ptr=256):  # a matrix times one row (matmul's vecdot route)
+        lay = vk.plan_layout(shape, _contig(shape, it), shape[-1:], _contig(shape[-1:], it), -1)
+        return vk.choose_config(lay, it, it, 132 * 5, vk.pick_variant(lay, it, it, ptr, ptr))
+    for shape, it in (((2**24, 4), 4), ((2**24, 3), 4), ((2**24, 1), 4), ((2**24, 2), 8)):
+        c = times_vector(shape, it)
+        assert c.variant == "rowsb", (shape, it)
+        G = vk.rowsb_group(shape[1], it)[0]
+        assert c.blocks * vk.THREADS * G >= shape[0] > (c.blocks - 1) * vk.THREADS * G
+    assert times_vector((2**24, 8)).variant == "vec"  # 32-byte rows: not the rows kernels
+    assert times_vector((2**24, 4), ptr=260).variant == "main"  # x1 misaligned
+    assert vk.rowsb_group(3, 4) == (4, 3) and vk.rowsb_group(4, 4) == (1, 1)
 
 
 def test_rows_group():
@@ -321,7 +334,7 @@ def _all_configs(lay, it1, it2, ptr1, ptr2):
     """Every kernel that can run this layout, with several group widths and splits each."""
     variants = vk.eligible_variants(lay, it1, it2, ptr1, ptr2)
     for variant in variants:
-        if variant in ("rows", "vecout"):
+        if variant in ("rows", "rowsb", "vecout"):
             yield vk.choose_config(lay, it1, it2, 10**6, variant)  # no split
             if variant == "vecout":
                 yield vk.choose_config(lay, it1, it2, 10**9, variant)  # forced split
@@ -345,7 +358,8 @@ def _all_configs(lay, it1, it2, ptr1, ptr2):
 def test_every_variant_agrees(rng, dtype):
     import cupy as cp
     cases = [((37, 300), (300,), -1), ((300, 37), (300, 1), -2), ((4, 5, 1000), (5, 1000), -1),
-             ((8, 1030), (8, 1030), -2), ((1001, 2), (1001, 2), -1), ((3, 4099), (3, 4099), -1)]
+             ((8, 1030), (8, 1030), -2), ((1001, 2), (1001, 2), -1), ((3, 4099), (3, 4099), -1),
+             ((1001, 2), (2,), -1), ((999, 1), (1,), -1)]  # rows times one row: rowsb
     seen = set()
     for s1, s2, axis in cases:
         a1, a2 = random_numpy(rng, s1, dtype), random_numpy(rng, s2, dtype)
@@ -360,7 +374,7 @@ def test_every_variant_agrees(rng, dtype):
             else:
                 np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-4 * np.abs(ref).max(),
                                            err_msg=str(cfg))
-    assert seen == {"main", "vec", "vecout", "rows"}
+    assert seen == {"main", "vec", "vecout", "rows", "rowsb"}
 
 
 @pytest.mark.parametrize("pair", [(xp.float32, xp.float32), (xp.int8, xp.int8),
@@ -368,8 +382,9 @@ def test_every_variant_agrees(rng, dtype):
                                   (xp.int8, xp.int64), (xp.uint16, xp.int32),
                                   (xp.float32, xp.complex64), (xp.int16, xp.int16)], ids=str)
 def test_short_rows(device, rng, pair):
-    """Every row length of the rows kernel (16 bytes or less per input; where 16-byte aligned),
-    row counts that leave a partial group for the last thread, misaligned starts."""
+    """Every row length of the rows kernels (16 bytes or less per input; where 16-byte aligned),
+    row counts that leave a partial group for the last thread, misaligned starts; rows times
+    rows, and rows times one row."""
     d1, d2 = pair
     rdtype = xp.result_type(d1, d2)
     longest = 16 // max(np.dtype(d1._np).itemsize, np.dtype(d2._np).itemsize)
@@ -379,6 +394,12 @@ def test_short_rows(device, rng, pair):
             x2, a2 = random_array(rng, (M, K), d2, device)
             _check(xp.vecdot(x1, x2), a1, a2, -1, rdtype)
             _check(xp.vecdot(x1[1:, :], x2[1:, :]), a1[1:], a2[1:], -1, rdtype)  # misaligned start
+            # every row times one row (the rowsb kernel: x2 held, x1's rows up to 16 bytes)
+            y2, b2 = random_array(rng, (K,), d2, device)
+            _check(xp.vecdot(x1, y2), a1, b2, -1, rdtype)
+            _check(xp.vecdot(x1[1:, :], y2), a1[1:], b2, -1, rdtype)
+            if d1 == d2 and d1 in (xp.float32, xp.float64):  # matmul's route to it
+                _check(x1 @ y2, a1, b2, -1, rdtype)
 
 
 @pytest.mark.cuda

@@ -397,31 +397,42 @@ vecdot_vecout(const char* __restrict__ x1, const char* __restrict__ x2, RT* __re
 // (W1 and W2 words). It issues all W1 + W2 loads before any arithmetic and writes its G results
 // together. On the H200 this reads (16M, 3) float32 at 0.90 of the copy rate, where staging
 // through shared memory reached 0.84 (the block's barrier stalls its loads).
+// B2 (vecdot_rowsb): x2 is one row every row of x1 meets (a matrix times a vector, matmul's
+// route): each thread holds its K elements, loaded once, and G counts x1's words only. The
+// general kernel read (16M, 4) float32 times a vector at 0.36 of the copy rate, one element a
+// load.
 __host__ __device__ constexpr int vd_rows_g(int bytes) {
     return bytes % 16 == 0 ? 1 : bytes % 8 == 0 ? 2 : bytes % 4 == 0 ? 4 : bytes % 2 == 0 ? 8 : 16;
 }
 #define VD_ROWBYTES 16
 #define VD_ROWS_MAXW 16  // W1 + W2 above this (odd int8 rows): the launcher uses vecdot_main
 
-template <int K>
+template <int K, bool B2>
 __device__ __forceinline__ void rows_k(const char* __restrict__ x1, const char* __restrict__ x2,
                                        RT* __restrict__ out, long long M) {
-    constexpr int G1 = vd_rows_g(K * (int)sizeof(T1)), G2 = vd_rows_g(K * (int)sizeof(T2));
+    constexpr int G1 = vd_rows_g(K * (int)sizeof(T1)), G2 = B2 ? 1 : vd_rows_g(K * (int)sizeof(T2));
     constexpr int G = G1 > G2 ? G1 : G2;
-    constexpr int W1 = G * K * (int)sizeof(T1) / 16, W2 = G * K * (int)sizeof(T2) / 16;
-    if constexpr (K * sizeof(T1) <= VD_ROWBYTES && K * sizeof(T2) <= VD_ROWBYTES &&
+    constexpr int W1 = G * K * (int)sizeof(T1) / 16, W2 = B2 ? 0 : G * K * (int)sizeof(T2) / 16;
+    if constexpr (K * sizeof(T1) <= VD_ROWBYTES && (B2 || K * sizeof(T2) <= VD_ROWBYTES) &&
                   W1 + W2 <= VD_ROWS_MAXW) {
         const long long g = (long long)blockIdx.x * blockDim.x + threadIdx.x;
         const long long r0 = g * G;
         if (r0 >= M) return;
+        T2 b2[K];  // B2: the one row of x2
+        if constexpr (B2) {
+#pragma unroll
+            for (int e = 0; e < K; ++e) b2[e] = reinterpret_cast<const T2*>(x2)[e];
+        }
         if (r0 + G <= M) {
-            uint4 w1[W1], w2[W2];
+            uint4 w1[W1], w2[W2 > 0 ? W2 : 1];
             const uint4* p1 = reinterpret_cast<const uint4*>(x1) + g * W1;
-            const uint4* p2 = reinterpret_cast<const uint4*>(x2) + g * W2;
 #pragma unroll
             for (int w = 0; w < W1; ++w) w1[w] = p1[w];
+            if constexpr (!B2) {
+                const uint4* p2 = reinterpret_cast<const uint4*>(x2) + g * W2;
 #pragma unroll
-            for (int w = 0; w < W2; ++w) w2[w] = p2[w];
+                for (int w = 0; w < W2; ++w) w2[w] = p2[w];
+            }
             const T1* e1 = reinterpret_cast<const T1*>(w1);
             const T2* e2 = reinterpret_cast<const T2*>(w2);
             constexpr int OB = G * (int)sizeof(RT);  // result bytes: one vector store if 8 or 16
@@ -435,7 +446,8 @@ __device__ __forceinline__ void rows_k(const char* __restrict__ x1, const char* 
                 ACC acc = ACC();
 #pragma unroll
                 for (int e = 0; e < K; ++e)
-                    mac(acc, Val<T1, ACC>::get(e1[j * K + e]), Val<T2, ACC>::get(e2[j * K + e]));
+                    mac(acc, Val<T1, ACC>::get(e1[j * K + e]),
+                        Val<T2, ACC>::get(B2 ? b2[e] : e2[j * K + e]));
                 const RT r = to_result<RT>(acc);
                 if constexpr (OW > 0) memcpy(res.b + j * sizeof(RT), &r, sizeof(RT));
                 else out[r0 + j] = r;
@@ -462,34 +474,44 @@ __device__ __forceinline__ void rows_k(const char* __restrict__ x1, const char* 
                 ACC acc = ACC();
 #pragma unroll
                 for (int e = 0; e < K; ++e)
-                    mac(acc, Val<T1, ACC>::get(a[r * K + e]), Val<T2, ACC>::get(b[r * K + e]));
+                    mac(acc, Val<T1, ACC>::get(a[r * K + e]),
+                        Val<T2, ACC>::get(B2 ? b2[e] : b[r * K + e]));
                 out[r] = to_result<RT>(acc);
             }
         }
     }
 }
 
+#define VD_ROWS_CASES(B2)                                     \
+    switch (K) {  /* the launcher only asks for row lengths rows_k accepts */ \
+        case 1: rows_k<1, B2>(x1, x2, out, M); break;          \
+        case 2: rows_k<2, B2>(x1, x2, out, M); break;          \
+        case 3: rows_k<3, B2>(x1, x2, out, M); break;          \
+        case 4: rows_k<4, B2>(x1, x2, out, M); break;          \
+        case 5: rows_k<5, B2>(x1, x2, out, M); break;          \
+        case 6: rows_k<6, B2>(x1, x2, out, M); break;          \
+        case 7: rows_k<7, B2>(x1, x2, out, M); break;          \
+        case 8: rows_k<8, B2>(x1, x2, out, M); break;          \
+        case 9: rows_k<9, B2>(x1, x2, out, M); break;          \
+        case 10: rows_k<10, B2>(x1, x2, out, M); break;        \
+        case 11: rows_k<11, B2>(x1, x2, out, M); break;        \
+        case 12: rows_k<12, B2>(x1, x2, out, M); break;        \
+        case 13: rows_k<13, B2>(x1, x2, out, M); break;        \
+        case 14: rows_k<14, B2>(x1, x2, out, M); break;        \
+        case 15: rows_k<15, B2>(x1, x2, out, M); break;        \
+        case 16: rows_k<16, B2>(x1, x2, out, M); break;        \
+    }
+
 extern "C" __global__ void __launch_bounds__(VD_THREADS)
 vecdot_rows(const char* __restrict__ x1, const char* __restrict__ x2, RT* __restrict__ out,
             long long M, int K) {
-    switch (K) {  // the launcher only asks for row lengths rows_k accepts
-        case 1: rows_k<1>(x1, x2, out, M); break;
-        case 2: rows_k<2>(x1, x2, out, M); break;
-        case 3: rows_k<3>(x1, x2, out, M); break;
-        case 4: rows_k<4>(x1, x2, out, M); break;
-        case 5: rows_k<5>(x1, x2, out, M); break;
-        case 6: rows_k<6>(x1, x2, out, M); break;
-        case 7: rows_k<7>(x1, x2, out, M); break;
-        case 8: rows_k<8>(x1, x2, out, M); break;
-        case 9: rows_k<9>(x1, x2, out, M); break;
-        case 10: rows_k<10>(x1, x2, out, M); break;
-        case 11: rows_k<11>(x1, x2, out, M); break;
-        case 12: rows_k<12>(x1, x2, out, M); break;
-        case 13: rows_k<13>(x1, x2, out, M); break;
-        case 14: rows_k<14>(x1, x2, out, M); break;
-        case 15: rows_k<15>(x1, x2, out, M); break;
-        case 16: rows_k<16>(x1, x2, out, M); break;
-    }
+    VD_ROWS_CASES(false)
+}
+
+extern "C" __global__ void __launch_bounds__(VD_THREADS)
+vecdot_rowsb(const char* __restrict__ x1, const char* __restrict__ x2, RT* __restrict__ out,
+             long long M, int K) {
+    VD_ROWS_CASES(true)
 }
 
 // One block per output: reduce its S partials (strided per thread, then a tree) into RT.

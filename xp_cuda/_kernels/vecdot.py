@@ -114,6 +114,12 @@ def rows_group(K: int, itemsize1: int, itemsize2: int) -> tuple[int, int]:
     return G, G * K * (itemsize1 + itemsize2) // 16
 
 
+def rowsb_group(K: int, itemsize1: int) -> tuple[int, int]:
+    """vecdot_rowsb's G and words: as rows_group, x1's rows only (x2's one row is held)."""
+    G = next(d for d in (1, 2, 4, 8, 16) if (K * itemsize1 * d) % 16 == 0)
+    return G, G * K * itemsize1 // 16
+
+
 def vec_for(itemsize1: int, itemsize2: int) -> int:
     """Elements per vector load: 16 bytes of the wider input, at most 4 elements."""
     return max(1, min(4, 16 // max(itemsize1, itemsize2)))
@@ -126,7 +132,8 @@ class Config:
     S: int         # contraction splits (grid.y); > 1 adds the finishing pass
     chunk: int     # contraction elements per split
     blocks: int    # grid.x
-    variant: str = "main"  # kernel: "main" (any layout); "vec", "vecout", "rows" (aligned)
+    variant: str = "main"  # kernel: "main" (any layout); "vec", "vecout", "rows", "rowsb"
+    # (aligned)
 
     @property
     def G(self):
@@ -169,6 +176,11 @@ def eligible_variants(lay: Layout, itemsize1: int, itemsize2: int, ptr1: int,
             and K * max(itemsize1, itemsize2) <= ROW_BYTES and ptr1 % 16 == 0
             and ptr2 % 16 == 0 and rows_group(K, itemsize1, itemsize2)[1] <= ROWS_MAX_WORDS):
         out.append("rows")  # short contiguous rows: whole rows per thread in registers
+    if (len(lay.shape) == 1 and lay.ks1 == itemsize1 and lay.ks2 == itemsize2
+            and lay.s1[0] == K * itemsize1 and lay.s2[0] == 0 and K <= 16
+            and K * itemsize1 <= ROW_BYTES and ptr1 % 16 == 0
+            and rowsb_group(K, itemsize1)[1] <= ROWS_MAX_WORDS):
+        out.append("rowsb")  # short contiguous rows, each times x2's one row (held)
     v = vec_for(itemsize1, itemsize2)
     a1, a2 = v * itemsize1, v * itemsize2
     if v > 1 and ptr1 % a1 == 0 and ptr2 % a2 == 0:
@@ -194,8 +206,9 @@ def choose_config(lay: Layout, itemsize1: int, itemsize2: int, resident: int,
     GPU at once (SM count x blocks per SM from the kernel's register use)."""
     M, K = lay.M, lay.K
     v = vec_for(itemsize1, itemsize2)
-    if variant == "rows":
-        G = rows_group(K, itemsize1, itemsize2)[0]
+    if variant in ("rows", "rowsb"):
+        G = (rows_group(K, itemsize1, itemsize2) if variant == "rows"
+             else rowsb_group(K, itemsize1))[0]
         return Config(0, 1, 1, K, -(-M // (THREADS * G)), variant)
     if variant == "vecout":
         # Thread per v adjacent outputs; split K when that leaves the GPU part empty.
@@ -328,10 +341,12 @@ def _plan(cp, a, c, axis, rdtype, config):
             blocks = -(-inner_M // (THREADS * vec_for(a.itemsize, c.itemsize)))
         elif cfg.variant == "rows":
             blocks = -(-inner_M // (THREADS * rows_group(lay.K, a.itemsize, c.itemsize)[0]))
+        elif cfg.variant == "rowsb":
+            blocks = -(-inner_M // (THREADS * rowsb_group(lay.K, a.itemsize)[0]))
         else:
             blocks = -(-inner_M // (THREADS >> cfg.lg))
         i64 = np.int64
-        if cfg.variant == "rows":
+        if cfg.variant in ("rows", "rowsb"):
             tail = None
         elif cfg.variant == "main":
             tail = (i64(lay.ks1), i64(lay.ks2), np.int32(cfg.lg), np.int32(cfg.kfast),
@@ -365,7 +380,7 @@ def _steps(cp, plan, rdtype, p1, p2, pb):
         o2 = sum(int(i) * s for i, s in zip(idx, lay.s2))
         lin = int(np.ravel_multi_index(idx, outer)) if outer else 0
         dst = pb + lin * inner_M * rdtype.itemsize
-        if tail is None:  # rows
+        if tail is None:  # rows, rowsb
             launch(cp, kern, plan["grid"][0], THREADS,
                    (p1 + o1, p2 + o2, dst, plan["mid"][1], np.int32(lay.K)))
             continue
