@@ -73,16 +73,21 @@ def matrix_transpose(x: Array, /) -> Array:
     return _wrap(d.swapaxes(-1, -2), x._device)
 
 
-def _numeric_pair(fname, x1, x2):
-    """Check two numeric arrays on one device; return (promoted dtype, device)."""
+def _numeric_dtype(fname, x1, x2):
+    """The promoted dtype of two numeric arrays (their dtype categories checked)."""
     for a, n in ((x1, "x1"), (x2, "x2")):
-        check_array(a, fname, n)
         check_dtype_category(a, "numeric", fname, n)
     try:
-        dtype = promote(x1.dtype, x2.dtype)
+        return promote(x1.dtype, x2.dtype)
     except TypeError as e:
         raise TypeError(f"{fname}: {e}") from None
-    return dtype, common_device([x1, x2], fname)
+
+
+def _numeric_pair(fname, x1, x2):
+    """Check two numeric arrays on one device; return (promoted dtype, device)."""
+    check_array(x1, fname, "x1")
+    check_array(x2, fname, "x2")
+    return _numeric_dtype(fname, x1, x2), common_device([x1, x2], fname)
 
 
 def _as_int(v: Any) -> int | None:
@@ -191,12 +196,7 @@ def _check_vecdot(x1, x2, axis):
     """(promoted dtype, negative axis) of a valid vecdot of arrays of these dtypes and shapes
     (the devices are checked on every call)."""
     fname = "vecdot"
-    for a, n in ((x1, "x1"), (x2, "x2")):
-        check_dtype_category(a, "numeric", fname, n)
-    try:
-        dtype = promote(x1.dtype, x2.dtype)
-    except TypeError as e:
-        raise TypeError(f"{fname}: {e}") from None
+    dtype = _numeric_dtype(fname, x1, x2)
     axis = negative_axis_check(fname, x1, x2, axis)
     k1, k2 = x1.shape[axis], x2.shape[axis]
     if k1 != k2:

@@ -19,8 +19,8 @@ from . import _elementwise, _manipulation, _memory, _revisions, _searching
 from ._array import Array, _backend_of, _wrap, check_array, kept_one
 from ._backends._base import _FP_IGNORE, FpQuiet, fp_quiet_off, fp_quiet_on
 from ._dtypes import DEFAULT_DTYPES, complex_dtype, in_category, promote, real_dtype
-from ._linear_algebra import (_numeric_pair, matmul, matrix_transpose, negative_axis_check,
-                              tensordot, vecdot)
+from ._linear_algebra import (_numeric_dtype, _numeric_pair, matmul, matrix_transpose,
+                              negative_axis_check, tensordot, vecdot)
 from ._statistical import accumulation_dtype
 from ._validation import PLANS as _PLANS
 from ._validation import (broadcast_shapes, check_bool, check_dtype_category, check_int,
@@ -215,12 +215,7 @@ def _check_solve(x1, x2):
     fname = "solve"
     _square(_floating(x1, fname, "x1"), fname, "x1")
     _floating(x2, fname, "x2")
-    for a, n in ((x1, "x1"), (x2, "x2")):
-        check_dtype_category(a, "numeric", fname, n)
-    try:
-        dtype = promote(x1.dtype, x2.dtype)
-    except TypeError as e:
-        raise TypeError(f"{fname}: {e}") from None
+    dtype = _numeric_dtype(fname, x1, x2)
     m = x1.shape[-1]
     if x2.ndim == 0:
         raise ValueError(f"{fname}: x2 is 0-d; it must have shape (M,) or (..., M, K)")
