@@ -128,6 +128,11 @@ def test_matmul_vecdot_route():
     # a float32 matrix for a float64 result: any size (no cast pass); a float64 one: the rule
     assert vecdot_route("float64", np.zeros((1 << 16, 300), f32), np.zeros(300, f64))
     assert not vecdot_route("float64", np.zeros((1 << 16, 300), f64), np.zeros(300, f32))
+    # the one planned decision matmul caches: vecdot, or cast first and plan again
+    from xp_cuda._backends.cuda import _gemm_plan
+    assert _gemm_plan("float64", np.zeros((1 << 16, 300), f32), np.zeros(300, f64)) == "vecdot"
+    assert _gemm_plan("float64", np.zeros((1 << 16, 300), f64), np.zeros(300, f32)) == "cast"
+    assert _gemm_plan("float64", np.zeros((9, 9), f32), np.zeros((9, 9), f64)) == "cast"
     assert not vecdot_route("float32", np.zeros((64, 5), f32).T, np.zeros(64, f32))
     assert not vecdot_route("float32", m[::2], np.zeros(64, f32))
     assert not vecdot_route("float32", m, np.zeros(128, f32)[::2])

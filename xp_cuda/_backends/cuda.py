@@ -64,7 +64,8 @@ def _gemm_operand(d, rows, cols):
     return None, None
 
 
-_GEMM_PLANS: dict = {}  # (dtype, shapes, strides) -> the gemm call's fixed arguments, or False
+# (result dtype, operands' dtypes, shapes and strides) -> _gemm_plan's answer
+_GEMM_PLANS: dict = {}
 
 
 # Matrices times a vector whose rows are at most this long (float32 / float64) go to our vecdot
@@ -72,10 +73,10 @@ _GEMM_PLANS: dict = {}  # (dtype, shapes, strides) -> the gemm call's fixed argu
 # float32: 147 us against vecdot's 82; x 4: 482 against 184), and was level or ahead from 128
 # float32 / 16 float64 elements a row on. Matrices of at most _VECDOT_SMALL bytes go to vecdot
 # at any row length: there both wait for the host, and vecdot's recorded launch took 12.5-14.4
-# us a call against gemv's 18-24 (4 MB, rows of 4 to 512, float32 and float64)
-# A float32 matrix times a float64 vector goes to vecdot at any size: vecdot reads the matrix
-# as float32 where cuBLAS needs it cast to float64 first (a pass writing twice its bytes):
-# 2.1-4.4x faster at rows of 4 to 1024 (H200, 256 MB and 4 MB).
+# us a call against gemv's 18-24 (4 MB, rows of 4 to 512, float32 and float64). A float32
+# matrix times a float64 vector goes to vecdot at any size: vecdot reads the matrix as float32
+# where cuBLAS needs it cast to float64 first (a pass writing twice its bytes): 2.1-4.4x faster
+# at rows of 4 to 1024 (H200, 256 MB and 4 MB).
 _VECDOT_ROWS = {"float32": 64, "float64": 8}
 _VECDOT_SMALL = 1 << 22
 
@@ -92,11 +93,14 @@ def vecdot_route(name, d1, d2) -> bool:
 
 
 def _gemm_plan(name, d1, d2):
-    """The fixed arguments of one cuBLAS call computing d1 @ d2, "vecdot" (a stack of matrices
-    times a vector with short rows: our vecdot over the last axis), or False (CuPy's
+    """The fixed arguments of one cuBLAS call computing d1 @ d2 (both of dtype `name`),
+    "vecdot" (vecdot_route's case: our vecdot over the last axis, each operand read in its own
+    dtype), "cast" (operands of another dtype: planned again once cast), or False (CuPy's
     matmul)."""
     if vecdot_route(name, d1, d2):
         return "vecdot"
+    if d1.dtype.name != name or d2.dtype.name != name:
+        return "cast"
     from cupy_backends.cuda.libs import cublas
     gemm = _GEMM.get(name)
     if gemm is None or d1.ndim < 2 or d1.ndim != d2.ndim or d1.shape[:-2] != d2.shape[:-2]:
@@ -645,11 +649,7 @@ class CudaBackend(Backend):
 
     def _matmul(self, d1, d2, dtype):
         t = dtype._np
-        if d1.dtype != t or d2.dtype != t:
-            if vecdot_route(dtype.name, d1, d2):  # each operand read in its own dtype: no cast
-                return _vecdot(d1, d2, -1, t)
-            d1, d2 = self.astype(d1, dtype, False), self.astype(d2, dtype, False)
-        key = (t, d1.shape, d1.strides, d2.shape, d2.strides)
+        key = (t, d1.dtype, d1.shape, d1.strides, d2.dtype, d2.shape, d2.strides)
         plan = _GEMM_PLANS.get(key)
         if plan is None:
             if len(_GEMM_PLANS) >= 4096:  # bounded: shapes are user data
@@ -659,6 +659,9 @@ class CudaBackend(Backend):
             return self.xp.matmul(d1, d2)
         if plan == "vecdot":  # the same sums (real: no conjugate), in vecdot's order
             return _vecdot(d1, d2, -1, t)
+        if plan == "cast":
+            return self._matmul(self.astype(d1, dtype, False), self.astype(d2, dtype, False),
+                                dtype)
         fn, shape, ob, oa, n, m, k, ldb, lda, one, zero, batch, lib = plan
         out = self._alloc(shape, t)
         handle = library_handle("cublas", self.device.index, self._stream().ptr)
