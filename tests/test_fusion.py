@@ -1128,7 +1128,7 @@ def test_whole_program_sources_compile_with_nvrtc():
     """Every kernel of every plan kind (row kernels, multi-kernel stages) of representative
     programs compiles for compute_90."""
     from xp_cuda._kernels import nvrtc_compile
-    from xp_cuda._kernels.fusion import (OPTIONS, plan_program, row_program, stage_programs,
+    from xp_cuda._kernels.fusion import (OPTIONS, RowProgram, plan_program, stage_programs,
                                          translation_unit)
     from xp_cuda.fusion import _trace
     from xp_cuda.fusion._fuse import _view_only
@@ -1138,20 +1138,25 @@ def test_whole_program_sources_compile_with_nvrtc():
         outs = [n for n, s in zip(nodes, sources) if s is None and not _view_only(n)]
         outs += [m.node for m in t.writes.values()]
         natives = [args[n.attr.pos]._data for n in t.inputs]
-        rp = row_program(t, outs, natives, 132, name=f"w{i}")
-        if rp is not None:
-            progs.append(rp)
+        plan = plan_program(t, outs, natives, 132)
+        if plan.rows is not None:
+            progs.append(RowProgram(t, plan, list(plan.outs), f"w{i}"))
             kinds.add("rows")
+            if sum(1 for r in plan.rows.reads if r) > 1:  # its reread variant (RowLaunch)
+                progs.append(RowProgram(t, plan, list(plan.outs), f"w{i}r", reread=True))
+                kinds.add("reread")
         else:
-            plan = plan_program(t, outs, natives, 132)
             progs += stage_programs(t, plan, natives, 132, name=f"w{i}")
             kinds.add("stages" if len(plan.stages) > 1 else "one")
-    assert kinds == {"rows", "stages", "one"}, kinds
+    assert kinds == {"rows", "reread", "stages", "one"}, kinds
+    hinted = 0
     for s in range(0, len(progs), 12):
         chunk = progs[s:s + 12]
         ptx = nvrtc_compile(translation_unit(chunk), name=f"whole_{s}.cu", options=OPTIONS)
         for p_ in chunk:
             assert f".entry {p_.name}(" in ptx
+        hinted += ptx.count("L2::evict_last")
+    assert hinted > 0  # (compute_90: the reread variants' L2 policies are compiled)
 
 
 def _scalar_programs():
@@ -1396,6 +1401,48 @@ def test_inplace_cuda_row_kernel_writes_rows_directly(monkeypatch, rng, shape, d
     assert got is view and len(copies) == 1
     _same(view, want)
     _same(wide[..., shape[-1]:], tail)  # the columns outside the view untouched
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(cuda_device_count() == 0, reason="no usable CUDA GPU here")
+@pytest.mark.parametrize("name", ["row_normalise", "layer_norm", "softmax", "moments"])
+@pytest.mark.parametrize("dtype", [xp.float32, xp.float64], ids=str)
+def test_row_kernel_variants_agree(monkeypatch, rng, name, dtype):
+    """A row launch long enough to time builds the reread variant beside the one holding rows
+    in registers, keeps it where it does not spill, and keeps the faster. The reread kernel
+    (run here on its own, uncapped) gives the held kernel's bits on rows of whole vectors and
+    of a partial one, aligned and misaligned."""
+    import cupy as cp
+    monkeypatch.setattr(kfusion, "TUNE_MIN_BYTES", 0)
+    dev = Device("cuda", 0)
+    for shape in ((64, 4096), (33, 1000), (7, 1003)):
+        f, args = _program_args(rng, name, shape, dtype, dev)
+        flat = _arr(rng, (shape[0] * shape[1] + 1,), dtype, dev)
+        mis = [xp.reshape(flat[1:], shape)] + args[1:]  # misaligned: the scalar loads
+        g = fuse(f)
+        g(*args)
+        (entry,) = g._cache.values()
+        launch = entry.launch
+        launch.finish()
+        got = g(*args)  # (the full kernels' first call times the variants)
+        assert launch.tuned and launch.variant in launch.variants
+        if (name, dtype, shape) == ("row_normalise", xp.float32, (64, 4096)):
+            assert len(launch.variants) == 2  # (32 registers, no spill on sm_80 to sm_100)
+        got = got if isinstance(got, tuple) else (got,)
+        plan = launch.plan
+        again = kfusion.RowProgram(entry.trace, plan, list(plan.outs), reread=True, cap=False)
+        whole = shape[-1] % plan.rows.vec == 0  # (else element loads, no hints, no variant)
+        assert ("xp_ld_last" in again.kernel) == whole and (whole or len(launch.variants) == 1)
+        alone = kfusion.Launch(cp, entry.trace, list(plan.outs),
+                               [args[p]._data for p in entry.in_pos], progs=[again])
+        for o, r in zip(got, alone([args[p]._data for p in entry.in_pos], tuple(args))):
+            np.testing.assert_array_equal(to_numpy(o), cp.asnumpy(r))
+        ref = f(*args)
+        _same(got[0], ref if not isinstance(ref, tuple) else ref[0], loose=True)
+        held = g(*mis)
+        held = held if isinstance(held, tuple) else (held,)
+        for o, r in zip(held, alone([mis[p]._data for p in entry.in_pos], tuple(mis))):
+            np.testing.assert_array_equal(to_numpy(o), cp.asnumpy(r))
 
 
 @pytest.mark.skipif(_nvrtc_reason() is not None, reason="NVRTC not available")

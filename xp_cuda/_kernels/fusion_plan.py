@@ -666,6 +666,8 @@ class RowPlan:
     rows_per_block: int = 1  # > 1: a warp per row (threads == 32), this many rows a block
     kept: tuple = ()  # row values one pass computes and later passes read from registers
     # (softmax's exp(x - max): computed for the sum, read again by the division)
+    reads: tuple = ()  # per pass (each reduction, then the row outputs): the positions of the
+    # row-shaped inputs it reads (the kernel's reread variant loads them again in each)
 
 
 @dataclass(frozen=True)
@@ -793,10 +795,38 @@ def plan_rows(outs, inputs, sms):
     R = ROW_WARPS if T == 32 else 1
     blocks = max(1, min(-(-P // R), MAX_GRID))
     budget = ROW_REG_BYTES - U * V * sum(isz[k] for k, _ in packed)
-    kept = _row_kept([r.args[0] for r, _ in reduces] +
-                     [n for n, kd in zip(outs, kinds) if kd == "row"], S, U * V, [budget])
+    row_outs = [n for n, kd in zip(outs, kinds) if kd == "row"]
+    kept = _row_kept([r.args[0] for r, _ in reduces] + row_outs, S, U * V, [budget])
+    passes = [[r.args[0]] for r, _ in reduces] + ([row_outs] if row_outs else [])
+    reads = _row_reads(passes, kept, {k for k, full in packed if full})
     return RowPlan(tuple(S), P, M, T, V, U, tuple(packed), reduces, tuple(kinds), blocks,
-                   tuple(inputs), R, kept)
+                   tuple(inputs), R, kept, reads)
+
+
+def _row_reads(passes, kept, full) -> tuple:
+    """Per pass (its roots), the positions in `full` of the inputs whose elements it reads:
+    a walk stopping at reductions (a value per row by then) and at kept values an earlier
+    pass computed (read from registers), as the renderer's memo does."""
+    kept_ids = {id(n) for n in kept}
+    done, reads = set(), []
+    for roots in passes:
+        here, got = set(), set()
+
+        def walk(node):
+            if node is None or id(node) in here:
+                return
+            here.add(id(node))
+            if node.op is Op.REDUCE or id(node) in done:
+                return
+            if node.op is Op.INPUT and node.attr.pos in full:
+                got.add(node.attr.pos)
+            for a in node.args:
+                walk(a)
+        for r in roots:
+            walk(r)
+        done |= here & kept_ids
+        reads.append(tuple(sorted(got)))
+    return tuple(reads)
 
 
 _KEEPABLE = (Op.ELEMENTWISE, Op.WHERE, Op.ASTYPE, Op.CLIP)

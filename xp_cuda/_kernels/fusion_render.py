@@ -1036,6 +1036,43 @@ __device__ __forceinline__ unsigned short xp_shfl0(unsigned short v) {
   return (unsigned short)__shfl_sync(0xffffffffu, (unsigned)v, 0);
 }
 """
+# Vector loads of a row that tell L2 to keep it for the next pass (evict_last) or to drop it
+# (evict_first), as rows.reads plans them; sm_80 on (createpolicy), plain loads before.
+LD_HINT = """#define XP_POLICY(LAST) unsigned long long pol; \\
+  if constexpr (LAST) asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(pol)); \\
+  else asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol));
+#define XP_LD(LAST, PTX, ...) \\
+  if constexpr (LAST) asm volatile("ld.global.L1::evict_last.L2::cache_hint" PTX : __VA_ARGS__); \\
+  else asm volatile("ld.global.L1::evict_first.L2::cache_hint" PTX : __VA_ARGS__);
+template <bool LAST, typename P>
+__device__ __forceinline__ P xp_ld_hinted(const P* a) {
+#if __CUDA_ARCH__ >= 800
+  if constexpr (sizeof(P) == 16) {
+    XP_POLICY(LAST) uint4 r;
+    XP_LD(LAST, ".v4.u32 {%0, %1, %2, %3}, [%4], %5;", "=r"(r.x), "=r"(r.y), "=r"(r.z),
+          "=r"(r.w) : "l"(a), "l"(pol))
+    return *reinterpret_cast<P*>(&r);
+  } else if constexpr (sizeof(P) == 8) {
+    XP_POLICY(LAST) uint2 r;
+    XP_LD(LAST, ".v2.u32 {%0, %1}, [%2], %3;", "=r"(r.x), "=r"(r.y) : "l"(a), "l"(pol))
+    return *reinterpret_cast<P*>(&r);
+  } else if constexpr (sizeof(P) == 4) {
+    XP_POLICY(LAST) unsigned int r;
+    XP_LD(LAST, ".u32 %0, [%1], %2;", "=r"(r) : "l"(a), "l"(pol))
+    return *reinterpret_cast<P*>(&r);
+  } else if constexpr (sizeof(P) == 2) {
+    XP_POLICY(LAST) unsigned short r;
+    XP_LD(LAST, ".u16 %0, [%1], %2;", "=h"(r) : "l"(a), "l"(pol))
+    return *reinterpret_cast<P*>(&r);
+  }
+#endif
+  return *a;
+}
+#undef XP_POLICY
+#undef XP_LD
+template <typename P> __device__ __forceinline__ P xp_ld_last(const P* a) { return xp_ld_hinted<true>(a); }
+template <typename P> __device__ __forceinline__ P xp_ld_first(const P* a) { return xp_ld_hinted<false>(a); }
+"""
 _SHUFFLED = {"bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
              "float32", "float64"}
 
@@ -1090,11 +1127,13 @@ def _block_reduce(e, acc, red, T, var, total, warp_rows=False):
     e.line("__syncthreads();  // the buffer serves the next reduction")
 
 
-def render_rows(rows, graph, outs, name, alias=NO_ALIAS, cap=True):
+def render_rows(rows, graph, outs, name, alias=NO_ALIAS, cap=True, reread=False):
     """(kernel source, op structs by name, slot values) of the row kernel `name` computing
     `outs` under the RowPlan `rows` (see RowPlan); constants are runtime slots (only fused
     functions have row kernels); `alias`: see _input_params; `cap`: registers capped so that
-    ROW_RESIDENT_THREADS threads fit an SM (see fusion_plan.ROW_ELEMS_VECTORS)."""
+    ROW_RESIDENT_THREADS threads fit an SM (see fusion_plan.ROW_ELEMS_VECTORS); `reread`: the
+    row-shaped inputs loaded again by each pass reading them (rows.reads), not held between
+    passes (the same values: only the loads differ)."""
     vals = _Values()
     vals.const_params = True
     vals.structs["XpShflDown"] = SHUFFLE
@@ -1155,27 +1194,46 @@ def render_rows(rows, graph, outs, name, alias=NO_ALIAS, cap=True):
                         with in_row(None if whole else "jc < M"):
                             emit_body()
 
-        if rows.packed:
-            al = _aligned([(f"in{k}", V * lay.itemsize) for lay in rows.inputs
-                           for k, _ in rows.packed if lay.pos == k])
+        al = _aligned([(f"in{k}", V * lay.itemsize) for lay in rows.inputs
+                       for k, _ in rows.packed if lay.pos == k])
+
+        def load(ks, hint=lambda k: None):
+            """The row's inputs `ks` into their registers; hint(k): the L2 policy of a
+            hinted vector load ("last", "first"), None for a plain one."""
+            if not ks:
+                return
             def scalar_loads():
-                over_row(lambda: [e.line(f"p{k}[u].v[q] = ({loads[k]})[jc];")
-                                  for k, _ in rows.packed])
-            if whole:
-                with e.block(f"if ({al}) {{", close=None):
-                    e.pragma("#pragma unroll")
-                    with e.block(f"for (int u = 0; u < {U}; ++u) {{"):
-                        e.line(f"const long long jv = (long long)u * {T} + t;")
-                        with in_row(None if full else f"jv * {V} < M"):
-                            for k, _ in rows.packed:
-                                pk = _pack(next(i.dtype for i in rows.inputs if i.pos == k),
-                                           V)
-                                e.line(f"p{k}[u] = reinterpret_cast<const {pk}*>"
-                                       f"({loads[k]})[jv];")
-                with e.block("} else {"):
-                    scalar_loads()
-            else:
+                over_row(lambda: [e.line(f"p{k}[u].v[q] = ({loads[k]})[jc];") for k in ks])
+            if not whole:
                 scalar_loads()
+                return
+            with e.block(f"if ({al}) {{", close=None):
+                e.pragma("#pragma unroll")
+                with e.block(f"for (int u = 0; u < {U}; ++u) {{"):
+                    e.line(f"const long long jv = (long long)u * {T} + t;")
+                    with in_row(None if full else f"jv * {V} < M"):
+                        for k in ks:
+                            pk = _pack(next(i.dtype for i in rows.inputs if i.pos == k), V)
+                            src = f"reinterpret_cast<const {pk}*>({loads[k]}) + jv"
+                            e.line(f"p{k}[u] = xp_ld_{hint(k)}({src});" if hint(k) else
+                                   f"p{k}[u] = *({src});")
+            with e.block("} else {"):
+                scalar_loads()
+
+        # reread: each pass loads the row-shaped inputs it reads (rows.reads), telling L2 to
+        # keep the row for a later pass or, at its last, to drop it; inputs written in place
+        # take plain loads (the compiler orders those with the stores, an asm load it need not)
+        again = {k for k, full in rows.packed if full} if reread else set()
+        load([k for k, _ in rows.packed if k not in again])
+
+        def pass_loads(i):
+            later = {k for r in rows.reads[i + 1:] for k in r}
+
+            def hint(k):
+                return None if k in alias[0] else "last" if k in later else "first"
+            if again and rows.reads[i]:
+                vals.structs["XpLdHint"] = LD_HINT
+                load(rows.reads[i], hint)
 
         # row values kept between passes (RowPlan.kept): the first pass computing one stores
         # it, later passes read it (element u * V + q of the thread's part of the row)
@@ -1205,6 +1263,7 @@ def render_rows(rows, graph, outs, name, alias=NO_ALIAS, cap=True):
             rt = "long long" if red.kind in ("argmax", "argmin") else CTYPES[red.result]
             e.line(f"{rt} r{red.index};")
             with e.block(f"{{ // {red.kind} over the row"):
+                pass_loads(red.index)
                 e.line(f"{acc.ctype} acc = {acc.ident};")
                 body, (v,) = body_of([x])
 
@@ -1218,6 +1277,7 @@ def render_rows(rows, graph, outs, name, alias=NO_ALIAS, cap=True):
             vals.reduced[id(node)] = f"r{red.index}"
         row_outs = [j for j, k in enumerate(rows.outs) if k == "row"]
         if row_outs:
+            pass_loads(len(rows.reduces))
             body, res = body_of([outs[j] for j in row_outs])
             e.pragma("#pragma unroll")
             with e.block(f"for (int u = 0; u < {U}; ++u) {{"):
