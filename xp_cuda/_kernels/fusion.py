@@ -743,18 +743,18 @@ def RowLaunch(cp, trace, plan, in_arrays, direct=None):  # noqa: N802  (a Launch
     direct_writes)."""
     outs, alias = list(plan.outs), alias_of(trace, direct)
     progs = [RowProgram(trace, plan, outs, f"{KERNEL}0", alias)]
-    # A launch long enough to time also builds the reread variant (render_rows) and keeps the
-    # faster (Launch._tune). Neither wins everywhere (H200, float32, ms, registers / reread /
-    # torch.compile): x / norm(x) over (32768, 4096) 0.2600 / 0.2500 / 0.2508, softmax
-    # 0.2588 / 0.2647, layer norm 0.2562 / 0.2629 / 0.2510, float64 x / norm(x) over
-    # (16384, 2048) 0.1324 / 0.1355. (Torch's row norm reads rows so; without the L2 policy
-    # the two reads took 0.2562, with L1 hints alone 0.2602.)
+    # A launch long enough to time also builds the reread variant (render_rows: the rows the
+    # outputs read again are loaded again, with L2 policies) and keeps the faster
+    # (Launch._tune). Neither wins everywhere (H200, float32, ms, registers / reread /
+    # torch.compile): x / norm(x) over (32768, 4096) 0.2600 / 0.2500 / 0.2508, float64 over
+    # (16384, 2048) 0.1324 / 0.1355. (Torch's kernels read rows so; without the L2 policy
+    # the two reads took 0.2562, with L1 hints alone 0.2602.) Rows of whole vectors only:
+    # the hinted loads are the vector ones.
     moved = sum(a.nbytes for a in in_arrays) + sum(
         size(n.shape) * itemsize(n.dtype.name) for n in outs)
     rows = plan.rows
-    # (rows of whole vectors: the hinted loads are the vector ones)
-    if moved >= TUNE_MIN_BYTES and sum(1 for r in rows.reads if r) > 1 and \
-            rows.M % rows.vec == 0:
+    if moved >= TUNE_MIN_BYTES and rows.M % rows.vec == 0 and \
+            any(k not in alias[0] for k in rows.reloads):
         again = RowProgram(trace, plan, outs, f"{KERNEL}1", alias, reread=True)
         if _same_frame(again, progs[0]):
             progs.append(again)

@@ -667,7 +667,16 @@ class RowPlan:
     kept: tuple = ()  # row values one pass computes and later passes read from registers
     # (softmax's exp(x - max): computed for the sum, read again by the division)
     reads: tuple = ()  # per pass (each reduction, then the row outputs): the positions of the
-    # row-shaped inputs it reads (the kernel's reread variant loads them again in each)
+    # row-shaped inputs it reads
+
+    @property
+    def reloads(self) -> tuple:
+        """The row-shaped inputs that a reduction reads and then the row outputs read again:
+        the kernel's reread variant loads those twice instead of holding them to the end."""
+        if "row" not in self.outs:
+            return ()
+        before = {k for r in self.reads[:len(self.reduces)] for k in r}
+        return tuple(k for k in self.reads[-1] if k in before)
 
 
 @dataclass(frozen=True)

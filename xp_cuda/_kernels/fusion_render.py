@@ -1132,8 +1132,8 @@ def render_rows(rows, graph, outs, name, alias=NO_ALIAS, cap=True, reread=False)
     `outs` under the RowPlan `rows` (see RowPlan); constants are runtime slots (only fused
     functions have row kernels); `alias`: see _input_params; `cap`: registers capped so that
     ROW_RESIDENT_THREADS threads fit an SM (see fusion_plan.ROW_ELEMS_VECTORS); `reread`: the
-    row-shaped inputs loaded again by each pass reading them (rows.reads), not held between
-    passes (the same values: only the loads differ)."""
+    row-shaped inputs the outputs read loaded again for them (rows.reloads), not held from
+    the reductions on (the same values: only the loads differ)."""
     vals = _Values()
     vals.const_params = True
     vals.structs["XpShflDown"] = SHUFFLE
@@ -1220,20 +1220,15 @@ def render_rows(rows, graph, outs, name, alias=NO_ALIAS, cap=True, reread=False)
             with e.block("} else {"):
                 scalar_loads()
 
-        # reread: each pass loads the row-shaped inputs it reads (rows.reads), telling L2 to
-        # keep the row for a later pass or, at its last, to drop it; inputs written in place
-        # take plain loads (the compiler orders those with the stores, an asm load it need not)
-        again = {k for k, full in rows.packed if full} if reread else set()
-        load([k for k, _ in rows.packed if k not in again])
-
-        def pass_loads(i):
-            later = {k for r in rows.reads[i + 1:] for k in r}
-
-            def hint(k):
-                return None if k in alias[0] else "last" if k in later else "first"
-            if again and rows.reads[i]:
-                vals.structs["XpLdHint"] = LD_HINT
-                load(rows.reads[i], hint)
+        # reread: the row is held through the reductions as by default, and the row-shaped
+        # inputs the outputs read again (rows.reloads) are loaded again for them, L2 told to
+        # keep those rows at the first load (evict_last) and to drop them at the second
+        # (evict_first); inputs written in place take plain loads (the compiler orders those
+        # with the stores, an asm load it need not)
+        again = [k for k in rows.reloads if k not in alias[0]] if reread else []
+        if again:
+            vals.structs["XpLdHint"] = LD_HINT
+        load([k for k, _ in rows.packed], lambda k: "last" if k in again else None)
 
         # row values kept between passes (RowPlan.kept): the first pass computing one stores
         # it, later passes read it (element u * V + q of the thread's part of the row)
@@ -1263,7 +1258,6 @@ def render_rows(rows, graph, outs, name, alias=NO_ALIAS, cap=True, reread=False)
             rt = "long long" if red.kind in ("argmax", "argmin") else CTYPES[red.result]
             e.line(f"{rt} r{red.index};")
             with e.block(f"{{ // {red.kind} over the row"):
-                pass_loads(red.index)
                 e.line(f"{acc.ctype} acc = {acc.ident};")
                 body, (v,) = body_of([x])
 
@@ -1277,7 +1271,7 @@ def render_rows(rows, graph, outs, name, alias=NO_ALIAS, cap=True, reread=False)
             vals.reduced[id(node)] = f"r{red.index}"
         row_outs = [j for j, k in enumerate(rows.outs) if k == "row"]
         if row_outs:
-            pass_loads(len(rows.reduces))
+            load(again, lambda k: "first")
             body, res = body_of([outs[j] for j in row_outs])
             e.pragma("#pragma unroll")
             with e.block(f"for (int u = 0; u < {U}; ++u) {{"):
