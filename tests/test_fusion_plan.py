@@ -515,6 +515,9 @@ def test_row_plan_reads_and_the_reread_variant():
     assert soft.reads == ((0,), (0,), ()) and soft.reloads == ()  # exp(x - m) kept
     two_rows = _whole(two, [(4, 4096), (4, 4096)])[2].rows
     assert two_rows.reads == ((1,), (0,)) and two_rows.reloads == ()  # a read only once
+    from xp_cuda._kernels.fusion_plan import describe_rows
+    assert "arguments [0] again for the outputs" in describe_rows(plan.rows)
+    assert "again" not in describe_rows(soft)
     held = kfusion.RowProgram(t, plan, list(plan.outs)).kernel
     assert "xp_ld_" not in held and held.count("p0[u] = *(") == 1
     again = kfusion.RowProgram(t, plan, list(plan.outs), reread=True).kernel

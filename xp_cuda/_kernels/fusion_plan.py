@@ -937,7 +937,10 @@ def describe_rows(rows) -> str:
     return (f"1 kernel (rows): {who}, {rows.P} rows of "
             f"{rows.M} elements held in registers ({rows.per_thread} x {rows.vec}-element "
             f"vectors a thread); reductions in the row, in order: {reds}; outputs: "
-            f"{', '.join(rows.outs)}")
+            f"{', '.join(rows.outs)}"
+            + (f"; a launch long enough to time also tries reading arguments "
+               f"{list(rows.reloads)} again for the outputs (L2 keeps the rows between) and "
+               f"keeps the faster" if rows.reloads and rows.M % rows.vec == 0 else ""))
 
 
 def describe_stages(plan, kernel_plans) -> str:
