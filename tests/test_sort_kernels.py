@@ -60,14 +60,22 @@ def test_plan_picks_the_smallest_tier_and_refuses_long_rows():
 
 
 def test_long_row_passes_and_shared_memory():
-    assert K.lsort_passes(0, 8) == []
-    assert K.lsort_passes(1, 1) == [(0, 1)]
-    assert K.lsort_passes(200, 8) == [(0, 0xFF)]
-    assert K.lsort_passes(300, 4) == [(0, 0xFF), (8, 0x01)]
-    assert K.lsort_passes(2**32 - 1, 4) == [(0, 0xFF), (8, 0xFF), (16, 0xFF), (24, 0xFF)]
-    assert [s for s, _ in K.lsort_passes(2**63, 8)] == list(range(0, 64, 8))
+    # the bytes up to the top bit where a row's keys differ; one pass at least
+    assert K.osort_passes(0, 8) == [0]
+    assert K.osort_passes(1, 1) == [0]
+    assert K.osort_passes(8, 8) == [0]
+    assert K.osort_passes(9, 4) == [0, 8]
+    assert K.osort_passes(32, 4) == [0, 8, 16, 24]
+    assert K.osort_passes(64, 8) == list(range(0, 64, 8))
     for w in K.KEY_WIDTHS:
-        assert K.lsort_smem(w) == 4096 * (w + 4) + 16 * 257 * 4 + 32 * 4 + 512 * 4 <= 232448
+        smem = K.osort_smem(w)
+        assert smem == 4096 * (w + 4) + 16 * 257 * 4 + 32 * 4 + 257 * 4 + 256 * 4 + 4
+        assert smem <= 232448  # sm_90's opt-in limit
+    # the upfront count: about four blocks a SM in all, never less than a tile a block
+    assert K.osort_hist_blocks(2**24, 1, 132) == 528
+    assert K.osort_hist_blocks(20000, 1, 132) == 5
+    assert K.osort_hist_blocks(2**20, 1000, 132) == 1
+    assert K.OSORT_TILE == 4096 and K.OSORT_N_MAX == 2**30
 
 
 def test_smem_layout_counts_every_part():
@@ -230,6 +238,41 @@ def test_segmented_sort_single_long_row_falls_back(cp):
 
 @pytest.mark.cuda
 @pytest.mark.skipif(_NO_GPU, reason="no usable CUDA GPU here")
+@pytest.mark.parametrize("dtype", KEY_DTYPES)
+@pytest.mark.parametrize("n", [K.L_MAX + 1, 4096 * 37, 1_000_003])
+def test_long_sort_of_one_row(cp, dtype, n):
+    """The onesweep sort (_long_sort) of one row: 1000 tiles' look-back over each other, which
+    a few long rows do not reach; random full-range data (every pass), ties with NaN and -0.0
+    (values gathered), a narrow range (passes skipped on the device) and a reversed row."""
+    rng = np.random.default_rng(_seed(dtype, (1, n)))
+    dt = np.dtype(dtype)
+    cases = {"tied": _tied(rng, (1, n), dtype)}
+    if dt.kind == "f":
+        cases["wide"] = (rng.standard_normal((1, n)) * 1e6).astype(dt)
+    elif dt.kind in "iu":
+        info = np.iinfo(dt)
+        cases["wide"] = rng.integers(info.min, info.max, size=(1, n), dtype=dt, endpoint=True)
+        cases["narrow"] = rng.integers(0, 3, size=(1, n)).astype(dt) + dt.type(100)
+        cases["reversed"] = np.arange(n)[::-1].astype(dt)[None]
+    mode = K.key_mode(dt)
+    for what, a in cases.items():
+        ref_idx = np.argsort(a, axis=-1, kind="stable")
+        ref = np.take_along_axis(a, ref_idx, axis=-1)
+        x = cp.asarray(a)
+        for wv, wi in ((True, True), (True, False), (False, True)):
+            vals = cp.empty(a.shape, dtype=dt) if wv else None
+            idx = cp.empty(a.shape, dtype=np.int64) if wi else None
+            K._long_sort(cp, x, vals, idx, 1, n, mode, dt.itemsize)
+            if wi:
+                bad = np.argwhere(cp.asnumpy(idx) != ref_idx)
+                assert bad.size == 0, f"{dtype} {what} {n}: indices differ at {bad[:5].tolist()}"
+            if wv:
+                bad = np.argwhere(_bits(cp.asnumpy(vals)) != _bits(ref))
+                assert bad.size == 0, f"{dtype} {what} {n}: values differ at {bad[:5].tolist()}"
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(_NO_GPU, reason="no usable CUDA GPU here")
 def test_segmented_sort_empty(cp):
     v, i = K.segmented_sort(cp, cp.empty((0, 5), dtype=cp.int32), True, True)
     assert v.shape == i.shape == (0, 5)
@@ -243,7 +286,7 @@ def test_segmented_sort_empty(cp):
 @pytest.mark.parametrize("shape", [(2, K.L_MAX + 1), (3, 50001), (2, 300_001)],
                          ids=lambda s: "x".join(map(str, s)))
 def test_segmented_sort_long_rows_multi_block(cp, dtype, shape):
-    """Rows longer than L_MAX: the multi-block radix sort, tiles crossing (and a partial last
+    """Rows longer than L_MAX: the onesweep radix sort, tiles crossing (and a partial last
     tile), ties, NaNs, -0.0, every dtype; both outputs and each alone."""
     rng = np.random.default_rng(_seed(dtype, shape))
     a = _tied(rng, shape, dtype)

@@ -358,263 +358,319 @@ WARPSORT(4, u32, 2)
 WARPSORT(8, u64, 1)
 WARPSORT(8, u64, 2)
 
-// ---- long rows (n > L_MAX): a global LSD radix sort, several blocks per row -----------------
+// ---- long rows (n > L_MAX): a onesweep LSD radix sort, several blocks per row ---------------
 //
-// Rows are cut into tiles of LT = 4096; per 8-bit pass: xp_lsort_hist counts each tile's digits
-// (counts[row][digit][tile]), xp_lsort_scan (plus the digit totals' prefix, added in the
-// scatter) turns them into exclusive offsets in digit-major, tile-minor order (a tile's elements
-// of one digit go after those of every earlier tile: stable), and xp_lsort_scatter ranks its
-// tile stably as the block sort does, stages it in shared memory ordered by digit, and writes
-// each digit's run to its offset (runs, not single scattered elements, reach global memory).
-// Digits are those of k - kmin of the row (xp_lsort_prep), so only the passes up to the largest
-// span's top bit run (the host reads the row statistics once). Indices travel as int32
-// positions in the row. Tile padding takes digit `vb` (every varying bit set): the largest
-// digit, after every real element, never written out.
+// After Adinets and Merrill's "Onesweep" (2022): one upfront pass (xp_osort_hist) counts every
+// byte of every key of a row at once (hist[row][byte][256]) with the row's smallest and largest
+// key; its last block sums them up in one word, which every later kernel reads on the device
+// (no host sync): only the bytes up to the top bit where a row's keys differ are sorted by
+// (int64 data of a small range, bool rows or rows of equal keys take one pass), the other
+// passes exit at once. Then one kernel a pass (xp_osort_pass): a block takes the next tile of
+// LT = 4096 of its row in the order blocks start (a counter, so a tile only ever waits on
+// tiles taken before it), ranks it stably as the block sort does, publishes each digit's count
+// in the tile, and finds the digit's count in all earlier tiles by looking back over their
+// published words (decoupled look-back: a tile's inclusive prefix ends the walk; OS_WINDOW
+// words a step). The digit's first position in the row (the prefix of the upfront counts) plus
+// that plus the rank in the tile places every key; keys are staged in shared memory in digit
+// order so each digit's run of the tile is written out in one piece. No pass between kernels
+// and no per-tile counts in memory: a pass reads and writes each key once. The first pass reads
+// the data and makes the keys, the last writes the values (or, for rows holding NaN or -0.0,
+// int64 positions that xp_osort_gather turns into the original bits) and int64 indices.
+// Positions travel as int32 (n < 2**30: the status word holds a count in 30 bits).
 
 #define LWARPS 16
 #define LITEMS 8
 #define LT (32 * LWARPS * LITEMS)
+#define OS_AGG 0x40000000u  // the word holds the tile's own count of the digit
+#define OS_INC 0x80000000u  // the word holds the count in this and every earlier tile
+#define OS_CNT 0x3fffffffu
+#define OS_WANT_VALUES 1
+#define OS_WANT_INDICES 2
+#define OS_WINDOW 8  // earlier tiles' words a look-back step loads
 
-// keys[i] = to_key(x[i]); pos[i] = i % n when carried; stat[row] = {min key, max key, special}
+__device__ __forceinline__ unsigned ld_relaxed(const unsigned* p) {
+    unsigned v;
+    asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
+
+__device__ __forceinline__ void st_relaxed(unsigned* p, unsigned v) {
+    asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+
+// stat[row] = {~smallest key, largest key, NaN or -0.0 seen}: zeroed memory is the identity of
+// all three (the smallest is kept complemented, by atomicMax).
+// The last block to finish writes summary[0] = (the top bit where any row's keys differ, + 1)
+// | (NaN or -0.0 in any row) << 8: the one word the host reads; summary[1] counts the blocks.
 template <typename K>
-__device__ __forceinline__ void lsort_prep(const K* __restrict__ x, K* __restrict__ keys,
-                                           int* __restrict__ pos, u64* __restrict__ stat,
-                                           long long row0, int n, int mode, int carry) {
+__device__ __forceinline__ void osort_hist(const K* __restrict__ x, unsigned* __restrict__ hist,
+                                           u64* __restrict__ stat, u64* __restrict__ summary,
+                                           long long row0, long long nrows, int n, int chunk,
+                                           int mode, unsigned nblocks) {
+    constexpr int W = sizeof(K);
+    __shared__ unsigned h[W * 256];
     __shared__ u64 red[3];
     const long long row = row0 + blockIdx.y;
-    const int t0 = blockIdx.x * LT;
-    if (threadIdx.x == 0) { red[0] = ~0ull; red[1] = 0; red[2] = 0; }
+    for (int i = threadIdx.x; i < W * 256; i += blockDim.x) h[i] = 0;
+    if (threadIdx.x < 3) red[threadIdx.x] = 0;
     __syncthreads();
+    const K* xr = x + row * (long long)n;
+    const int lo = blockIdx.x * chunk, hi = min(n, lo + chunk);
     K kmin = (K)~(K)0, kmax = 0;
     bool special = false;
-    const long long base = row * (long long)n;
-    for (int i = t0 + threadIdx.x; i < min(n, t0 + LT); i += blockDim.x) {
-        const K k = to_key<K>(x[base + i], mode, special);
-        keys[base + i] = k;
-        if (carry) pos[base + i] = i;
+    // a run of equal digits of one byte is counted by one atomic: the high bytes of real data
+    // hold few values, and 32 lanes adding to one counter serialise
+    unsigned prev[W], run[W];
+#pragma unroll
+    for (int b = 0; b < W; ++b) { prev[b] = 0; run[b] = 0; }
+    for (int i = lo + threadIdx.x; i < hi; i += blockDim.x) {
+        const K k = to_key<K>(xr[i], mode, special);
         kmin = k < kmin ? k : kmin;
         kmax = k > kmax ? k : kmax;
+#pragma unroll
+        for (int b = 0; b < W; ++b) {
+            const unsigned d = (unsigned)(k >> (8 * b)) & 0xffu;
+            if (d != prev[b]) {
+                if (run[b]) atomicAdd(&h[b * 256 + prev[b]], run[b]);
+                prev[b] = d;
+                run[b] = 0;
+            }
+            ++run[b];
+        }
     }
-    u64 lo = kmin, hi = kmax;
+#pragma unroll
+    for (int b = 0; b < W; ++b)
+        if (run[b]) atomicAdd(&h[b * 256 + prev[b]], run[b]);
+    u64 nlo = ~(u64)kmin, top = kmax;
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) {
-        const u64 a = __shfl_xor_sync(FULL_MASK, lo, o), b = __shfl_xor_sync(FULL_MASK, hi, o);
-        lo = a < lo ? a : lo;
-        hi = b > hi ? b : hi;
+        nlo = max(nlo, __shfl_xor_sync(FULL_MASK, nlo, o));
+        top = max(top, __shfl_xor_sync(FULL_MASK, top, o));
     }
-    if ((threadIdx.x & 31) == 0) { atomicMin(&red[0], lo); atomicMax(&red[1], hi); }
+    if ((threadIdx.x & 31) == 0) { atomicMax(&red[0], nlo); atomicMax(&red[1], top); }
     if (__syncthreads_or(special) && threadIdx.x == 0) red[2] = 1;
     __syncthreads();
+    unsigned* hr = hist + row * (W * 256);
+    for (int i = threadIdx.x; i < W * 256; i += blockDim.x)
+        if (h[i]) atomicAdd(&hr[i], h[i]);
     if (threadIdx.x == 0) {
-        atomicMin(&stat[3 * row], red[0]);
+        // ~kmin was taken in 64 bits: a narrower key's complement has its high bits set, the
+        // same in every block, so the maximum is still the smallest key's
+        atomicMax(&stat[3 * row], red[0]);
         atomicMax(&stat[3 * row + 1], red[1]);
         if (red[2]) atomicOr(&stat[3 * row + 2], 1ull);
+        __threadfence();
+        red[0] = atomicAdd(&summary[1], 1ull) == nblocks - 1;
     }
-}
-
-template <typename K>
-__device__ __forceinline__ void lsort_hist(const K* __restrict__ keys, const u64* __restrict__ stat,
-                                           unsigned* __restrict__ counts, long long row0, int n,
-                                           int ntiles, int shift) {
-    __shared__ unsigned h[LWARPS][256];
-    const long long row = row0 + blockIdx.y;
-    const int t = blockIdx.x, w = threadIdx.x >> 5;
-    for (int d = threadIdx.x; d < LWARPS * 256; d += blockDim.x) (&h[0][0])[d] = 0;
     __syncthreads();
-    const K kmin = (K)stat[3 * row];
-    const K* kr = keys + row * (long long)n;
-    for (int i = t * LT + threadIdx.x; i < min(n, (t + 1) * LT); i += blockDim.x)
-        atomicAdd(&h[w][(unsigned)((K)(kr[i] - kmin) >> shift) & 0xffu], 1u);
+    if (!red[0]) return;
+    __threadfence();
+    __shared__ u64 acc[2];
+    if (threadIdx.x < 2) acc[threadIdx.x] = 0;
     __syncthreads();
-    unsigned* c = counts + row * 256ll * ntiles;
-    for (int d = threadIdx.x; d < 256; d += blockDim.x) {
-        unsigned s = 0;
-#pragma unroll
-        for (int q = 0; q < LWARPS; ++q) s += h[q][d];
-        c[(long long)d * ntiles + t] = s;
+    u64 vary = 0, sp = 0;
+    const u64 mask = (u64)(K)~(K)0;
+    for (long long r = threadIdx.x; r < nrows; r += blockDim.x) {
+        const u64 lo = ~__ldcg(&stat[3 * r]) & mask;
+        vary |= lo ^ __ldcg(&stat[3 * r + 1]);
+        sp |= __ldcg(&stat[3 * r + 2]);
     }
+    atomicOr(&acc[0], vary);
+    atomicOr(&acc[1], sp);
+    __syncthreads();
+    if (threadIdx.x == 0) summary[0] = (u64)(64 - __clzll((long long)acc[0])) | (acc[1] << 8);
 }
 
-// block (d, row): exclusive scan of counts[row][d][0 .. ntiles) in place (coalesced chunks of
-// 1024 with a running carry) and the digit's total to dtot[row][d]; xp_lsort_scatter adds the
-// exclusive prefix of the totals. One block per digit keeps a single long row (1-D sorts, 16k
-// tiles) as parallel as many short ones.
-extern "C" __global__ void __launch_bounds__(1024)
-xp_lsort_scan(unsigned* __restrict__ counts, unsigned* __restrict__ dtot, long long row0,
-              int ntiles) {
-    __shared__ unsigned wsum[32];
-    const long long row = row0 + blockIdx.y;
-    unsigned* c = counts + (row * 256 + blockIdx.x) * (long long)ntiles;
-    unsigned carry = 0;
-    for (int b = 0; b < ntiles; b += 1024) {
-        const int i = b + threadIdx.x;
-        const unsigned v = i < ntiles ? c[i] : 0u;
-        const unsigned ex = block_exclusive_scan<32>(v, wsum);
-        if (i < ntiles) c[i] = carry + ex;
-        // the chunk's total: the last thread's inclusive sum, through shared memory
-        __syncthreads();
-        if (threadIdx.x == 1023) wsum[0] = ex + v;
-        __syncthreads();
-        carry += wsum[0];
-    }
-    if (threadIdx.x == 0) dtot[row * 256 + blockIdx.x] = carry;
-}
-
-// Rows of few tiles (sort.py: LSORT_SCAN_ROWS_MAX): one block of 256 per row, thread d scans
-// digit d serially: 256 blocks of 1024 per row would be mostly idle there.
-extern "C" __global__ void __launch_bounds__(256)
-xp_lsort_scan_rows(unsigned* __restrict__ counts, unsigned* __restrict__ dtot, long long row0,
-                   int ntiles) {
-    const long long row = row0 + blockIdx.x;
-    unsigned* c = counts + (row * 256 + threadIdx.x) * (long long)ntiles;
-    unsigned carry = 0;
-    for (int t = 0; t < ntiles; ++t) {
-        const unsigned v = c[t];
-        c[t] = carry;
-        carry += v;
-    }
-    dtot[row * 256 + threadIdx.x] = carry;
-}
-
+// Pass p over the digit at `shift` (8p). The upfront summary decides, on the device, what the
+// pass does: nothing where shift is at or above the rows' top differing bit (p > 0), else the
+// last pass is the one holding that bit. Sources: the data (pass 0: keys are made, positions
+// are the indices) or keys[(p - 1) % 2] / pos[(p - 1) % 2]; a pass before the last writes
+// keys[p % 2] (and pos[p % 2] where positions travel); the last writes the values (vout, when
+// wanted and not gathered) and int64 positions (iout: the indices, or the gather's positions).
+// status[p][row][tile][256] and ctr[p][row] are zeroed memory.
 template <typename K>
-__device__ __forceinline__ void lsort_scatter(const K* __restrict__ ksrc,
-                                              const int* __restrict__ psrc,
-                                              K* __restrict__ kdst, int* __restrict__ pdst,
-                                              const u64* __restrict__ stat,
-                                              const unsigned* __restrict__ offsets,
-                                              const unsigned* __restrict__ dtot, long long row0,
-                                              int n, int ntiles, int shift, unsigned vb,
-                                              int carry) {
+__device__ __forceinline__ void osort_pass(const K* __restrict__ x, K* __restrict__ keys0,
+                                           K* __restrict__ keys1, int* __restrict__ pos0,
+                                           int* __restrict__ pos1, K* __restrict__ vout,
+                                           long long* __restrict__ iout,
+                                           const unsigned* __restrict__ hist,
+                                           const u64* __restrict__ summary,
+                                           unsigned* __restrict__ status,
+                                           unsigned* __restrict__ ctr, long long row0,
+                                           long long nrows, int n, int ntiles, int p, int mode,
+                                           int want) {
     constexpr int HS = 257;
-    extern __shared__ __align__(16) unsigned char lsmem[];
-    K* skeys = reinterpret_cast<K*>(lsmem);
+    const int shift = 8 * p;
+    const u64 sw = __ldcg(summary);
+    const int top = (int)(sw & 0xffu);
+    if (p > 0 && shift >= top) return;
+    const bool gather = (want & OS_WANT_VALUES) && mode == MODE_FLOAT && (sw >> 8);
+    const bool first = p == 0, last = shift + 8 >= top;
+    const bool carry = (want & OS_WANT_INDICES) || gather;
+    const K* src = first ? x : (p & 1 ? keys0 : keys1);
+    const int* psrc = p & 1 ? pos0 : pos1;
+    K* kdst = p & 1 ? keys1 : keys0;
+    int* pdst = p & 1 ? pos1 : pos0;
+    status += (long long)p * nrows * ntiles * 256;
+    ctr += (long long)p * nrows;
+    extern __shared__ __align__(16) unsigned char osmem[];
+    K* skeys = reinterpret_cast<K*>(osmem);
     int* spos = reinterpret_cast<int*>(skeys + LT);
-    unsigned* hist = reinterpret_cast<unsigned*>(spos + LT);
-    unsigned* wsum = hist + LWARPS * HS;
-    unsigned* dstart = wsum + 32;  // 256: the tile's first local position of each digit
-    unsigned* dpre = dstart + 256;  // 256: the row's first position of each digit
+    unsigned* whist = reinterpret_cast<unsigned*>(spos + LT);
+    unsigned* wsum = whist + LWARPS * HS;
+    unsigned* dstart = wsum + 32;                    // 257: the tile's first position of a digit
+    int* goff = reinterpret_cast<int*>(dstart + 257);  // 256: row position - tile position
+    unsigned* tile_id = reinterpret_cast<unsigned*>(goff + 256);
     const long long row = row0 + blockIdx.y;
-    const int t = blockIdx.x, tid = threadIdx.x, lane = tid & 31, w = tid >> 5;
-    const unsigned lt_mask = (1u << lane) - 1u;
-    const int t0 = t * LT, valid = min(LT, n - t0);
-    const K kmin = (K)stat[3 * row];
-    const K* kr = ksrc + row * (long long)n + t0;
-    const int* pr = psrc + row * (long long)n + t0;
-    {
-        const unsigned v = tid < 256 ? dtot[row * 256 + tid] : 0u;
-        const unsigned ex = block_exclusive_scan<LWARPS>(v, wsum);
-        if (tid < 256) dpre[tid] = ex;
+    const int tid = threadIdx.x, lane = tid & 31, w = tid >> 5;
+    if (tid == 0) *tile_id = atomicAdd(&ctr[row], 1u);
+    {  // the row's first position of each digit: the prefix of the upfront counts
+        const unsigned v = tid < 256 ? hist[(row * (long long)sizeof(K) + p) * 256 + tid] : 0u;
+        const unsigned ex = block_exclusive_scan<LWARPS>(v, wsum);  // syncs: tile_id is seen
+        if (tid < 256) goff[tid] = (int)ex;
     }
-    unsigned* h = hist + w * HS;
+    const int t = (int)*tile_id;
+    const int t0 = t * LT, valid = min(LT, n - t0);
+    const long long rbase = row * (long long)n;
+    unsigned* h = whist + w * HS;
     for (int d = lane; d < 256; d += 32) h[d] = 0;
-    __syncwarp();
-    unsigned dg[LITEMS], rk[LITEMS];
     K kk[LITEMS];
     int pp[LITEMS];
     const int base = w * LITEMS * 32 + lane;
 #pragma unroll
     for (int j = 0; j < LITEMS; ++j) {
         const int i = base + j * 32;
-        unsigned d = vb;  // padding: the largest digit
+        kk[j] = 0;
+        pp[j] = 0;
         if (i < valid) {
-            kk[j] = kr[i];
-            if (carry) pp[j] = pr[i];
-            d = (unsigned)((K)(kk[j] - kmin) >> shift) & 0xffu;
+            const K v = src[rbase + t0 + i];
+            kk[j] = first ? to_key<K>(v, mode) : v;
+            if (carry) pp[j] = first ? t0 + i : psrc[rbase + t0 + i];
         }
+    }
+    __syncwarp();
+    const unsigned lt_mask = (1u << lane) - 1u;
+    unsigned dg[LITEMS], rk[LITEMS];
+#pragma unroll
+    for (int j = 0; j < LITEMS; ++j) {
+        const bool ok = base + j * 32 < valid;
+        const unsigned d = (unsigned)(kk[j] >> shift) & 0xffu;
         dg[j] = d;
-        const unsigned peers = match_digit8(d, vb);
+        // padding lanes (the row's last tile only) rank with no one and count nowhere
+        unsigned peers = match_digit8(d, 0xffu);
+        if (valid < LT) peers &= __ballot_sync(FULL_MASK, ok);
         const unsigned old = h[d];
         __syncwarp();
-        if (lane == __ffs(peers) - 1) h[d] = old + __popc(peers);
+        if (ok && lane == __ffs(peers) - 1) h[d] = old + __popc(peers);
         __syncwarp();
         rk[j] = old + __popc(peers & lt_mask);
     }
     __syncthreads();
+    // (digit, warp) starts in digit-major order: 8 consecutive counters a thread
     unsigned s = 0;
 #pragma unroll
     for (int q = 0; q < 8; ++q) {
         const int L = tid * 8 + q;
-        s += hist[(L % LWARPS) * HS + L / LWARPS];
+        s += whist[(L % LWARPS) * HS + L / LWARPS];
     }
     unsigned ex = block_exclusive_scan<LWARPS>(s, wsum);
 #pragma unroll
     for (int q = 0; q < 8; ++q) {
         const int L = tid * 8 + q;
-        const unsigned c = hist[(L % LWARPS) * HS + L / LWARPS];
-        hist[(L % LWARPS) * HS + L / LWARPS] = ex;
+        const unsigned c = whist[(L % LWARPS) * HS + L / LWARPS];
+        whist[(L % LWARPS) * HS + L / LWARPS] = ex;
         if (L % LWARPS == 0) dstart[L / LWARPS] = ex;
         ex += c;
     }
+    if (tid == 0) dstart[256] = (unsigned)valid;
     __syncthreads();
+    if (tid < 256) {  // thread d: digit d's count in the earlier tiles of the row
+        const unsigned c = dstart[tid + 1] - dstart[tid];
+        unsigned* st = status + row * (long long)ntiles * 256 + tid;
+        unsigned before = 0;
+        if (t == 0) {
+            st_relaxed(st, OS_INC | c);
+        } else {
+            st_relaxed(st + (long long)t * 256, OS_AGG | c);
+            // OS_WINDOW earlier tiles' words loaded at once, then read in order until an
+            // inclusive one: one memory latency per window, not per tile (tile 0 is inclusive)
+            bool done = false;
+            for (int j = t - 1; !done; j -= OS_WINDOW) {
+                unsigned v[OS_WINDOW];
+#pragma unroll
+                for (int q = 0; q < OS_WINDOW; ++q)
+                    v[q] = j - q >= 0 ? ld_relaxed(st + (long long)(j - q) * 256) : OS_INC;
+#pragma unroll
+                for (int q = 0; q < OS_WINDOW; ++q) {
+                    if (!done) {
+                        while (v[q] == 0u) v[q] = ld_relaxed(st + (long long)(j - q) * 256);
+                        before += v[q] & OS_CNT;
+                        done = v[q] & OS_INC;
+                    }
+                }
+            }
+            st_relaxed(st + (long long)t * 256, OS_INC | (before + c));
+        }
+        goff[tid] += (int)before - (int)dstart[tid];
+    }
 #pragma unroll
     for (int j = 0; j < LITEMS; ++j) {
-        const unsigned p = h[dg[j]] + rk[j];
-        if (p < (unsigned)valid) {
+        if (base + j * 32 < valid) {
+            const unsigned p = h[dg[j]] + rk[j];
             skeys[p] = kk[j];
             if (carry) spos[p] = pp[j];
         }
     }
     __syncthreads();
-    const unsigned* off = offsets + row * 256ll * ntiles;
-    K* kd = kdst + row * (long long)n;
-    int* pd = pdst + row * (long long)n;
     for (int i = tid; i < valid; i += blockDim.x) {
         const K k = skeys[i];
-        const unsigned d = (unsigned)((K)(k - kmin) >> shift) & 0xffu;
-        const long long g = (long long)dpre[d] + off[(long long)d * ntiles + t] +
-                            (i - (int)dstart[d]);
-        kd[g] = k;
-        if (carry) pd[g] = spos[i];
+        const long long g = rbase + goff[(unsigned)(k >> shift) & 0xffu] + i;
+        if (last) {
+            if ((want & OS_WANT_VALUES) && !gather) vout[g] = from_key<K>(k, mode);
+            if (carry) iout[g] = spos[i];
+        } else {
+            kdst[g] = k;
+            if (carry) pdst[g] = spos[i];
+        }
     }
 }
 
-// values (from keys, or the original bits for rows holding NaN or -0.0) and int64 indices
+// values of rows holding NaN or -0.0: the original bits at the sorted positions
 template <typename K>
-__device__ __forceinline__ void lsort_final(const K* __restrict__ x, const K* __restrict__ keys,
-                                            const int* __restrict__ pos,
-                                            const u64* __restrict__ stat, K* __restrict__ vout,
-                                            long long* __restrict__ iout, long long row0, int n,
-                                            int mode, int want_values, int want_indices) {
-    const long long row = row0 + blockIdx.y;
-    const long long base = row * (long long)n;
-    const bool gather = stat[3 * row + 2] != 0;
-    for (int i = blockIdx.x * LT + threadIdx.x; i < min(n, (blockIdx.x + 1) * LT);
-         i += blockDim.x) {
-        if (want_values)
-            vout[base + i] = gather ? x[base + pos[base + i]] : from_key<K>(keys[base + i], mode);
-        if (want_indices) iout[base + i] = pos[base + i];
-    }
+__device__ __forceinline__ void osort_gather(const K* __restrict__ x,
+                                             const long long* __restrict__ pos,
+                                             K* __restrict__ vout, const u64* __restrict__ summary,
+                                             long long total, int n) {
+    if (!(__ldcg(summary) >> 8)) return;  // no NaN or -0.0: the last pass wrote the values
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < total;
+         i += (long long)gridDim.x * blockDim.x)
+        vout[i] = x[i - i % n + pos[i]];
 }
 
-#define LSORT(W, K)                                                                               \
+#define OSORT(W, K)                                                                               \
     extern "C" __global__ void __launch_bounds__(32 * LWARPS)                                     \
-    xp_lsort_prep_##W(const K* x, K* keys, int* pos, u64* stat, long long row0, int n, int mode,  \
-                      int carry) {                                                                \
-        lsort_prep<K>(x, keys, pos, stat, row0, n, mode, carry);                                  \
+    xp_osort_hist_##W(const K* x, unsigned* hist, u64* stat, u64* summary, long long row0,       \
+                      long long nrows, int n, int chunk, int mode, unsigned nblocks) {            \
+        osort_hist<K>(x, hist, stat, summary, row0, nrows, n, chunk, mode, nblocks);              \
     }                                                                                             \
     extern "C" __global__ void __launch_bounds__(32 * LWARPS)                                     \
-    xp_lsort_hist_##W(const K* keys, const u64* stat, unsigned* counts, long long row0, int n,    \
-                      int ntiles, int shift) {                                                    \
-        lsort_hist<K>(keys, stat, counts, row0, n, ntiles, shift);                                \
+    xp_osort_pass_##W(const K* x, K* keys0, K* keys1, int* pos0, int* pos1, K* vout,             \
+                      long long* iout, const unsigned* hist, const u64* summary, unsigned* status, \
+                      unsigned* ctr, long long row0, long long nrows, int n, int ntiles, int p,   \
+                      int mode, int want) {                                                       \
+        osort_pass<K>(x, keys0, keys1, pos0, pos1, vout, iout, hist, summary, status, ctr, row0,  \
+                      nrows, n, ntiles, p, mode, want);                                           \
     }                                                                                             \
-    extern "C" __global__ void __launch_bounds__(32 * LWARPS)                                     \
-    xp_lsort_scatter_##W(const K* ksrc, const int* psrc, K* kdst, int* pdst, const u64* stat,     \
-                         const unsigned* offsets, const unsigned* dtot, long long row0, int n,    \
-                         int ntiles, int shift, unsigned vb, int carry) {                         \
-        lsort_scatter<K>(ksrc, psrc, kdst, pdst, stat, offsets, dtot, row0, n, ntiles, shift, vb, \
-                         carry);                                                                  \
-    }                                                                                             \
-    extern "C" __global__ void __launch_bounds__(32 * LWARPS)                                     \
-    xp_lsort_final_##W(const K* x, const K* keys, const int* pos, const u64* stat, K* vout,       \
-                       long long* iout, long long row0, int n, int mode, int want_values,         \
-                       int want_indices) {                                                        \
-        lsort_final<K>(x, keys, pos, stat, vout, iout, row0, n, mode, want_values, want_indices); \
+    extern "C" __global__ void __launch_bounds__(256)                                             \
+    xp_osort_gather_##W(const K* x, const long long* pos, K* vout, const u64* summary,            \
+                        long long total, int n) {                                                 \
+        osort_gather<K>(x, pos, vout, summary, total, n);                                         \
     }
 
-LSORT(1, u8)
-LSORT(2, u16)
-LSORT(4, u32)
-LSORT(8, u64)
+OSORT(1, u8)
+OSORT(2, u16)
+OSORT(4, u32)
+OSORT(8, u64)
 
 // ---- small-integer set functions: a histogram over every possible value ---------------------
 //

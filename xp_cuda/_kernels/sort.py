@@ -5,7 +5,7 @@ hash tables when a long input holds few distinct values, hash_unique; else a sor
 over its runs), searchsorted, and isin (membership in a sorted array, searched in one pass).
 
 The caller validates everything; nothing here checks user input. The pure-Python part (key
-modes, ``plan_segsort``, ``smem_bytes``, ``lsort_smem``, ``lsort_passes``, ``hist16_chunks``,
+modes, ``plan_segsort``, ``smem_bytes``, ``osort_smem``, ``osort_passes``, ``hist16_chunks``,
 ``kernel_names``, ``plan_unique``, the NumPy model of the key transform ``to_key``) is tested
 without a GPU.
 """
@@ -27,9 +27,10 @@ _I64 = np.dtype(np.int64)
 _U8 = np.dtype(np.uint8)
 _NULL = np.uint64(0)  # a null pointer parameter (a constant: never patched)
 
-__all__ = ["WARP_ITEMS", "WARP_ROWS", "SEGSORT_CONFIGS", "L_MAX", "LSORT_TILE",
-           "LSORT_SCAN_ROWS_MAX", "SMALL_UNIQUE_DTYPES", "key_mode", "to_key", "plan_segsort",
-           "smem_bytes", "lsort_smem", "lsort_passes", "hist16_chunks", "kernel_names",
+__all__ = ["WARP_ITEMS", "WARP_ROWS", "SEGSORT_CONFIGS", "L_MAX", "OSORT_TILE",
+           "OSORT_N_MAX", "SMALL_UNIQUE_DTYPES", "key_mode", "to_key", "plan_segsort",
+           "smem_bytes", "osort_smem", "osort_passes", "osort_hist_blocks", "hist16_chunks",
+           "kernel_names",
            "segmented_sort", "small_unique", "searchsorted", "SORTED_UNIQUE_DTYPES", "UNIQUE_TILE",
            "UniquePlan", "plan_unique", "keep_whole", "sorted_unique", "isin", "HQ_SLOTS",
            "HQ_MAX", "HashUniquePlan", "plan_hash_unique", "hash_unique"]
@@ -41,7 +42,7 @@ __all__ = ["WARP_ITEMS", "WARP_ROWS", "SEGSORT_CONFIGS", "L_MAX", "LSORT_TILE",
 WARP_ITEMS = (1, 2)
 WARP_ROWS = 8
 SEGSORT_CONFIGS = ((1, 4), (4, 4), (8, 4), (8, 8), (16, 8), (32, 8), (32, 16))
-L_MAX = max(32 * w * i for w, i in SEGSORT_CONFIGS)  # 16384: longer rows: xp_lsort (or None)
+L_MAX = max(32 * w * i for w, i in SEGSORT_CONFIGS)  # 16384: longer rows: xp_osort (or None)
 KEY_WIDTHS = (1, 2, 4, 8)
 _HIST_STRIDE = 257       # sort.cu: HS, one padded 256-counter histogram per warp
 _SMEM_OPTIN = 232448     # sm_90's per-block opt-in shared memory; the device's value is used
@@ -132,8 +133,7 @@ def kernel_names() -> list[str]:
     """Every kernel name a launcher here can request."""
     return ([f"xp_segsort_{w}_{a}x{b}" for w in KEY_WIDTHS for a, b in SEGSORT_CONFIGS]
             + [f"xp_warpsort_{w}_{i}" for w in KEY_WIDTHS for i in WARP_ITEMS]
-            + [f"xp_lsort_{k}_{w}" for k in ("prep", "hist", "scatter", "final")
-               for w in KEY_WIDTHS] + ["xp_lsort_scan", "xp_lsort_scan_rows"]
+            + [f"xp_osort_{k}_{w}" for k in ("hist", "pass", "gather") for w in KEY_WIDTHS]
             + [f"xp_unique_{k}{b}" for k in ("hist", "scan", "inverse") for b in (8, 16)]
             + ["xp_unique_hist_bool"]
             + [f"xp_sortuniq_{k}_{w}" for k in ("keys", "wtiles", "runs", "wruns")
@@ -149,10 +149,10 @@ def units() -> dict:
     """kernel name -> the source the runtime compiles for it: one instantiation line of sort.cu
     (the whole file takes 10 s to compile; a first sort waits for its one tier's kernel)."""
     macros = {None: [n for n in kernel_names()
-                     if n.startswith(("xp_unique", "xp_lsort_scan", "xp_sortuniq_scan"))],
+                     if n.startswith(("xp_unique", "xp_sortuniq_scan"))],
               "SEGSORT": ["xp_segsort_{0}_{2}x{3}"],
               "WARPSORT": ["xp_warpsort_{0}_{2}"],
-              "LSORT": [f"xp_lsort_{k}_{{0}}" for k in ("prep", "hist", "scatter", "final")],
+              "OSORT": [f"xp_osort_{k}_{{0}}" for k in ("hist", "pass", "gather")],
               "SEARCHSORTED": ["xp_searchsorted_{0}"],
               "ISIN": ["xp_isin_{0}"],
               "SORTUNIQ": ["xp_sortuniq_keys_{0}", "xp_sortuniq_wtiles_{0}",
@@ -217,9 +217,10 @@ def _plan_segmented(cp, shape, dtype, want_values, want_indices, xp, vp, ip):
     width = dtype.itemsize
     plan = plan_segsort(n, width, mode, want_indices, _smem_limit(cp))
     if plan is None:
-        # one long row (a 1-D sort): CuPy's (CUB's) sort is as fast as torch's, and faster
-        # than these kernels, so the caller's fallback serves it
-        if nrows > 1 and n < 2**31 and _smem_limit(cp) >= lsort_smem(width):
+        # many long rows: the onesweep sort. One long row (a 1-D sort): CuPy's (CUB's) sort,
+        # the caller's fallback, is faster (H200, 16M float32: 0.54 ms against 0.85-0.94;
+        # these kernels' passes issue about twice CUB's instructions)
+        if nrows > 1 and n < OSORT_N_MAX and _smem_limit(cp) >= osort_smem(width):
             return "long"
         return None
     _segsort(cp, plan, xp, vp if want_values else 0, ip if want_indices else 0, nrows, n, mode)
@@ -231,12 +232,11 @@ def segmented_sort(cp, x, want_values: bool, want_indices: bool):
     integer or float dtype; NaNs last in their order, -0.0 == +0.0 in stable order).
 
     Returns (values or None, int64 indices or None), both of x's shape. Rows of at most 64
-    elements: a warp each; up to L_MAX: a block each, in shared memory; longer: the multi-block
-    radix sort (xp_lsort_*, which reads the rows' key range back to the host once). None when
-    no path here serves the rows best: a single row longer than L_MAX (a 1-D sort; CuPy's is
-    at torch's speed there), n >= 2**31, or a device without the shared memory: the caller
-    falls back. Float values are bit-exact, NaN payloads and zero signs included (rows
-    holding NaN or -0.0 gather them by index). Up to L_MAX, a recorded program per geometry."""
+    elements: a warp each; up to L_MAX: a block each, in shared memory; longer: the onesweep
+    radix sort (xp_osort_*, no host sync). None when no path here serves the rows best: a
+    single row longer than L_MAX (a 1-D sort; CuPy's is faster there), n >= OSORT_N_MAX, or a
+    device without the shared memory: the caller falls back. Float values are bit-exact, NaN
+    payloads and zero signs included (rows holding NaN or -0.0 gather them by index). Up to L_MAX, a recorded program per geometry."""
     shape, dtype, xp = x.shape, x.dtype, x.data.ptr
     prog = program(cp, ("segsort", shape, dtype, want_values, want_indices), (xp & 15, 0, 0),
                    lambda a, b, c: _plan_segmented(cp, shape, dtype, want_values, want_indices,
@@ -256,76 +256,84 @@ def segmented_sort(cp, x, want_values: bool, want_indices: bool):
     return values, indices
 
 
-LSORT_TILE = 4096  # sort.cu: LT, the tile of the long-row radix sort (16 warps x 8 items)
-LSORT_SCAN_ROWS_MAX = 64  # tiles per row up to which a thread per digit scans (xp_lsort_scan_rows)
+OSORT_TILE = 4096  # sort.cu: LT, the tile of the long-row radix sort (16 warps x 8 items)
+OSORT_N_MAX = 2**30  # sort.cu: rows below this (its status words count in 30 bits)
+_OS_WANT_VALUES, _OS_WANT_INDICES = 1, 2  # sort.cu: OS_WANT_VALUES, OS_WANT_INDICES
+_OS_THREADS = 32 * 16  # sort.cu: 32 * LWARPS
 
 
-def lsort_smem(width: int) -> int:
-    """Dynamic shared memory of xp_lsort_scatter: the tile's keys and int32 positions, the
-    16 x 257 warp histograms, 32 scan words, the 256 digit starts in the tile and in the row."""
-    return LSORT_TILE * (width + 4) + 16 * _HIST_STRIDE * 4 + 32 * 4 + 2 * 256 * 4
+def osort_smem(width: int) -> int:
+    """Dynamic shared memory of xp_osort_pass: the tile's keys and int32 positions, the
+    16 x 257 warp histograms, 32 scan words, 257 digit starts in the tile, 256 offsets into
+    the row and the tile's number."""
+    return OSORT_TILE * (width + 4) + 16 * _HIST_STRIDE * 4 + 32 * 4 + 257 * 4 + 256 * 4 + 4
 
 
-def lsort_passes(span: int, width: int) -> list[tuple[int, int]]:
-    """(shift, varying bits of the digit) of each radix pass the long-row sort runs when the
-    largest row span (kmax - kmin in key space) is ``span``: the bytes up to span's top bit."""
-    if span <= 0:
-        return []
-    vary = (1 << span.bit_length()) - 1
-    return [(shift, (vary >> shift) & 0xFF) for shift in range(0, 8 * width, 8)
-            if (vary >> shift) & 0xFF]
+def osort_passes(top: int, width: int) -> list[int]:
+    """The shifts of the radix passes that run (sort.cu's xp_osort_pass decides it on the
+    device; the others exit at once) when ``top`` is the number of low bits in which some row's
+    smallest and largest keys differ: the bytes holding them (a row's keys agree above that
+    bit), at least one (the last pass writes the output)."""
+    return [shift for shift in range(0, 8 * width, 8) if shift < top] or [0]
+
+
+def osort_hist_blocks(n: int, nrows: int, sm_count: int) -> int:
+    """Blocks a row of the upfront count: about four a SM over all rows, a tile each at least."""
+    return max(1, min(-(-n // OSORT_TILE), -(-4 * sm_count // nrows)))
 
 
 def _long_sort(cp, x, values, indices, nrows: int, n: int, mode: int, width: int):
-    """Rows longer than L_MAX: the multi-block radix sort of sort.cu (xp_lsort_*), into the
-    allocated values / indices (either may be None)."""
+    """Rows longer than L_MAX: sort.cu's onesweep radix sort (xp_osort_*), into the allocated
+    values / indices (either may be None). No host sync: a pass per key byte is launched, and
+    the upfront count's summary tells each on the device whether it runs and where it writes."""
     ut = np.dtype(f"u{width}")
-    carry = indices is not None or mode == MODE_FLOAT
+    alloc = allocator(cp)
+    stream = cp.cuda.get_current_stream().ptr
     total = nrows * n
-    ntiles = -(-n // LSORT_TILE)
-    keys = [cp.empty(total, dtype=ut), cp.empty(total, dtype=ut)]
-    pos = [cp.empty(total if carry else 1, dtype=np.int32) for _ in range(2)]
-    stat = cp.empty((nrows, 3), dtype=np.uint64)
-    stat[:, 0] = np.uint64(2**64 - 1)
-    stat[:, 1:] = 0
-    counts = cp.empty(nrows * 256 * ntiles, dtype=np.uint32)
-    dtot = cp.empty(nrows * 256, dtype=np.uint32)
-    threads = 512
-    smem = lsort_smem(width)
-    scatter = _kernel(f"xp_lsort_scatter_{width}")
-    _allow_smem(cp, scatter, smem)
+    ntiles = -(-n // OSORT_TILE)
+    hist_bytes = nrows * width * 256 * 4
+    status_bytes = width * nrows * (ntiles * 256 + 1) * 4  # every pass's words, then counters
+    work = alloc((hist_bytes + nrows * 24 + 16 + status_bytes,), _U8)
+    hp = work.data.ptr
+    statp = hp + hist_bytes
+    sump = statp + nrows * 24
+    sp = sump + 16
+    ctrp = sp + width * nrows * ntiles * 256 * 4
+    cp.cuda.runtime.memsetAsync(hp, 0, work.nbytes, stream)
     chunks = [(r0, min(65535, nrows - r0)) for r0 in range(0, nrows, 65535)]  # grid y limit
+    per_row = osort_hist_blocks(n, nrows, device_info(cp).sm_count)
+    chunk = -(-n // per_row)
     for r0, rows in chunks:
-        _kernel(f"xp_lsort_prep_{width}")(
-            (ntiles, rows), (threads,),
-            (x, keys[0], pos[0], stat, np.int64(r0), np.int32(n), np.int32(mode),
-             np.int32(carry)))
-    st = stat.get()  # the one host read: which passes any row needs
-    span = int((st[:, 1] - st[:, 0]).max())
-    src = 0
-    for shift, vb in lsort_passes(span, width):
-        for r0, rows in chunks:
-            _kernel(f"xp_lsort_hist_{width}")(
-                (ntiles, rows), (threads,),
-                (keys[src], stat, counts, np.int64(r0), np.int32(n), np.int32(ntiles),
-                 np.int32(shift)))
-            sargs = (counts, dtot, np.int64(r0), np.int32(ntiles))
-            if ntiles <= LSORT_SCAN_ROWS_MAX:
-                _kernel("xp_lsort_scan_rows")((rows,), (256,), sargs)
-            else:
-                _kernel("xp_lsort_scan")((256, rows), (1024,), sargs)
-            scatter((ntiles, rows), (threads,),
-                    (keys[src], pos[src], keys[1 - src], pos[1 - src], stat, counts, dtot,
-                     np.int64(r0), np.int32(n), np.int32(ntiles), np.int32(shift),
-                     np.uint32(vb), np.int32(carry)), shared_mem=smem)
-        src = 1 - src
+        _kernel(f"xp_osort_hist_{width}")(
+            (per_row, rows), (_OS_THREADS,),
+            (x, np.uint64(hp), np.uint64(statp), np.uint64(sump), np.int64(r0), np.int64(nrows),
+             np.int32(n), np.int32(chunk), np.int32(mode), np.uint32(per_row * nrows)))
+    # positions travel for indices, and for float values (rows holding NaN or -0.0 gather)
+    gatherable = values is not None and mode == MODE_FLOAT
+    carry = indices is not None or gatherable
+    nbuf = min(2, width - 1)  # a 1-byte key is sorted by its one pass
     null = np.uint64(0)
-    for r0, rows in chunks:
-        _kernel(f"xp_lsort_final_{width}")(
-            (ntiles, rows), (threads,),
-            (x, keys[src], pos[src], stat, values if values is not None else null,
-             indices if indices is not None else null, np.int64(r0), np.int32(n),
-             np.int32(mode), np.int32(values is not None), np.int32(indices is not None)))
+    keys = [alloc((total,), ut) for _ in range(nbuf)] + [null] * (2 - nbuf)
+    pos = ([alloc((total,), np.dtype(np.int32)) for _ in range(nbuf)] if carry else []) + \
+        [null] * (2 - (nbuf if carry else 0))
+    iout = indices if indices is not None else (alloc((total,), _I64) if gatherable else null)
+    want = (_OS_WANT_VALUES if values is not None else 0) | \
+        (_OS_WANT_INDICES if indices is not None else 0)
+    smem = osort_smem(width)
+    pk = _kernel(f"xp_osort_pass_{width}")
+    _allow_smem(cp, pk, smem)
+    vout = values if values is not None else null
+    for p in range(width):
+        for r0, rows in chunks:
+            pk((ntiles, rows), (_OS_THREADS,),
+               (x, keys[0], keys[1], pos[0], pos[1], vout, iout, np.uint64(hp), np.uint64(sump),
+                np.uint64(sp), np.uint64(ctrp), np.int64(r0), np.int64(nrows), np.int32(n),
+                np.int32(ntiles), np.int32(p), np.int32(mode), np.int32(want)),
+               shared_mem=smem)
+    if gatherable:  # exits at once where no row holds NaN or -0.0
+        _kernel(f"xp_osort_gather_{width}")(
+            (grid(cp, total, 256, 8),), (256,),
+            (x, iout, values, np.uint64(sump), np.int64(total), np.int32(n)))
 
 
 def _plan_small_unique(cp, shape, strides, dt, want_counts, want_inverse, want_indices, xp,
