@@ -128,16 +128,18 @@ def moment_units():
 
 
 def sort_units():
-    """The sorts of 4- and 8-byte keys (float32/int32, float64/int64), the histogram set
-    functions (in every unit), the hash-table and sort-then-runs set functions of long
-    inputs and searchsorted."""
+    """The sorts of 4- and 8-byte keys (float32/int32, float64/int64; rows of any length), the
+    histogram set functions (in every unit), the hash-table and sort-then-runs set functions
+    of long inputs, searchsorted and isin."""
     from xp_cuda._kernels import sort as S
     for name, unit in S.units().items():
         if name.startswith(("xp_segsort_4", "xp_segsort_8", "xp_warpsort_4", "xp_warpsort_8",
                             "xp_searchsorted_4", "xp_searchsorted_8", "xp_unique",
                             "xp_sortuniq_keys_4", "xp_sortuniq_keys_8", "xp_sortuniq_runs_4",
                             "xp_sortuniq_runs_8", "xp_hashuniq_",
-                            "xp_isin_4", "xp_isin_8")):
+                            "xp_isin_4", "xp_isin_8", "xp_osort_hist_4", "xp_osort_hist_8",
+                            "xp_osort_pass_4", "xp_osort_pass_8", "xp_osort_gather_4",
+                            "xp_osort_gather_8")):
             yield unit, (), name
 
 
