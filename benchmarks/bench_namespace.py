@@ -202,6 +202,11 @@ CASES: list[Case] = reduction_cases() + [
          lambda xp, a: xp.argsort(a["x"], axis=-1), bytes=None, check="argsort"),
     Case("argsort(x) 1-D", lambda s: {"x": normal(s.mid)},
          lambda xp, a: xp.argsort(a["x"]), bytes=None, check="argsort"),
+    # 64 rows of mid / 64: rows longer than one block sorts (16384) at the large size
+    Case("sort(x, axis=-1) long rows", lambda s: {"x": normal((64, max(1, s.mid // 64)))},
+         lambda xp, a: xp.sort(a["x"], axis=-1), bytes=None, check="exact"),
+    Case("argsort(x, axis=-1) long rows", lambda s: {"x": normal((64, max(1, s.mid // 64)))},
+         lambda xp, a: xp.argsort(a["x"], axis=-1), bytes=None, check="argsort"),
     *unique_cases(),
     Case("searchsorted(sorted, q)", lambda s: {"s": Input(s.mid, "sorted"),
                                                 "q": other(s.mid)},
