@@ -30,8 +30,7 @@ _NULL = np.uint64(0)  # a null pointer parameter (a constant: never patched)
 __all__ = ["WARP_ITEMS", "WARP_ROWS", "SEGSORT_CONFIGS", "L_MAX", "OSORT_TILE",
            "OSORT_N_MAX", "SMALL_UNIQUE_DTYPES", "key_mode", "to_key", "plan_segsort",
            "smem_bytes", "osort_smem", "osort_passes", "osort_hist_blocks", "hist16_chunks",
-           "kernel_names",
-           "segmented_sort", "small_unique", "searchsorted", "SORTED_UNIQUE_DTYPES", "UNIQUE_TILE",
+           "kernel_names", "segmented_sort", "small_unique", "searchsorted", "SORTED_UNIQUE_DTYPES", "UNIQUE_TILE",
            "UniquePlan", "plan_unique", "keep_whole", "sorted_unique", "isin", "HQ_SLOTS",
            "HQ_MAX", "HashUniquePlan", "plan_hash_unique", "hash_unique"]
 
@@ -236,7 +235,8 @@ def segmented_sort(cp, x, want_values: bool, want_indices: bool):
     radix sort (xp_osort_*, no host sync). None when no path here serves the rows best: a
     single row longer than L_MAX (a 1-D sort; CuPy's is faster there), n >= OSORT_N_MAX, or a
     device without the shared memory: the caller falls back. Float values are bit-exact, NaN
-    payloads and zero signs included (rows holding NaN or -0.0 gather them by index). Up to L_MAX, a recorded program per geometry."""
+    payloads and zero signs included (rows holding NaN or -0.0 gather them by index). Up to
+    L_MAX, a recorded program per geometry."""
     shape, dtype, xp = x.shape, x.dtype, x.data.ptr
     prog = program(cp, ("segsort", shape, dtype, want_values, want_indices), (xp & 15, 0, 0),
                    lambda a, b, c: _plan_segmented(cp, shape, dtype, want_values, want_indices,
