@@ -27,12 +27,12 @@ _I64 = np.dtype(np.int64)
 _U8 = np.dtype(np.uint8)
 _NULL = np.uint64(0)  # a null pointer parameter (a constant: never patched)
 
-__all__ = ["WARP_ITEMS", "WARP_ROWS", "SEGSORT_CONFIGS", "L_MAX", "OSORT_TILE",
-           "OSORT_N_MAX", "SMALL_UNIQUE_DTYPES", "key_mode", "to_key", "plan_segsort",
-           "smem_bytes", "osort_smem", "osort_passes", "osort_hist_blocks", "hist16_chunks",
-           "kernel_names", "segmented_sort", "small_unique", "searchsorted",
-           "SORTED_UNIQUE_DTYPES", "UNIQUE_TILE", "UniquePlan", "plan_unique", "keep_whole", "sorted_unique", "isin", "HQ_SLOTS",
-           "HQ_MAX", "HashUniquePlan", "plan_hash_unique", "hash_unique"]
+__all__ = ["WARP_ITEMS", "WARP_ROWS", "SEGSORT_CONFIGS", "L_MAX", "OSORT_TILE", "OSORT_N_MAX",
+           "SMALL_UNIQUE_DTYPES", "key_mode", "to_key", "plan_segsort", "smem_bytes", "osort_smem",
+           "osort_passes", "osort_hist_blocks", "hist16_chunks", "kernel_names", "segmented_sort",
+           "small_unique", "searchsorted", "SORTED_UNIQUE_DTYPES", "UNIQUE_TILE", "UniquePlan",
+           "plan_unique", "keep_whole", "sorted_unique", "isin", "HQ_SLOTS", "HQ_MAX",
+           "HashUniquePlan", "plan_hash_unique", "hash_unique"]
 
 # (warps, items per thread) of the block sort tiers in sort.cu (SEGSORT_ALL), smallest first;
 # a row goes to the smallest tier holding it. Capacity 32 * warps * items.
