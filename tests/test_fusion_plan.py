@@ -46,13 +46,15 @@ def red(shape, axes, kind="sum", dt="float32", strides=None):
     ((7, 4096), (1,), (7, 4096, True, 256, 1, 4096, 1, 7, True, 4)),
     ((2**28,), (0,), (1, 2**28, True, 256, 792, 338944, 1, 792, True, 4)),
     ((33, 33008), (1,), (33, 33008, True, 256, 4, 8256, 1, 132, True, 4)),
-    ((100,), (0,), (1, 100, True, 32, 1, 100, 8, 1, True, 4)),
+    ((100,), (0,), (1, 100, True, 4, 1, 100, 64, 1, True, 4)),  # ROW_LANE_ELEMS a lane
+    ((2**20, 64), (1,), (2**20, 64, True, 4, 1, 64, 64, 16384, True, 4)),  # short rows
+    ((16, 2**20), (0,), (2**20, 16, False, 1, 1, 16, 256, 4096, False, 1)),  # short columns
     ((6, 5, 4), (0, 2), (5, 24, True, 2, 1, 24, 128, 1, False, 1)),  # innermost reduced
     ((20011, 3), (0,), (3, 20011, False, 64, 9, 2224, 4, 9, False, 1)),  # column
     ((3, 4001, 5), (1,), (15, 4001, False, 16, 7, 576, 16, 7, False, 1)),  # middle axis
     ((2**20, 256), (0,), (256, 2**20, False, 8, 99, 10592, 32, 792, False, 1)),
     ((0, 5000), (1,), (0, 5000, True, 256, 1, 5000, 1, 1, True, 4)),  # no output: no split
-    ((5000, 0), (0,), (0, 5000, False, 256, 1, 5000, 1, 1, False, 1)),
+    ((5000, 0), (0,), (0, 5000, False, 128, 1, 5000, 2, 1, False, 1)),
 ])
 def test_reduction_split(shape, axes, want):
     plan = red(shape, axes)

@@ -266,6 +266,39 @@ def accumulation_dtype(node) -> str:
     return a.acc or node.dtype.name
 
 
+def _pow2_floor(n: int) -> int:
+    return 1 << (max(1, n).bit_length() - 1)
+
+
+# A short range takes few lanes: each lane's share of a row (ROW_LANE_ELEMS elements at least)
+# or of a column (COL_LANE_ROWS rows) keeps its loads in flight, and the shared-memory tree
+# over the lanes (a barrier a level) stays short. A warp a row of 64 float32 and 8 lanes a
+# column of 16 rows spent their time in the tree (H200, 2^26 float32, ms, before -> after,
+# torch): sum over rows of 64 0.334 -> 0.076 (0.243-0.269), var 0.759 -> 0.098 (0.48-0.52),
+# argmax 0.476 -> 0.102 (0.47); rows of 128 sum 0.161 -> 0.073 (0.132); over columns of 16
+# rows sum 0.364 -> 0.080 (0.080), var 0.688 -> 0.120 (0.100), argmax 0.432 -> 0.117 (0.112);
+# of 64 rows sum 0.105 -> 0.077 (0.076). Rows of 512 and more, columns of 256 and more: as
+# before.
+ROW_LANE_ELEMS = 16
+COL_LANE_ROWS = 32
+
+
+def row_lanes(M: int) -> int:
+    """Lanes G a contiguous row of M elements is reduced by (its last axis reduced): a block
+    a row from 2048 elements, else a power of two up to a warp, ROW_LANE_ELEMS a lane."""
+    if M >= 2048:
+        return 256
+    return min(32, _pow2_floor(M // ROW_LANE_ELEMS))
+
+
+def column_lanes(M: int, PV: int) -> int:
+    """Lanes G of a work item of a column-like reduction (innermost axes kept): PV items of
+    neighbouring outputs, each over M rows; a block holds THREADS // G items (at most
+    COL_GROUPS of them where the rows are long enough for several lanes)."""
+    G = THREADS // min(COL_GROUPS, 1 << max(0, PV - 1).bit_length())
+    return min(G, _pow2_floor(M // COL_LANE_ROWS))
+
+
 def plan_reduction(node, j, r, strides_ok, inputs, sms) -> ReducePlan:
     a = node.attr
     kind, axes = a.kind, a.axes
@@ -282,7 +315,7 @@ def plan_reduction(node, j, r, strides_ok, inputs, sms) -> ReducePlan:
         # rows keep their loads in flight and a block holds more of them
         G = min(256, 1 << (max(1, M // unroll).bit_length() - 1))
     elif row_like:
-        G = 256 if M >= 2048 else 32 if M >= 64 else 1
+        G = row_lanes(M)
     colvec = 1
     cfin: tuple = ()
     if not row_like and kind not in STRUCT_ACC and kept == tuple(range(nd - len(kept), nd)) \
@@ -297,7 +330,7 @@ def plan_reduction(node, j, r, strides_ok, inputs, sms) -> ReducePlan:
             cfin = ()
     PV = P // colvec  # work items across the kept axes: groups of colvec neighbouring outputs
     if not row_like:
-        G = THREADS // min(COL_GROUPS, 1 << max(0, PV - 1).bit_length())
+        G = column_lanes(M, PV)
     target = int(sms * 2048 * KIND_WAVES.get(kind, RED_WAVES))
     if PV * G >= target or M == 0 or P == 0:  # P == 0: nothing to compute, nothing to split
         S = 1
