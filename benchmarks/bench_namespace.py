@@ -62,7 +62,9 @@ from _timing import (copy_gbps, environment, first_line, gpu_usable, missing_fun
 @dataclass(frozen=True)
 class Sizes:
     sq: tuple      # the square array: reductions (all axes, 0, -1), row sorts, concat
-    tall: tuple    # tall and narrow: a column reduction (k-means' sum(onehot, axis=0))
+    tall: tuple    # tall and narrow: a column reduction (k-means' sum(onehot, axis=0)), and
+                   # short rows (a reduction over its last axis)
+    wide: tuple    # short and wide: short columns (a reduction or scan over axis 0)
     long: int      # a long 1-D array: cumulative_sum, unique of int8, take's table
     mid: int       # a 1-D array: sort, unique of float32, take's indices, searchsorted
     bcast: tuple   # (n, m): the (n, 1) + (1, m) broadcast
@@ -72,15 +74,17 @@ class Sizes:
 
 
 SIZES = {
-    "large": Sizes(sq=(8192, 8192), tall=(1 << 22, 64), long=1 << 26, mid=1 << 24,
-                   bcast=(4096, 16384), batch=(16384, 64, 64), mat=8192, solve=(4096, 16)),
-    "quick": Sizes(sq=(2048, 2048), tall=(1 << 18, 64), long=1 << 22, mid=1 << 20,
-                   bcast=(1024, 4096), batch=(1024, 64, 64), mat=2048, solve=(1024, 16)),
-    "small": Sizes(sq=(2, 4), tall=(4, 2), long=8, mid=8, bcast=(2, 4), batch=(2, 2, 2),
-                   mat=2, solve=(2, 2)),
+    "large": Sizes(sq=(8192, 8192), tall=(1 << 22, 64), wide=(64, 1 << 20), long=1 << 26,
+                   mid=1 << 24, bcast=(4096, 16384), batch=(16384, 64, 64), mat=8192,
+                   solve=(4096, 16)),
+    "quick": Sizes(sq=(2048, 2048), tall=(1 << 18, 64), wide=(64, 1 << 16), long=1 << 22,
+                   mid=1 << 20, bcast=(1024, 4096), batch=(1024, 64, 64), mat=2048,
+                   solve=(1024, 16)),
+    "small": Sizes(sq=(2, 4), tall=(4, 2), wide=(2, 4), long=8, mid=8, bcast=(2, 4),
+                   batch=(2, 2, 2), mat=2, solve=(2, 2)),
     # --allow-cpu without a GPU: every case on cpu, small enough for a 2-core CI box
-    "cpu": Sizes(sq=(48, 64), tall=(512, 8), long=4096, mid=2048, bcast=(32, 64),
-                 batch=(16, 8, 8), mat=48, solve=(32, 4)),
+    "cpu": Sizes(sq=(48, 64), tall=(512, 8), wide=(8, 512), long=4096, mid=2048,
+                 bcast=(32, 64), batch=(16, 8, 8), mat=48, solve=(32, 4)),
 }
 
 
@@ -154,7 +158,8 @@ REDUCTIONS = {  # function -> input kind (prod near 1 so it stays finite; all/an
     "min": "normal", "max": "normal", "argmin": "normal", "argmax": "normal",
     "all": "mostly_true", "any": "rare_true"}
 REDUCTION_AXES = [("all axes", "sq", None), ("axis=0", "sq", 0), ("axis=-1", "sq", -1),
-                  ("axis=0 tall", "tall", 0)]
+                  ("axis=0 tall", "tall", 0), ("axis=-1 tall", "tall", -1),
+                  ("axis=0 wide", "wide", 0)]
 EXACT_REDUCTIONS = {"min", "max", "argmin", "argmax", "all", "any"}
 
 
@@ -194,6 +199,8 @@ CASES: list[Case] = reduction_cases() + [
          lambda xp, a: xp.cumulative_sum(a["x"], axis=0)),
     Case("cumulative_sum(x, axis=1)", lambda s: {"x": normal(s.sq)},
          lambda xp, a: xp.cumulative_sum(a["x"], axis=1)),
+    Case("cumulative_sum(x, axis=0) wide", lambda s: {"x": normal(s.wide)},
+         lambda xp, a: xp.cumulative_sum(a["x"], axis=0)),
     Case("sort(x, axis=-1)", lambda s: {"x": normal(s.sq)},
          lambda xp, a: xp.sort(a["x"], axis=-1), bytes=None, check="exact"),
     Case("sort(x) 1-D", lambda s: {"x": normal(s.mid)},
