@@ -1,9 +1,11 @@
 """The fused compiler's planning (fusion_plan), the eager reduction entry and the launcher's
 per-thread parameter blocks, checked on the CPU: no NVRTC, no GPU."""
+import math
 import threading
 import types
 
 import numpy as np
+
 import pytest
 
 import xp_cuda as xp
@@ -214,6 +216,24 @@ def test_flat_grid_covers_every_element(config, n):
     # aligned: whole blocks of vectors, then one thread per element of the tail
     assert full * per_block + (p.blocks - full) * T >= n
     assert p.tunable
+
+
+@pytest.mark.parametrize("shape,run", [((8, 64), 4), ((3, 4), 4), ((5, 7), 1), ((4, 2), 1),
+                                       ((2, 3, 8), 4)])
+def test_strided_groups_take_runs_along_the_innermost_axis(shape, run):
+    """A group read through coordinates (here a broadcast column) takes runs of RUN_ELEMS
+    neighbours where the innermost axis is a multiple of it (one thread a run: the grid
+    shrinks by the run), else one element a thread; the printed loop decomposes once a run."""
+    c = xp.zeros(shape, dtype=xp.bool, device=CPU)
+    x = xp.zeros(shape, dtype=xp.float32, device=CPU)
+    col = xp.zeros(shape[:-1] + (1,), dtype=xp.float32, device=CPU)
+    t, nodes, *_ = _trace.trace(lambda a, b, d: xp.where(a, b, d), [c, x, col], {}, CPU)
+    p = kfusion.Program(t, nodes, [fake(shape, 1), fake(shape, 4), fake(col.shape, 4)], SMS)
+    (g,) = p.plan.groups
+    n = math.prod(shape)
+    assert not g.flat and g.run == run
+    assert g.blocks == g.blocks_scalar == max(1, -(-n // (g.threads * run)))
+    assert ("for (long long i0 = tid * 4;" in p.source) is (run > 1)
 
 
 def _plan_of(f, args, arrays=None):

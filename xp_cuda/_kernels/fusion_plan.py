@@ -123,7 +123,15 @@ class GroupPlan:
     threads: int
     per_block: int  # elements per block of whole vectors (0 without a vector path)
     blocks: int  # grid when every operand is aligned
-    blocks_scalar: int  # grid for any alignment: one thread per element
+    blocks_scalar: int  # grid for any alignment: one thread per element (per run)
+    run: int = 1  # coordinates (not flat): elements a thread takes along the innermost axis
+
+
+# Groups read through coordinates (strided or broadcast operands) take runs of RUN_ELEMS
+# neighbours along the innermost axis where its length is a multiple: the index is decomposed
+# once a run, not once an element (a division by a runtime size per axis). where(c, x,
+# x[:, :1]) of a (2^20, 64) float32 x, H200: 0.452 -> 0.184 ms (torch 0.314).
+RUN_ELEMS = 4
 
 
 @dataclass(frozen=True)
@@ -230,20 +238,21 @@ def plan_group(outs, idxs, shape, strides_ok, inputs, config, T) -> GroupPlan:
         vec = max(1, config[0] // max(sizes))
         if vec > 1:
             unroll = config[1]
+    run = RUN_ELEMS if not flat and shape and shape[-1] % RUN_ELEMS == 0 else 1
     # grid: with every operand aligned, blocks of U * T whole vectors, then one thread per
-    # remaining element; otherwise one thread per element
+    # remaining element; otherwise one thread per element (per run)
     need_scalar = -(-n // T)
     per_block = 0
     if flat and vec > 1:
         per_block = unroll * T * vec
         need = n // per_block + -(-(n % per_block) // T)
     else:
-        need = need_scalar
+        need = need_scalar = -(-n // (T * run))
     if need_scalar > MAX_GRID:  # beyond any GPU's memory today
         raise ValueError(f"fuse: {n} elements exceed one launch ({MAX_GRID} blocks of "
                          f"{T} threads); split the arrays")
     return GroupPlan(tuple(idxs), tuple(shape), n, flat, fin, vec, unroll, T, per_block,
-                     need, need_scalar)
+                     need, need_scalar, run)
 
 
 # Products of float32 accumulate in float64. Factors near 1 combined in a tree round their

@@ -420,6 +420,21 @@ def _scalar_body(vals, outs, grp, flat):
     return vals.lines + [f"out{j}[i] = {r};" for j, r in zip(grp.outs, res)]
 
 
+def _run_body(vals, outs, grp):
+    """(statements decomposing the run's first index i0 into coordinates, statements
+    computing the group's outputs at element i = i0 + ru of the run): a run never crosses
+    the innermost axis (its length is a multiple of grp.run)."""
+    pre: list = []
+    j0 = grp.outs[0]
+    cm = _decompose(vals, "i0", [(a, s, ("dim", j0, a)) for a, s in enumerate(grp.shape)],
+                    f"c{j0}_", pre)
+    coords = tuple(cm[a] for a in range(len(grp.shape)))
+    coords = coords[:-1] + (f"({coords[-1]} + ru)",)
+    vals.start("scalar", "i")
+    res = [vals.val(outs[j], coords) for j in grp.outs]
+    return pre, vals.lines + [f"out{j}[i] = {r};" for j, r in zip(grp.outs, res)]
+
+
 def _group_section(vals, plan, grp, outs, T):
     e = Emitter(2)
     idxs = list(grp.outs)
@@ -427,6 +442,18 @@ def _group_section(vals, plan, grp, outs, T):
     e.line(f"{{ // outputs {idxs} ")
     e.indent += 2
     e.line(f"const long long n = {nvar};")
+    if grp.run > 1:
+        R = grp.run
+        pre, body = _run_body(vals, outs, grp)
+        with e.block(f"for (long long i0 = tid * {R}; i0 < n; i0 += stride * {R}) {{"):
+            e.lines(pre)
+            e.pragma("#pragma unroll")
+            with e.block(f"for (int ru = 0; ru < {R}; ++ru) {{"):
+                e.line("const long long i = i0 + ru;")
+                e.lines(body)
+        e.indent -= 2
+        e.line("}")
+        return e.text()
     if not (grp.flat and grp.vec > 1):
         with e.block("for (long long i = tid; i < n; i += stride) {"):
             e.lines(_scalar_body(vals, outs, grp, grp.flat))
