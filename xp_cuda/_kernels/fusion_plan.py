@@ -8,7 +8,8 @@ Elementwise outputs are grouped by shape (first-output order). A group is *flat*
 operand bigger than one element has the output's shape, no view and C-contiguous inputs: then
 element i of every operand is its flat index i, read in vectors (CONFIGS: bytes of the widest
 operand per vector, vectors per thread, threads per block). Otherwise a grid-stride loop over
-elements decomposes i into coordinates.
+elements decomposes i into coordinates, once a run of RUN_ELEMS neighbours along the innermost
+axis where its length allows.
 
 A reduction of operand x over `axes` has P outputs of M reduced elements each. A work item
 (output p, split s of its range) is taken by a group of G lanes. *Row-like* (the innermost axis
