@@ -404,18 +404,18 @@ def _aligned(terms):
     return " && ".join(f"((unsigned long long){p} % {b}) == 0" for p, b in terms)
 
 
+def _group_coords(vals, grp, var, lines) -> tuple:
+    """The group's coordinates of flat index `var` (their statements appended to `lines`)."""
+    j0 = grp.outs[0]
+    cm = _decompose(vals, var, [(a, s, ("dim", j0, a)) for a, s in enumerate(grp.shape)],
+                    f"c{j0}_", lines)
+    return tuple(cm[a] for a in range(len(grp.shape)))
+
+
 def _scalar_body(vals, outs, grp, flat):
     """Statements computing the group's outputs at element i (flat index or coordinates)."""
     vals.start("scalar", "i")
-    if flat:
-        coords = FLAT
-    else:
-        pre = []
-        j0 = grp.outs[0]
-        cm = _decompose(vals, "i", [(a, s, ("dim", j0, a)) for a, s in enumerate(grp.shape)],
-                        f"c{j0}_", pre)
-        vals.lines += pre
-        coords = tuple(cm[a] for a in range(len(grp.shape)))
+    coords = FLAT if flat else _group_coords(vals, grp, "i", vals.lines)
     res = [vals.val(outs[j], coords) for j in grp.outs]
     return vals.lines + [f"out{j}[i] = {r};" for j, r in zip(grp.outs, res)]
 
@@ -425,10 +425,7 @@ def _run_body(vals, outs, grp):
     computing the group's outputs at element i = i0 + ru of the run): a run never crosses
     the innermost axis (its length is a multiple of grp.run)."""
     pre: list = []
-    j0 = grp.outs[0]
-    cm = _decompose(vals, "i0", [(a, s, ("dim", j0, a)) for a, s in enumerate(grp.shape)],
-                    f"c{j0}_", pre)
-    coords = tuple(cm[a] for a in range(len(grp.shape)))
+    coords = _group_coords(vals, grp, "i0", pre)
     coords = coords[:-1] + (f"({coords[-1]} + ru)",)
     vals.start("scalar", "i")
     res = [vals.val(outs[j], coords) for j in grp.outs]
