@@ -578,51 +578,119 @@ def test_complex_arithmetic_rounds_as_fused(device, rng, dtype):
         np.testing.assert_array_equal(to_numpy(fuse(f)(x, y)), to_numpy(f(x, y)))
 
 
-@pytest.mark.parametrize("dtype", [xp.int8, xp.float32, xp.float64, xp.complex128], ids=str)
-def test_transposed_operands_are_copied_first(device, rng, dtype, monkeypatch):
-    """Operands read against their memory order (x.T, a permuted 3-d array), of results of at
-    least TRANSPOSED_MIN elements, are copied C-contiguous by the copy kernels first; the
-    values are NumPy's exactly, broadcast and strided operands included."""
+@pytest.mark.parametrize("dtype", [xp.bool, xp.int8, xp.int16, xp.float32, xp.float64,
+                                   xp.complex128], ids=str)
+def test_transposed_operands_read_through_tiles(device, rng, dtype, monkeypatch):
+    """Operands read against their memory order (x.T, a permuted 3-d array) go through the
+    tiled kernels: every tiled layout (tg, gt, ts, st, t) on partial tiles, batch dimensions,
+    broadcast, strided and scalar second operands; the values are NumPy's exactly."""
     if device.kind != "cuda":
         pytest.skip("the strided plan is the cuda backend's")
     import xp_cuda._backends.cuda as cuda_backend
     monkeypatch.setattr(cuda_backend, "_EAGER_STRIDED_MAX", 0)
-    monkeypatch.setattr(gen, "TRANSPOSED_MIN", 1)
-    a, b = random_numpy(rng, (37, 53), dtype), random_numpy(rng, (53, 37), dtype)
-    c, w = random_numpy(rng, (4, 5, 6), dtype), random_numpy(rng, (6, 4, 5), dtype)
+    used = []
+    kernel = gen.Plan.kernel
+    monkeypatch.setattr(gen.Plan, "kernel", lambda self, lay: used.append(lay) or kernel(self, lay))
+    a, b = random_numpy(rng, (37, 83), dtype), random_numpy(rng, (83, 37), dtype)
+    c, w = random_numpy(rng, (20, 3, 70), dtype), random_numpy(rng, (70, 20, 3), dtype)
     x, y = xp.asarray(a, device=device), xp.asarray(b, device=device)
     z, v = xp.asarray(c, device=device), xp.asarray(w, device=device)
-    xt = xp.permute_dims(x, (1, 0))
-    cases = [
-        (xt + y, a.T + b), (y - xt, b - a.T), (xp.negative(xt), np.negative(a.T)),
-        (xt[::2, ...] + y[::2, ...], a.T[::2] + b[::2]),
-        (xt[None, ...] + xp.stack([y, y]), a.T[None] + np.stack([b, b])),
-        (xp.permute_dims(z, (2, 0, 1)) + v, c.transpose(2, 0, 1) + w),
-        # a product: against our own kernel on a C-contiguous copy (NumPy's SIMD complex
-        # loops fuse a*c - b*d into an FMA; ours compile with -fmad=false)
-        (xp.multiply(xp.permute_dims(z, (2, 0, 1)), v[:, :1, :]),
-         to_numpy(xp.multiply(xp.asarray(np.ascontiguousarray(c.transpose(2, 0, 1)),
-                                         device=device), v[:, :1, :]))),
-    ]
+    xt, zt = xp.permute_dims(x, (1, 0)), xp.permute_dims(z, (2, 0, 1))
+    at, ct = a.T, c.transpose(2, 0, 1)
+    if dtype == xp.bool:
+        cases = [(xp.logical_xor(xt, y), at ^ b), (xp.logical_and(y, xt), b & at),
+                 (xp.logical_not(xt), ~at), (xp.logical_or(zt, v[:, :1, :]), ct | w[:, :1, :]),
+                 (xt ^ True, at ^ True), (True & xt, True & at)]
+    else:
+        s = 3 if dtype in (xp.int8, xp.int16) else 2.5
+        cases = [
+            (xt + y, at + b), (y - xt, b - at), (xp.negative(xt), np.negative(at)),
+            (xt * s, at * np.asarray(s, a.dtype)), (s - xt, np.asarray(s, a.dtype) - at),
+            (xt[::2, ...] + y[::2, ...], at[::2] + b[::2]),
+            (xt[None, ...] + xp.stack([y, y]), at[None] + np.stack([b, b])),
+            (xt + y[:1, :], at + b[:1]), (xt + xt, at + at),
+            (zt + v, ct + w), (xp.negative(zt[:, ::-1, :]), np.negative(ct[:, ::-1, :])),
+            # a product: against our own kernel on a C-contiguous copy (NumPy's SIMD complex
+            # loops fuse a*c - b*d into an FMA; ours compile with -fmad=false)
+            (xp.multiply(zt, v[:, :1, :]),
+             to_numpy(xp.multiply(xp.asarray(np.ascontiguousarray(ct), device=device),
+                                  v[:, :1, :]))),
+        ]
+        if dtype != xp.complex128:
+            cases.append((xp.less(xt, y), at < b))
     for got, want in cases:
         assert got.shape == want.shape
         np.testing.assert_array_equal(to_numpy(got), want)
-    # one real one: above TRANSPOSED_MIN without the monkeypatch
-    monkeypatch.setattr(gen, "TRANSPOSED_MIN", 1 << 20)
+    assert {"tg", "gt", "ts", "st", "t"} <= set(used), used
+    # one above the tile's 2^20-element sizes without the monkeypatch
+    monkeypatch.setattr(cuda_backend, "_EAGER_STRIDED_MAX", 1 << 16)
     big_a = random_numpy(rng, (1100, 1000), dtype)
     big_b = random_numpy(rng, (1000, 1100), dtype)
-    got = xp.permute_dims(xp.asarray(big_a, device=device), (1, 0)) + \
+    got = xp.permute_dims(xp.asarray(big_a, device=device), (1, 0)) != \
         xp.asarray(big_b, device=device)
-    np.testing.assert_array_equal(to_numpy(got), big_a.T + big_b)
+    np.testing.assert_array_equal(to_numpy(got), big_a.T != big_b)
 
 
-def test_transposed_is_a_layout_test():
-    """_transposed: an operand whose contiguous axis is not its last."""
+def test_tile_operand_picks_the_transposed_operand():
+    """tile_operand: in the collapsed geometry, the first array operand contiguous along
+    another dimension than the last, both tiled extents at least TILE_MIN; the tile tasks."""
+    def plan(shape, ops, layout):
+        nd, dims, strides = gen._geometry(shape, ops, layout)
+        isz = [o.itemsize if m == "g" else 0 for o, m in zip(ops, layout)]
+        return gen.tile_operand(nd, dims, strides, isz)
+
     a = np.zeros((64, 48), np.float32)
-    b = np.zeros((4, 5, 6), np.float64)
-    assert gen._transposed(a.T) and gen._transposed(b.transpose(0, 2, 1))
-    assert gen._transposed(b.transpose(2, 0, 1))
-    assert not gen._transposed(a) and not gen._transposed(a[::2])
-    assert not gen._transposed(a[:, ::2])  # no contiguous axis at all: the strided kernel
-    assert not gen._transposed(np.broadcast_to(a[:1], (64, 48)))
-    assert not gen._transposed(np.zeros((5, 1), np.float32))
+    b = np.zeros((4, 50, 60), np.float64)
+    assert plan((48, 64), (a.T, np.zeros((48, 64), np.float32)), "gg") == (0, 0, 1)
+    assert plan((48, 64), (np.zeros((48, 64), np.int8), a.T), "gg") == (1, 0, 1)
+    assert plan((48, 64), (a.T, np.float32(2)), "gs") == (0, 0, 1)
+    assert plan((48, 64), (a.T,), "g") == (0, 0, 1)
+    # (60, 4, 50): b is the last source axis (dim 0 of the output); batch 4, 1 x 1 tiles
+    assert plan((60, 4, 50), (b.transpose(2, 0, 1),), "g") == (0, 0, 4)
+    assert plan((4, 60, 50), (b.transpose(0, 2, 1),), "g") == (0, 1, 4)
+    big = np.zeros((1000, 700), np.complex128)  # 16-byte elements: 32-edge tiles
+    assert plan((700, 1000), (big.T,), "g") == (0, 0, 22 * 32)
+    assert plan((48, 64), (a,), "g") is None  # C-contiguous
+    assert plan((32, 48), (a[::2],), "g") is None  # strided, still contiguous along the last
+    assert plan((64, 24), (a[:, ::2],), "g") is None  # contiguous along no axis
+    assert plan((64, 48), (np.broadcast_to(a[:1], (64, 48)),), "g") is None
+    assert plan((48, 8), (a[:8].T,), "g") is None  # an extent below TILE_MIN
+    assert plan((8, 64), (a[:, :8].T,), "g") is None
+    # offsets within a tile past 32 bits (XpAt): the strided kernel
+    huge = np.lib.stride_tricks.as_strided(a, (64, 48), (2**28, 4))  # never read
+    assert plan((48, 64), (huge.T,), "g") is None
+
+
+def test_tiled_launch_packs_the_tile_parameters():
+    """A transposed operand's launch: the tiled layout's kernel, a grid of at most one block a
+    tile task, and the five parameters after the geometry (kb, nb, sb1, sb2, osb), no GPU."""
+    import ctypes
+    from xp_cuda._kernels import elementwise as E
+
+    class Arr:
+        def __init__(self, shape, strides, ptr, itemsize):
+            self.shape, self.strides, self.itemsize = shape, strides, itemsize
+            self.data = type("P", (), {"ptr": ptr})()
+            self.ndim = len(shape)
+
+    launched = []
+
+    def launch(fn, gx, gy, gz, bx, by, bz, smem, stream, addr, extra):
+        cells = 13 + 4 * E.MAXND
+        ptrs = (ctypes.c_void_p * cells).from_address(addr)
+        launched.append((fn, gx, [ctypes.c_uint64.from_address(p).value for p in ptrs]))
+
+    plan = object.__new__(E.Plan)
+    plan.cp, plan.max_blocks, plan._geos = None, 2112, {}
+    plan.out_np = np.dtype("float32")
+    plan._ndarray = lambda shape, dt: Arr(shape, (), 0x7000, 4)
+    plan._launch, plan._stream = launch, lambda: type("S", (), {"ptr": 5})()
+    plan.kernels = {"gt": type("K", (), {"ptr": 0xF00})()}
+    # out (3, 200, 130): operand 2 is a (130, 3, 256)[:, :, :200] array permuted, contiguous
+    # along dim 1 (the padding keeps dims 0 and 1 apart after collapsing)
+    x1 = Arr((3, 200, 130), (4 * 200 * 130, 4 * 130, 4), 0x1000, 4)
+    x2 = Arr((3, 200, 130), (4 * 256, 4, 4 * 768), 0x2000, 4)
+    plan.strided("gg", (x1, x2), (3, 200, 130), 3 * 200 * 130)
+    fn, blocks, vals = launched[0]
+    assert fn == 0xF00 and blocks == 3 * 4 * 3  # batch 3, 4 tiles along b (200), 3 along a
+    assert vals[-5:] == [1, 200, 130, 1, 130]  # kb, nb, sb1, sb2, osb

@@ -46,13 +46,15 @@ def audit_log(log: str) -> list[tuple[str, int, int, int, int]]:
 
 
 def strided_units():
-    """The strided elementwise layouts, compiled on first use (not shipped): one per arity and
-    scalar position, for a 4-, 8- and 16-byte dtype."""
+    """The strided and tiled elementwise layouts, compiled on first use (not shipped): one per
+    arity and scalar position, for a 4-, 8- and 16-byte dtype."""
     from xp_cuda._kernels import elementwise as E
     out = []
     for dt in ("float32", "float64", "complex128"):
         for fname, dts, lay in (("add", (dt, dt), "gg"), ("add", (dt, dt), "gs"),
-                                ("add", (dt, dt), "sg"), ("negative", (dt,), "g")):
+                                ("add", (dt, dt), "sg"), ("negative", (dt,), "g"),
+                                ("add", (dt, dt), "tg"), ("add", (dt, dt), "gt"),
+                                ("add", (dt, dt), "ts"), ("negative", (dt,), "t")):
             out.append((E.layout_unit(fname, dts, dt, dt, lay), (),
                         E.kernel_name(fname, dts, lay)))
     return out

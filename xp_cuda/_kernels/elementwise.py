@@ -10,14 +10,16 @@ package decides them.
 
 For one (function, dtype1, dtype2) the generator emits one translation unit holding every
 layout variant: contiguous (vectorised, 16-byte accesses when aligned) with each operand an
-array, a 0-d array or a scalar parameter, and strided (each operand read through its own
-strides, broadcast axes stride 0). Operands are loaded in their own dtypes and converted in
+array, a 0-d array or a scalar parameter, strided (each operand read through its own
+strides, broadcast axes stride 0), and tiled (an operand contiguous along another axis than the
+result's last, x.T, read through a shared-memory tile: elementwise_tiled.cuh). Operands are loaded in their own dtypes and converted in
 registers; the output is written once. The spec layer (xp_cuda._elementwise) validates and
 decides the result dtype; nothing here checks user input.
 """
 from __future__ import annotations
 
 import ctypes
+import math
 import struct
 
 import numpy as np
@@ -123,10 +125,12 @@ MAXND = 8  # XP_MAXND in elementwise.cuh: collapsed dimensions a strided kernel 
 THREADS = 256
 
 # Layout variants. Binary: two operand letters, c = contiguous array, z = 0-d array (read once),
-# s = scalar parameter; g = strided. Unary: c or g.
-BINARY_LAYOUTS = ("cc", "cz", "zc", "gg")
-SCALAR_LAYOUTS = ("cs", "sc", "gs", "sg")  # only for dtype1 == dtype2 (the operators)
-UNARY_LAYOUTS = ("c", "g")
+# s = scalar parameter; g = strided; t = strided and read through a shared-memory tile (an
+# operand contiguous along another axis than the output's last: elementwise_tiled.cuh).
+# Unary: c, g or t.
+BINARY_LAYOUTS = ("cc", "cz", "zc", "gg", "tg", "gt")
+SCALAR_LAYOUTS = ("cs", "sc", "gs", "sg", "ts", "st")  # only for dtype1 == dtype2 (the operators)
+UNARY_LAYOUTS = ("c", "g", "t")
 
 
 def _unsigned_wide(dtype: str) -> str:
@@ -200,17 +204,23 @@ def instantiation(fname: str, dtypes, tc: str, to: str, layouts) -> str:
     vec = vec_width(list(dtypes) + [to])
     for lay in layouts:
         kname = kernel_name(fname, dtypes, lay)
-        if "g" in lay:  # any strided operand ("gg", "gs", "sg", "g") takes the geometry
+        if "g" in lay or "t" in lay:  # a strided operand ("gg", "gs", "tg", ...): the geometry
             params, fill = _geo_params(arity)
             srcs, decl = [], []
-            for i, (ct, m) in enumerate(zip(cts, lay if arity == 2 else "g")):
+            for i, (ct, m) in enumerate(zip(cts, lay)):
                 if m == "s":
                     decl.append(f"const {ct} x{i + 1}")
                     srcs.append(f"XpVal<{ct}>{{x{i + 1}}}")
                 else:
                     decl.append(f"const {ct}* __restrict__ x{i + 1}")
                     srcs.append(f"XpArr<{ct}>{{x{i + 1}}}")
-            call = (f"xp_strided{arity}<{sname}>({', '.join(srcs)}, out, n, g);")
+            if "t" in lay:  # TILE_EXTRA: the tiled dimension b, as Plan.strided packs it
+                params += ", int kb, long long nb, long long sb1, long long sb2, long long osb"
+                call = (f"xp_tiled2<{lay.index('t') + 1}, {sname}>({', '.join(srcs)}, out, n, "
+                        f"g, kb, nb, sb1, sb2, osb);" if arity == 2 else
+                        f"xp_tiled1<{sname}>({srcs[0]}, out, n, g, kb, nb, sb1, osb);")
+            else:
+                call = (f"xp_strided{arity}<{sname}>({', '.join(srcs)}, out, n, g);")
             out.append(f'extern "C" __global__ void __launch_bounds__({THREADS}) {kname}('
                        f"{', '.join(decl)}, {cto}* __restrict__ out, long long n, {params}) {{\n"
                        f"  {fill}  {call}\n}}\n")
@@ -242,9 +252,11 @@ def header(body: str) -> str:
     """elementwise.cuh, the device helpers every generated unit starts with, for a unit whose
     code after them is ``body``: its complex helpers are compiled in (XP_COMPLEX) only where
     ``body`` names a complex C type (CTYPES spells both complex<...>), so a real unit's
-    first compile does not parse CuPy's complex.cuh."""
+    first compile does not parse CuPy's complex.cuh; elementwise_tiled.cuh follows only in
+    the tiled layouts' units (the other units' sources, and their shipped cubins, unchanged)."""
     gate = "#define XP_COMPLEX\n" if "complex<" in body else ""
-    return gate + source("elementwise.cuh")
+    tiled = "\n" + source("elementwise_tiled.cuh") if "xp_tiled" in body else ""
+    return gate + source("elementwise.cuh") + tiled
 
 
 def layout_unit(fname: str, dtypes, tc: str, to: str, layout: str) -> str:
@@ -301,6 +313,7 @@ _SCALAR_BITS_get = SCALAR_BITS.get
 # per operand, MAXND divisors, the innermost dim and its stride per operand), in 16-byte cells
 # (a complex128 scalar operand takes one whole)
 _STRIDED_PARAMS = {1: ThreadParams(6 + 3 * MAXND, 16), 2: ThreadParams(8 + 4 * MAXND, 16)}
+_TILED_PARAMS = {1: ThreadParams(11 + 3 * MAXND, 16), 2: ThreadParams(13 + 4 * MAXND, 16)}
 _M64 = (1 << 64) - 1
 STRIDED_GEOMETRIES = 256  # geometries a Plan keeps packed (cleared when full: bounded)
 
@@ -452,12 +465,11 @@ class Plan:
         return out
 
     def strided(self, layout, args, shape, n):
-        """Any operand layout: collapsed to at most MAXND dims, read through strides. Each
-        geometry's parameters are packed once (a RawKernel call packing the ~40 arguments
-        cost ~50 us of host time: longer than the kernel of a 16M-element broadcast)."""
-        if n >= TRANSPOSED_MIN and any(m == "g" and _transposed(a) for a, m in zip(args, layout)):
-            args = tuple(_contiguous_copy(self.cp, a, self._ndarray)
-                         if m == "g" and _transposed(a) else a for a, m in zip(args, layout))
+        """Any operand layout: collapsed to at most MAXND dims, read through strides; an
+        operand contiguous along another axis than the last goes through the tiled kernel
+        (tile_operand). Each geometry's parameters are packed once (a RawKernel call packing
+        the ~40 arguments cost ~50 us of host time: longer than the kernel of a 16M-element
+        broadcast)."""
         out = self._ndarray(shape, self.out_np)
         if not n:
             return out
@@ -477,14 +489,23 @@ class Plan:
             # the divisors (fast_divisor: dims past nd are never divided by, 1 a placeholder)
             tail += [fast_divisor(v if 1 <= v < 2**31 else 1) for v in dims]
             tail += [dims[nd - 1]] + [st[nd - 1] for st in strides]  # XpGeo's inner, in1, in2
+            itemsizes = [a.itemsize if m == "g" else 0 for a, m in zip(args, layout)]
+            tile = tile_operand(nd, dims, strides, itemsizes)
+            lay, blocks, params = layout, self.blocks(n), _STRIDED_PARAMS[len(layout)]
+            if tile is not None:
+                k, kb, tasks = tile
+                lay = layout[:k] + "t" + layout[k + 1:]
+                blocks = tasks if tasks < self.max_blocks else self.max_blocks
+                params = _TILED_PARAMS[len(layout)]
+                tail += tile_extra(nd, dims, strides, kb)
             cells = np.zeros((len(tail), 2), dtype=np.uint64)
             cells[:, 0] = [v & _M64 for v in tail]
             if len(self._geos) >= STRIDED_GEOMETRIES:
                 self._geos.clear()
-            entry = self._geos[key] = (self.kernel(layout).ptr, self.blocks(n),
-                                       (len(layout) + 1) * 16, cells.tobytes())
-        fn, blocks, head, tail = entry
-        vals, addr = _STRIDED_PARAMS[len(layout)].block
+            entry = self._geos[key] = (self.kernel(lay).ptr, blocks,
+                                       (len(layout) + 1) * 16, cells.tobytes(), params)
+        fn, blocks, head, tail, params = entry
+        vals, addr = params.block
         i = 0
         for a, m in zip(args, layout):
             if m == "g":
@@ -500,25 +521,47 @@ class Plan:
         return out
 
 
-# A large operand whose contiguous axis is not its last (x.T) is first copied C-contiguous by
-# the copy kernels' tiled transpose, then read at the flat index: each warp of the strided
-# kernel read 32 elements from 32 rows of it (H200, x.T + y of (8192, 8192) float32: 0.61 ms
-# in one strided pass, torch 0.50). Below TRANSPOSED_MIN elements of the result, one launch.
-TRANSPOSED_MIN = 1 << 20
+# An operand read against its memory order (x.T: contiguous along another axis than the
+# output's last) goes through a shared-memory tile (elementwise_tiled.cuh): the strided kernel's
+# warps read 32 elements from 32 of its rows, and copying it C-contiguous by the copy kernels'
+# transpose first cost two more passes over it (H200, x.T + y of (8192, 8192) float32: 0.61 ms
+# strided, 0.35 copied first, torch 0.48). Both tiled extents at least TILE_MIN: a tile of a
+# short dimension leaves most lanes idle, where the strided kernel's reads of it hit L2.
+TILE_MIN = 16
 
 
-def _transposed(a) -> bool:
-    """A is read against its memory order: its last axis is not its contiguous one, though it
-    has one (element stride 1 on another axis)."""
-    st, sh, isz = a.strides, a.shape, a.itemsize
-    if not sh or a.flags.c_contiguous or (sh[-1] != 1 and st[-1] == isz):
-        return False
-    return any(n > 1 and s == isz for n, s in zip(sh[:-1], st[:-1]))
+def tile_edge(itemsize: int) -> int:
+    """XpTile<V>::E of elementwise_tiled.cuh: the tile's edge in elements."""
+    return 32 if itemsize >= 16 else 64
 
 
-def _contiguous_copy(cp, a, alloc):
-    from .copy import copy_into
-    return copy_into(cp, alloc(a.shape, a.dtype), a)
+def tile_operand(nd, dims, strides, itemsizes):
+    """(operand index, b: the dimension it is contiguous along, tile tasks) of the first array
+    operand (itemsize > 0) to read through the tile, in the collapsed geometry (element strides,
+    0 where broadcast); None where none is read against its memory order."""
+    if nd < 2 or dims[nd - 1] < TILE_MIN:
+        return None
+    for k, (st, isz) in enumerate(zip(strides, itemsizes)):
+        if not isz or st[nd - 1] in (0, 1):
+            continue
+        for kb in range(nd - 2, -1, -1):
+            if st[kb] == 1 and dims[kb] >= TILE_MIN:
+                e = tile_edge(isz)
+                na, nb = dims[nd - 1], dims[kb]
+                # offsets within a tile are 32-bit (XpAt): every operand's and the output's
+                span = max(abs(s[nd - 1]) + abs(s[kb]) for s in strides)
+                if (span + math.prod(dims[kb + 1:nd]) + 1) * e >= 2**31:
+                    return None
+                batch = math.prod(dims[:nd]) // (na * nb)
+                return k, kb, batch * -(-na // e) * -(-nb // e)
+    return None
+
+
+def tile_extra(nd, dims, strides, kb) -> list:
+    """The tiled kernels' last parameters: kb, nb, each operand's stride along b (0 for a
+    second operand that is absent or a scalar), the output's (the dims after kb)."""
+    sb = [st[kb] for st in strides] + [0]
+    return [kb, dims[kb], sb[0], sb[1], math.prod(dims[kb + 1:nd])]
 
 
 def _geometry(shape, args, layout):
