@@ -597,18 +597,20 @@ def test_transposed_operands_read_through_tiles(device, rng, dtype, monkeypatch)
     z, v = xp.asarray(c, device=device), xp.asarray(w, device=device)
     xt, zt = xp.permute_dims(x, (1, 0)), xp.permute_dims(z, (2, 0, 1))
     at, ct = a.T, c.transpose(2, 0, 1)
+    # xg: contiguous along its first axis with gaps (not dense: the tile, not dense_order)
+    xg, ag = xt[:, ::2], at[:, ::2]
     if dtype == xp.bool:
         cases = [(xp.logical_xor(xt, y), at ^ b), (xp.logical_and(y, xt), b & at),
-                 (xp.logical_not(xt), ~at), (xp.logical_or(zt, v[:, :1, :]), ct | w[:, :1, :]),
-                 (xt ^ True, at ^ True), (True & xt, True & at)]
+                 (xp.logical_not(xg), ~ag), (xp.logical_or(zt, v[:, :1, :]), ct | w[:, :1, :]),
+                 (xg ^ True, ag ^ True), (True & xg, True & ag)]
     else:
         s = 3 if dtype in (xp.int8, xp.int16) else 2.5
         cases = [
-            (xt + y, at + b), (y - xt, b - at), (xp.negative(xt), np.negative(at)),
-            (xt * s, at * np.asarray(s, a.dtype)), (s - xt, np.asarray(s, a.dtype) - at),
+            (xt + y, at + b), (y - xt, b - at), (xp.negative(xg), np.negative(ag)),
+            (xg * s, ag * np.asarray(s, a.dtype)), (s - xg, np.asarray(s, a.dtype) - ag),
             (xt[::2, ...] + y[::2, ...], at[::2] + b[::2]),
             (xt[None, ...] + xp.stack([y, y]), at[None] + np.stack([b, b])),
-            (xt + y[:1, :], at + b[:1]), (xt + xt, at + at),
+            (xt + y[:1, :], at + b[:1]), (xg + y[:, ::2], ag + b[:, ::2]),
             (zt + v, ct + w), (xp.negative(zt[:, ::-1, :]), np.negative(ct[:, ::-1, :])),
             # a product: against our own kernel on a C-contiguous copy (NumPy's SIMD complex
             # loops fuse a*c - b*d into an FMA; ours compile with -fmad=false)
@@ -622,6 +624,23 @@ def test_transposed_operands_read_through_tiles(device, rng, dtype, monkeypatch)
         assert got.shape == want.shape
         np.testing.assert_array_equal(to_numpy(got), want)
     assert {"tg", "gt", "ts", "st", "t"} <= set(used), used
+    # operands of one dense permuted layout: read as flat memory, the result laid out as they
+    # are (dense_order), values NumPy's
+    used.clear()
+    y2 = random_numpy(rng, (37, 83), dtype)
+    x2t = xp.permute_dims(xp.asarray(y2, device=device), (1, 0))
+    dense = [(xt + x2t, at + y2.T) if dtype != xp.bool else (xt ^ x2t, at ^ y2.T),
+             (xp.not_equal(zt, zt), ct != ct)]
+    if dtype != xp.bool:
+        dense.append((xp.negative(xt), np.negative(at)))
+        s = 3 if dtype in (xp.int8, xp.int16) else 2.5
+        dense += [(xt * s, at * np.asarray(s, a.dtype)), (s - xt, np.asarray(s, a.dtype) - at)]
+    for got, want in dense:
+        assert got.shape == want.shape
+        np.testing.assert_array_equal(to_numpy(got), want)
+    assert not used or all(lay in ("c", "cc", "cs", "sc") for lay in used), used
+    out_strides = dense[0][0]._data.strides
+    assert out_strides[0] < out_strides[1]  # laid out as x.T: column-major
     # one above the tile's 2^20-element sizes without the monkeypatch
     monkeypatch.setattr(cuda_backend, "_EAGER_STRIDED_MAX", 1 << 16)
     big_a = random_numpy(rng, (1100, 1000), dtype)
@@ -694,3 +713,24 @@ def test_tiled_launch_packs_the_tile_parameters():
     fn, blocks, vals = launched[0]
     assert fn == 0xF00 and blocks == 3 * 4 * 3  # batch 3, 4 tiles along b (200), 3 along a
     assert vals[-5:] == [1, 200, 130, 1, 130]  # kb, nb, sb1, sb2, osb
+
+
+def test_dense_order_reads_permuted_operands_as_memory():
+    """dense_order: operands of one dense, positive, non-C layout (x.T, a permuted array; two
+    operands alike, a scalar beside them) give their element strides, the result's layout;
+    anything else (C order, broadcast, reversed, gaps, two layouts) None."""
+    a = np.zeros((64, 48), np.float32)
+    b = np.zeros((4, 5, 6), np.float64)
+    c = np.zeros((48, 64), np.int8)
+    assert gen.dense_order((48, 64), (a.T,), "g") == (1, 48)
+    assert gen.dense_order((48, 64), (a.T, np.float32(2)), "gs") == (1, 48)
+    assert gen.dense_order((48, 64), (a.T, c.T.T.T.T), "gg") is None  # C-ordered second
+    assert gen.dense_order((48, 64), (a.T, np.zeros((64, 48), np.int8).T), "gg") == (1, 48)
+    assert gen.dense_order((6, 4, 5), (b.transpose(2, 0, 1),), "g") == (1, 30, 6)
+    assert gen.dense_order((1, 48, 64), (a.T[None],), "g") is not None
+    assert gen.dense_order((64, 48), (a,), "g") is None
+    assert gen.dense_order((48, 64), (a[::-1].T,), "g") is None
+    assert gen.dense_order((24, 64), (a[:, ::2].T,), "g") is None
+    assert gen.dense_order((48, 64), (np.broadcast_to(a[:1].T, (48, 64)),), "g") is None
+    assert gen.dense_order((48, 64), (a.T, np.zeros((48, 64), np.float32)[::1, ::1].T.T),
+                           "gg") is None

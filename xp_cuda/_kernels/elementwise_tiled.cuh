@@ -98,25 +98,27 @@ __device__ __forceinline__ void xp_tiled2(const S1& x1, const S2& x2, TO* __rest
   constexpr int E = XpTile<VT>::E;
   __shared__ VT tile[E][E + XpTile<VT>::P];
   const xp_i64 na = g.inner;
-  const xp_i64 ta = (na + E - 1) / E, tb = (nb + E - 1) / E;
-  const xp_i64 tasks = n / (na * nb) * ta * tb;
-  for (xp_i64 t = blockIdx.x; t < tasks; t += gridDim.x) {
-    xp_i64 q = t / ta;
-    const xp_i64 a0 = (t - q * ta) * E;
-    xp_i64 r = q / tb;
-    const xp_i64 b0 = (q - r * tb) * E;
+  // tile tasks in 32 bits (fewer than 2^31 tiles of 1024 elements or more: tile_operand),
+  // the batch coordinates by each dimension's multiply and shift (as xp_strided2): 64-bit
+  // divisions here were most of the unit's compile time
+  const unsigned int ta = (unsigned int)((na + E - 1) / E), tb = (unsigned int)((nb + E - 1) / E);
+  const unsigned int tasks = (unsigned int)(n / (na * nb)) * ta * tb;
+  for (unsigned int t = blockIdx.x; t < tasks; t += gridDim.x) {
+    const unsigned int q = t / ta;
+    const xp_i64 a0 = (xp_i64)(t - q * ta) * E;
+    unsigned int r = q / tb;
+    const xp_i64 b0 = (xp_i64)(q - r * tb) * E;
     // the batch coordinates (every dimension but a and b): offsets of the tile's origin
     xp_i64 o1 = 0, o2 = 0, oo = 0, os = 1;
 #pragma unroll
     for (int d = XP_MAXND - 1; d >= 0; --d) {
       if (d < g.nd) {
         if (d != kb && d != g.nd - 1) {
-          const xp_i64 nq = r / g.sh[d];
-          const xp_i64 c = r - nq * g.sh[d];
-          r = nq;
-          o1 += c * g.s1[d];
-          o2 += c * g.s2[d];
-          oo += c * os;
+          unsigned int c;
+          r = xp_divmod<true>(r, g, d, c);
+          o1 += (xp_i64)c * g.s1[d];
+          o2 += (xp_i64)c * g.s2[d];
+          oo += (xp_i64)c * os;
         }
         os *= g.sh[d];
       }
