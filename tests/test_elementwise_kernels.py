@@ -49,7 +49,12 @@ def test_every_generated_kernel_compiles():
                 assert f".entry {gen.kernel_name(name, d, lay)}(" in ptx
         return expected
 
-    total = sum(one(name) for name in ROWS)  # the later revisions' rows too
+    # NVRTC releases the GIL: units compile in parallel threads (the tiled layouts made the
+    # serial loop take 10+ minutes)
+    import os
+    from concurrent.futures import ThreadPoolExecutor
+    with ThreadPoolExecutor(max(1, min(8, os.cpu_count() or 1))) as pool:
+        total = sum(pool.map(one, ROWS))  # the later revisions' rows too
     assert total > 1000
 
 
@@ -648,6 +653,31 @@ def test_transposed_operands_read_through_tiles(device, rng, dtype, monkeypatch)
     got = xp.permute_dims(xp.asarray(big_a, device=device), (1, 0)) != \
         xp.asarray(big_b, device=device)
     np.testing.assert_array_equal(to_numpy(got), big_a.T != big_b)
+
+
+@pytest.mark.parametrize("dtype", [xp.int16, xp.float32, xp.complex64], ids=str)
+def test_strided_launches_kept_for_the_hot_path(device, rng, dtype):
+    """Strided, broadcast and transposed calls of more elements than the eager programs take
+    are kept (a StridedLaunch under the spec layer's plan key) and serve the next call of the
+    same layouts; new data, new values; another layout is planned anew."""
+    if device.kind != "cuda":
+        pytest.skip("the strided plan is the cuda backend's")
+    from xp_cuda._backends._base import KEPT
+    a, b = random_numpy(rng, (300, 400), dtype), random_numpy(rng, (400, 300), dtype)
+    for _ in range(2):  # the second round: the kept launches, on new data
+        a, b = a[::-1].copy(), b[:, ::-1].copy()
+        x, y = xp.asarray(a, device=device), xp.asarray(b, device=device)
+        xt = xp.permute_dims(x, (1, 0))
+        cases = [(xt + y, a.T + b), (y - xt[:, :1], b - a.T[:, :1]),
+                 (xp.negative(y[:, ::2]), np.negative(b[:, ::2])),
+                 (xp.negative(xt), np.negative(a.T)), (y - y[::-1, :], b - b[::-1])]
+        for got, want in cases:
+            np.testing.assert_array_equal(to_numpy(got), want)
+    kinds = {type(k.launch).__name__ for k in KEPT.values() if hasattr(k, "launch")}
+    assert "StridedLaunch" in kinds
+    # the same shapes in another layout: not served by the kept launch (its strides differ)
+    y2 = xp.asarray(np.ascontiguousarray(b[::-1]), device=device)
+    np.testing.assert_array_equal(to_numpy(xt + y2[::-1, :]), a.T + b)
 
 
 def test_tile_operand_picks_the_transposed_operand():

@@ -142,6 +142,15 @@ def apply(name: str, operands) -> Array:
             out._data = entry[0](d1)
             out._device = entry[1]
             return out
+        # a strided operand: the launch kept under _apply_checked's plan key
+        kept = _KEPT_get((name, d1.dtype, d1.shape))
+        if kept is not None:
+            r = kept((d1,), x1._device)
+            if r is not None:
+                out = _new_object(Array)
+                out._data = r
+                out._device = x1._device
+                return out
     return _apply_checked(name, operands)
 
 
@@ -244,7 +253,8 @@ def _apply_checked(name: str, operands) -> Array:
                     return out
             plan = planned(key, (), lambda: _validate(name, operands))
         in_dtype, out_dtype, shape, fn = plan
-        out = x1._b.elementwise(name, fn, (d1,), in_dtype, out_dtype, shape)
+        out = x1._b.elementwise(name, fn, (d1,), in_dtype, out_dtype, shape,
+                                None if name in _WIDER_INPUT else key)
         return _wrap(out, x1._device)
     # Two operands: an array and a TypedScalar of an operator, or two arrays. The checks
     # depend only on each operand's dtype and shape (a scalar's value was checked when it was

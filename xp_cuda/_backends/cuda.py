@@ -248,6 +248,11 @@ class CudaBackend(Backend):
                 return self._launch_kept(launch, operands, plan_key)
             if "g" in modes or layout in ("z", "sz", "zs", "zz"):
                 layout = "".join("s" if m == "s" else "g" for m in modes)
+                if plan_key is not None and self.switch is None:
+                    # kept for the spec layer's hot path, as the eager programs above
+                    launch = plan.kept(layout, tuple(args), shape, n)
+                    if launch is not None:
+                        return self._launch_kept(launch, args, plan_key)
                 return plan.strided(layout, tuple(args), shape, n)
             return plan.contiguous(layout, tuple(args), shape, n)
 

@@ -470,49 +470,66 @@ class Plan:
         (tile_operand). Each geometry's parameters are packed once (a RawKernel call packing
         the ~40 arguments cost ~50 us of host time: longer than the kernel of a 16M-element
         broadcast)."""
+        if not n:
+            return self._ndarray(shape, self.out_np)
         key = (layout, shape) + tuple((a.shape, a.strides) if m == "g" else None
                                       for a, m in zip(args, layout))
         entry = self._geos.get(key)
-        if entry is None and n:
-            order = dense_order(shape, args, layout)
-            if order is not None:  # remembered as (None, the result's element strides)
-                if len(self._geos) >= STRIDED_GEOMETRIES:
-                    self._geos.clear()
-                entry = self._geos[key] = (None, order)
-        if entry is not None and entry[0] is None:
-            return self._in_memory_order(layout, args, shape, n, entry[1])
-        out = self._ndarray(shape, self.out_np)
-        if not n:
-            return out
         if entry is None:
-            geo = _geometry(shape, args, layout)
-            if geo is None:  # more than MAXND dims survive collapsing: read contiguous copies
+            entry = self._entry(layout, args, shape, n)
+            if entry is None:  # more than MAXND dims survive collapsing: contiguous copies
                 args = tuple(self.cp.ascontiguousarray(self.cp.broadcast_to(a, shape))
                              if m == "g" else a for a, m in zip(args, layout))
                 return self.strided(layout, args, shape, n)
-            nd, dims, strides = geo
-            tail = [n, nd] + list(dims)
-            for st in strides:
-                tail += st
-            # the divisors (fast_divisor: dims past nd are never divided by, 1 a placeholder)
-            tail += [fast_divisor(v if 1 <= v < 2**31 else 1) for v in dims]
-            tail += [dims[nd - 1]] + [st[nd - 1] for st in strides]  # XpGeo's inner, in1, in2
-            itemsizes = [a.itemsize if m == "g" else 0 for a, m in zip(args, layout)]
-            tile = tile_operand(nd, dims, strides, itemsizes)
-            lay, blocks, params = layout, self.blocks(n), _STRIDED_PARAMS[len(layout)]
-            if tile is not None:
-                k, kb, tasks = tile
-                lay = layout[:k] + "t" + layout[k + 1:]
-                blocks = tasks if tasks < self.max_blocks else self.max_blocks
-                params = _TILED_PARAMS[len(layout)]
-                tail += tile_extra(nd, dims, strides, kb)
-            cells = np.zeros((len(tail), 2), dtype=np.uint64)
-            cells[:, 0] = [v & _M64 for v in tail]
             if len(self._geos) >= STRIDED_GEOMETRIES:
                 self._geos.clear()
-            entry = self._geos[key] = (self.kernel(lay).ptr, blocks,
-                                       (len(layout) + 1) * 16, cells.tobytes(), params)
+            self._geos[key] = entry
+        return self._run(entry, layout, args, shape, n)
+
+    def kept(self, layout, args, shape, n):
+        """The launch of ``strided`` for array operands (no scalar) of these layouts, to be
+        kept for the spec layer's hot path (backend KeptLaunch: the strides checked there):
+        called as launch(datas, ()) -> [out]. None where there is none to keep."""
+        if not n or "s" in layout:
+            return None
+        entry = self._entry(layout, args, shape, n)
+        return None if entry is None else StridedLaunch(self, entry, layout, shape, n)
+
+    def _entry(self, layout, args, shape, n):
+        """What a launch of these layouts needs: (None, the result's element strides, ...)
+        for operands read as flat memory (dense_order), else (kernel, blocks, bytes of the operand
+        cells, the packed geometry, its parameter block); None past MAXND dims."""
+        order = dense_order(shape, args, layout)
+        if order is not None:
+            return (None, order, 0, b"", None)
+        geo = _geometry(shape, args, layout)
+        if geo is None:
+            return None
+        nd, dims, strides = geo
+        tail = [n, nd] + list(dims)
+        for st in strides:
+            tail += st
+        # the divisors (fast_divisor: dims past nd are never divided by, 1 a placeholder)
+        tail += [fast_divisor(v if 1 <= v < 2**31 else 1) for v in dims]
+        tail += [dims[nd - 1]] + [st[nd - 1] for st in strides]  # XpGeo's inner, in1, in2
+        itemsizes = [a.itemsize if m == "g" else 0 for a, m in zip(args, layout)]
+        tile = tile_operand(nd, dims, strides, itemsizes)
+        lay, blocks, params = layout, self.blocks(n), _STRIDED_PARAMS[len(layout)]
+        if tile is not None:
+            k, kb, tasks = tile
+            lay = layout[:k] + "t" + layout[k + 1:]
+            blocks = tasks if tasks < self.max_blocks else self.max_blocks
+            params = _TILED_PARAMS[len(layout)]
+            tail += tile_extra(nd, dims, strides, kb)
+        cells = np.zeros((len(tail), 2), dtype=np.uint64)
+        cells[:, 0] = [v & _M64 for v in tail]
+        return (self.kernel(lay).ptr, blocks, (len(layout) + 1) * 16, cells.tobytes(), params)
+
+    def _run(self, entry, layout, args, shape, n):
         fn, blocks, head, tail, params = entry
+        if fn is None:
+            return self._in_memory_order(layout, args, shape, n, blocks)
+        out = self._ndarray(shape, self.out_np)
         vals, addr = params.block
         i = 0
         for a, m in zip(args, layout):
@@ -544,6 +561,25 @@ class Plan:
         isz = self.out_np.itemsize
         return self.cp.ndarray(shape, self.out_np, out.data,
                                strides=tuple(e * isz for e in order))
+
+
+class StridedLaunch:
+    """Plan.strided for one layout of its array operands, its geometry resolved once: what the
+    cuda backend keeps (KeptLaunch, which checks the strides) for a strided or broadcast call
+    of more elements than the eager programs take (x.T + y of 512 x 512 float32 spent 15 us
+    of host time a call, torch 9)."""
+
+    __slots__ = ("plan", "entry", "layout", "shape", "n", "single")
+
+    def __init__(self, plan, entry, layout, shape, n):
+        self.plan, self.entry, self.layout, self.shape, self.n = plan, entry, layout, shape, n
+        self.single = True  # KeptLaunch calls .one(datas)
+
+    def one(self, datas):
+        return self.plan._run(self.entry, self.layout, datas, self.shape, self.n)
+
+    def __call__(self, datas, values):
+        return [self.one(datas)]
 
 
 def dense_order(shape, args, layout):

@@ -52,7 +52,8 @@ struct XpAt<XpVal<V>> {
 };
 
 // One tile at origin (a0, b0) of extents (ra, rb) left from it (FULL: both at least E, no
-// bounds checks). The tiled operand's loads are all issued before its shared stores; the other
+// bounds checks: one body with the checks ran x.T + y of (8192, 8192) float32 in 0.357 ms
+// against 0.200, float64 0.497 against 0.391, on the H200). The tiled operand's loads are all issued before its shared stores; the other
 // operand is read after the barrier (holding its values across the barrier too took the
 // registers of a second block a SM).
 template <bool FULL, int TILED, int E, typename Op, typename A1, typename A2, typename VT,
