@@ -173,6 +173,27 @@ def test_fast_divisor_divides_exactly_below_2_31():
                                       err_msg=f"divisor {d}")
 
 
+class _Arr:
+    """What Plan.strided reads of a CuPy array, without memory (the launch tests below)."""
+
+    def __init__(self, shape, strides, ptr, itemsize):
+        self.shape, self.strides, self.itemsize = shape, strides, itemsize
+        self.data = type("P", (), {"ptr": ptr})()
+        self.ndim = len(shape)
+
+
+def _standin_plan(launch, layout):
+    """A float32-result Plan whose launches go to ``launch`` (cuLaunchKernel's arguments),
+    its ``layout`` kernel a stand-in at 0xF00, outputs at 0x7000: no GPU."""
+    plan = object.__new__(gen.Plan)
+    plan.cp, plan.max_blocks, plan._geos = None, 2112, {}
+    plan.out_np = np.dtype("float32")
+    plan._ndarray = lambda shape, dt: _Arr(shape, (), 0x7000, 4)
+    plan._launch, plan._stream = launch, lambda: type("S", (), {"ptr": 5})()
+    plan.kernels = {layout: type("K", (), {"ptr": 0xF00})()}
+    return plan
+
+
 @pytest.mark.parametrize("layout,dtypes", [("gg", ("float32", "int8")), ("gs", ("float64", "complex128")),
                                            ("sg", ("int16", "float32")), ("g", ("float32",))])
 def test_strided_launch_packs_the_kernel_signature(layout, dtypes):
@@ -181,12 +202,7 @@ def test_strided_launch_packs_the_kernel_signature(layout, dtypes):
     launch reads the block back through its pointers."""
     import ctypes
     from xp_cuda._kernels import elementwise as E
-
-    class Arr:  # what strided reads of a CuPy array
-        def __init__(self, shape, strides, ptr, itemsize):
-            self.shape, self.strides, self.itemsize = shape, strides, itemsize
-            self.data = type("P", (), {"ptr": ptr})()
-            self.ndim = len(shape)
+    Arr = _Arr
 
     launched = []
 
@@ -198,12 +214,7 @@ def test_strided_launch_packs_the_kernel_signature(layout, dtypes):
         hi = [ctypes.c_uint64.from_address(p + 8).value for p in ptrs]
         launched.append((fn, gx, bx, vals, hi))
 
-    plan = object.__new__(E.Plan)
-    plan.cp, plan.max_blocks, plan._geos = None, 2112, {}
-    plan.out_np = np.dtype("float32")
-    plan._ndarray = lambda shape, dt: Arr(shape, (), 0x7000, 4)
-    plan._launch, plan._stream = launch, lambda: type("S", (), {"ptr": 5})()
-    plan.kernels = {layout: type("K", (), {"ptr": 0xF00})()}
+    plan = _standin_plan(launch, layout)
     shape = (6, 4, 3)
     ops = []
     for m, d in zip(layout, dtypes):
@@ -715,13 +726,7 @@ def test_tiled_launch_packs_the_tile_parameters():
     tile task, and the five parameters after the geometry (kb, nb, sb1, sb2, osb), no GPU."""
     import ctypes
     from xp_cuda._kernels import elementwise as E
-
-    class Arr:
-        def __init__(self, shape, strides, ptr, itemsize):
-            self.shape, self.strides, self.itemsize = shape, strides, itemsize
-            self.data = type("P", (), {"ptr": ptr})()
-            self.ndim = len(shape)
-
+    Arr = _Arr
     launched = []
 
     def launch(fn, gx, gy, gz, bx, by, bz, smem, stream, addr, extra):
@@ -729,12 +734,7 @@ def test_tiled_launch_packs_the_tile_parameters():
         ptrs = (ctypes.c_void_p * cells).from_address(addr)
         launched.append((fn, gx, [ctypes.c_uint64.from_address(p).value for p in ptrs]))
 
-    plan = object.__new__(E.Plan)
-    plan.cp, plan.max_blocks, plan._geos = None, 2112, {}
-    plan.out_np = np.dtype("float32")
-    plan._ndarray = lambda shape, dt: Arr(shape, (), 0x7000, 4)
-    plan._launch, plan._stream = launch, lambda: type("S", (), {"ptr": 5})()
-    plan.kernels = {"gt": type("K", (), {"ptr": 0xF00})()}
+    plan = _standin_plan(launch, "gt")
     # out (3, 200, 130): operand 2 is a (130, 3, 256)[:, :, :200] array permuted, contiguous
     # along dim 1 (the padding keeps dims 0 and 1 apart after collapsing)
     x1 = Arr((3, 200, 130), (4 * 200 * 130, 4 * 130, 4), 0x1000, 4)
