@@ -536,8 +536,12 @@ def test_new_elementwise_rows_compile():
     ptx = nvrtc_compile(gen.translation_unit(items), name="new_rows.cu", options=gen.OPTIONS)
     entries = set(re.findall(r"\.entry (\w+)\(", ptx))
     want = {gen.kernel_name(n, d, lay) for n, d, _, _ in items for lay in gen.layouts_for(d)}
-    # nextafter: 2 same-dtype pairs x 8 layouts, 2 mixed x 4; reciprocal: 4 dtypes x 2
-    assert want <= entries and len(want) == 2 * 8 + 2 * 4 + 4 * 2, sorted(want - entries)
+    # nextafter: 2 same-dtype pairs x every binary and scalar layout, 2 mixed pairs x the
+    # binary ones; reciprocal: 4 dtypes x the unary ones
+    binary, scalar, unary = (len(gen.BINARY_LAYOUTS), len(gen.SCALAR_LAYOUTS),
+                             len(gen.UNARY_LAYOUTS))
+    assert want <= entries and len(want) == 2 * (binary + scalar) + 2 * binary + 4 * unary, \
+        sorted(want - entries)
 
 
 def _fake(shape, itemsize, strides=None):
