@@ -253,8 +253,7 @@ def _apply_checked(name: str, operands) -> Array:
                     return out
             plan = planned(key, (), lambda: _validate(name, operands))
         in_dtype, out_dtype, shape, fn = plan
-        out = x1._b.elementwise(name, fn, (d1,), in_dtype, out_dtype, shape,
-                                None if name in _WIDER_INPUT else key)
+        out = x1._b.elementwise(name, fn, (d1,), in_dtype, out_dtype, shape, key)
         return _wrap(out, x1._device)
     # Two operands: an array and a TypedScalar of an operator, or two arrays. The checks
     # depend only on each operand's dtype and shape (a scalar's value was checked when it was

@@ -310,11 +310,11 @@ SCALAR_BITS = {np.bool_: _packer("?"), np.int8: _packer("b"), np.int16: _packer(
                np.float32: _packer("f"), np.float64: _packer("d"),
                np.complex64: _complex64_bits}
 _SCALAR_BITS_get = SCALAR_BITS.get
-# The strided kernels' blocks: operands, out, n, nd and the geometry (MAXND dims, MAXND strides
-# per operand, MAXND divisors, the innermost dim and its stride per operand), in 16-byte cells
-# (a complex128 scalar operand takes one whole)
-_STRIDED_PARAMS = {1: ThreadParams(6 + 3 * MAXND, 16), 2: ThreadParams(8 + 4 * MAXND, 16)}
-_TILED_PARAMS = {1: ThreadParams(11 + 3 * MAXND, 16), 2: ThreadParams(13 + 4 * MAXND, 16)}
+# The strided and tiled kernels' blocks: operands, out, n, nd and the geometry (MAXND dims,
+# MAXND strides per operand, MAXND divisors, the innermost dim and its stride per operand), then
+# the tiled kernels' five (tile_extra), in 16-byte cells (a complex128 scalar operand takes one
+# whole); a strided kernel reads the cells its signature has
+_STRIDED_PARAMS = {1: ThreadParams(11 + 3 * MAXND, 16), 2: ThreadParams(13 + 4 * MAXND, 16)}
 _M64 = (1 << 64) - 1
 STRIDED_GEOMETRIES = 256  # geometries a Plan keeps packed (cleared when full: bounded)
 
@@ -473,18 +473,11 @@ class Plan:
         broadcast)."""
         if not n:
             return self._ndarray(shape, self.out_np)
-        key = (layout, shape) + tuple((a.shape, a.strides) if m == "g" else None
-                                      for a, m in zip(args, layout))
-        entry = self._geos.get(key)
-        if entry is None:
-            entry = self._entry(layout, args, shape, n)
-            if entry is None:  # more than MAXND dims survive collapsing: contiguous copies
-                args = tuple(self.cp.ascontiguousarray(self.cp.broadcast_to(a, shape))
-                             if m == "g" else a for a, m in zip(args, layout))
-                return self.strided(layout, args, shape, n)
-            if len(self._geos) >= STRIDED_GEOMETRIES:
-                self._geos.clear()
-            self._geos[key] = entry
+        entry = self._entry(layout, args, shape, n)
+        if entry is None:  # more than MAXND dims survive collapsing: contiguous copies
+            args = tuple(self.cp.ascontiguousarray(self.cp.broadcast_to(a, shape))
+                         if m == "g" else a for a, m in zip(args, layout))
+            return self.strided(layout, args, shape, n)
         return self._run(entry, layout, args, shape, n)
 
     def kept(self, layout, args, shape, n):
@@ -497,12 +490,26 @@ class Plan:
         return None if entry is None else StridedLaunch(self, entry, layout, shape, n)
 
     def _entry(self, layout, args, shape, n):
+        """The packed launch of these layouts, made once per geometry (_geos); None past
+        MAXND dims."""
+        key = (layout, shape) + tuple((a.shape, a.strides) if m == "g" else None
+                                      for a, m in zip(args, layout))
+        entry = self._geos.get(key)
+        if entry is None:
+            entry = self._pack(layout, args, shape, n)
+            if entry is not None:
+                if len(self._geos) >= STRIDED_GEOMETRIES:
+                    self._geos.clear()
+                self._geos[key] = entry
+        return entry
+
+    def _pack(self, layout, args, shape, n):
         """What a launch of these layouts needs: (None, the result's element strides, ...)
-        for operands read as flat memory (dense_order), else (kernel, blocks, bytes of the operand
-        cells, the packed geometry, its parameter block); None past MAXND dims."""
+        for operands read as flat memory (dense_order), else (kernel, blocks, bytes of the
+        operand cells, the packed geometry); None past MAXND dims."""
         order = dense_order(shape, args, layout)
         if order is not None:
-            return (None, order, 0, b"", None)
+            return (None, order, 0, b"")
         geo = _geometry(shape, args, layout)
         if geo is None:
             return None
@@ -515,23 +522,22 @@ class Plan:
         tail += [dims[nd - 1]] + [st[nd - 1] for st in strides]  # XpGeo's inner, in1, in2
         itemsizes = [a.itemsize if m == "g" else 0 for a, m in zip(args, layout)]
         tile = tile_operand(nd, dims, strides, itemsizes)
-        lay, blocks, params = layout, self.blocks(n), _STRIDED_PARAMS[len(layout)]
+        lay, blocks = layout, self.blocks(n)
         if tile is not None:
             k, kb, tasks = tile
             lay = layout[:k] + "t" + layout[k + 1:]
             blocks = tasks if tasks < self.max_blocks else self.max_blocks
-            params = _TILED_PARAMS[len(layout)]
             tail += tile_extra(nd, dims, strides, kb)
         cells = np.zeros((len(tail), 2), dtype=np.uint64)
         cells[:, 0] = [v & _M64 for v in tail]
-        return (self.kernel(lay).ptr, blocks, (len(layout) + 1) * 16, cells.tobytes(), params)
+        return (self.kernel(lay).ptr, blocks, (len(layout) + 1) * 16, cells.tobytes())
 
     def _run(self, entry, layout, args, shape, n):
-        fn, blocks, head, tail, params = entry
+        fn, blocks, head, tail = entry
         if fn is None:
             return self._in_memory_order(layout, args, shape, n, blocks)
         out = self._ndarray(shape, self.out_np)
-        vals, addr = params.block
+        vals, addr = _STRIDED_PARAMS[len(layout)].block
         i = 0
         for a, m in zip(args, layout):
             if m == "g":
