@@ -5,9 +5,17 @@ made there, shows), and cuda:0 where a GPU is usable.
 `pytest` runs the cpu half (cuda tests skip themselves without a GPU); `pytest -m cuda` runs
 the cuda half on a GPU machine.
 """
+import os
+import tempfile
+
 import pytest
 
 from xp_cuda._devices import CPU, Device, cuda_device_count, simulate_cpu_devices
+
+try:
+    import fcntl
+except ImportError:  # not POSIX: no parallel GPU runs to keep apart
+    fcntl = None
 
 simulate_cpu_devices(2)
 _NO_GPU = cuda_device_count() == 0
@@ -52,3 +60,26 @@ def v2025(revision):
     """The 2025.12 revision in force for the test."""
     from xp_cuda import set_api_version
     set_api_version("2025.12")
+
+
+# A test marked fills_gpu fills the GPU for real. Run beside others (pytest-xdist's workers
+# share the one GPU), it made them fail with out-of-memory and driver errors that were not
+# theirs. So every cuda test holds a shared lock on one file for its run and a fills_gpu test
+# the exclusive lock; a turnstile in front lets the exclusive one in once those running end,
+# rather than waiting for a moment when no worker holds the shared lock.
+_LOCKS = os.path.join(tempfile.gettempdir(),
+                      f"xp_cuda-gpu-tests-{getattr(os, 'getuid', int)()}")
+
+
+@pytest.fixture(autouse=True)
+def _gpu_turn(request):
+    if fcntl is None or request.node.get_closest_marker("cuda") is None:
+        yield
+        return
+    alone = request.node.get_closest_marker("fills_gpu") is not None
+    with open(_LOCKS + ".turnstile", "a") as gate, open(_LOCKS + ".lock", "a") as gpu:
+        fcntl.flock(gate, fcntl.LOCK_EX)
+        fcntl.flock(gpu, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
+        if not alone:
+            fcntl.flock(gate, fcntl.LOCK_UN)
+        yield  # the files' closing releases both locks

@@ -638,6 +638,7 @@ def _release_all(blocks):
 
 
 @pytest.mark.cuda
+@pytest.mark.fills_gpu
 @pytest.mark.skipif(_NO_GPU, reason="no usable CUDA GPU here")
 def test_cuda_exhaustion_then_recovery():
     from xp_cuda.fusion import fuse
