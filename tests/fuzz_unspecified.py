@@ -186,13 +186,15 @@ UNSPECIFIED = (
           page("clip")),
     Entry("inv, solve, cholesky of matrices outside their domain (singular, not positive-"
           "definite)",
-          lambda c, x, r: c.target in ("linalg:inv", "linalg:solve", "linalg:cholesky")
+          lambda c, x, r: (c.target in ("linalg:inv", "linalg:solve", "linalg:cholesky")
+                           or _inverse_power(c) and _finite_matrices(c) is not None)
           and _outside_domain(x, r),
           "inv: The inverse matrix exists if and only if x is invertible. solve: x1 [...] Must "
           "be of full rank [...] Whether an array library explicitly checks whether x1 is "
           "invertible is implementation-defined. cholesky: Whether an array library "
           "explicitly checks whether an input array is Hermitian or a symmetric positive-"
-          "definite matrix (or a stack of matrices) is implementation-defined.",
+          "definite matrix (or a stack of matrices) is implementation-defined. (matrix_power "
+          "with n < 0 inverts first.)",
           page("linalg.inv")),
     Entry("factorisations of matrices holding NaN or infinity (cuSOLVER against LAPACK)",
           lambda c, x, r: _factorisation(c) and _nonfinite_input(c)
@@ -309,11 +311,13 @@ UNSPECIFIED = (
           "operations.)",
           SPEC.format(rev="2023.12", page="../design_topics/accuracy.html")),
     Entry("inv of a numerically singular matrix: huge values of no precision",
-          lambda c, x, r: c.target == "linalg:inv" and _inv_singular(c, x, r),
+          lambda c, x, r: (c.target == "linalg:inv" or _inverse_power(c))
+          and _inv_singular(c, x, r),
           "inv: The inverse matrix exists if and only if x is invertible. [...] This "
           "specification does not specify accuracy requirements for linear algebra functions. "
           "(Where the smallest singular value is within 4 n eps of the largest, both inverses "
-          "are rounding noise scaled by 1/eps.)",
+          "are rounding noise scaled by 1/eps; so are their powers, for matrix_power with "
+          "n < 0.)",
           page("linalg.inv")),
     Entry("complex products with an infinite part: NaN or infinity by the order of operations",
           lambda c, x, r: _complex_product_target(c) and _inf_input(c) and _excused(
@@ -945,13 +949,20 @@ _FACTORISATIONS = {"linalg:det", "linalg:slogdet", "linalg:eigh", "linalg:eigval
                    "linalg:eigvals"}
 
 
+def _inverse_power(c) -> bool:
+    """matrix_power with n < 0: it inverts its matrix first."""
+    if c.target != "linalg:matrix_power":
+        return False
+    n = c.args[1] if len(c.args) > 1 else dict(c.kwargs).get("n")
+    return type(n) is int and n < 0
+
+
 def _factorisation(c) -> bool:
     """The target factorises its matrix (an LU, an eigen- or singular value iteration)."""
     if c.target in _FACTORISATIONS:
         return True
-    if c.target == "linalg:matrix_power":
-        n = c.args[1] if len(c.args) > 1 else dict(c.kwargs).get("n")
-        return type(n) is int and n < 0  # an inverse first
+    if _inverse_power(c):
+        return True
     if c.target == "linalg:matrix_norm":
         return dict(c.kwargs).get("ord", "fro") in (2, -2, "nuc")  # singular values
     return False
@@ -1219,6 +1230,16 @@ def known_cases():
     cases.append((Call("linalg:det", (A("float64", [[2.0, 1.0], [1.0, 3.0]]),)),
                   ok("float64", 5.0000001), ok("float64", 5.0), None))
 
+    name = ("inv, solve, cholesky of matrices outside their domain (singular, not positive-"
+            "definite)")
+    flat = A("complex64", [1 + 0.75j], ("broadcast", (3, 3)))  # exactly singular
+    refused = Outcome(exc=ValueError("inv: x is singular (not invertible) (Singular matrix)"))
+    cases.append((Call("linalg:matrix_power", (flat, -1)),
+                  ok("complex64", np.full((3, 3), 3e6 - 2e6j)), refused, name))
+    # a positive power inverts nothing: no excuse
+    cases.append((Call("linalg:matrix_power", (flat, 2)),
+                  ok("complex64", np.full((3, 3), 3e6 - 2e6j)), refused, None))
+
     name = "inv of a numerically singular matrix: huge values of no precision"
     big = np.array([[-1.077101634364923e+16, 4.3e14], [-2.7e14, 1.08e16]])
     cases.append((Call("linalg:inv", (sing,)), ok("float64", [big, big]),
@@ -1227,6 +1248,8 @@ def known_cases():
     inv = np.linalg.inv(well.values())
     cases.append((Call("linalg:inv", (well,)), ok("float64", inv * 1.001), ok("float64", inv),
                   None))
+    cases.append((Call("linalg:matrix_power", (sing, -1)), ok("float64", [big, big]),
+                  ok("float64", [-big / 2, -big / 2]), name))
 
     name = "complex products with an infinite part: NaN or infinity by the order of operations"
     u = A("complex64", [complex(inf, -0.0), 2 - 0j])
