@@ -392,6 +392,43 @@ def test_unknown_kernel_name_is_a_kernel_compile_error(fake_load):
         rt._load(_fake_cupy(set()), "src", "nope", ())
 
 
+class CUDADriverError(RuntimeError):
+    """Named as CuPy's driver error, whose status 2 is CUDA_ERROR_OUT_OF_MEMORY."""
+
+    def __init__(self, status):
+        super().__init__(f"status {status}")
+        self.status = status
+
+
+@pytest.mark.parametrize("where", ["module", "kernel"])
+def test_a_full_device_at_load_is_a_memory_error_not_a_compile_error(fake_load, monkeypatch,
+                                                                      where):
+    """A load the driver refuses for want of memory goes up as the driver's error, for the
+    public entry's guard to release caches and retry (test_memory), and is not taken for a bad
+    cubin: no recompile. Another driver error still reads as a KernelCompileError."""
+    cp = _fake_cupy(set())
+    status = [2]
+
+    def refuse(*args):
+        raise CUDADriverError(status[0])
+
+    class Refused(_FakeFunction):
+        def __init__(self, module, name):
+            refuse()
+
+    if where == "module":
+        monkeypatch.setattr(rt, "_load_module", refuse)
+    else:
+        cp.cuda.function.Function = Refused
+    with pytest.raises(CUDADriverError):
+        rt._load(cp, "src", "k", ())
+    assert fake_load == ["k.cu"]
+    status[0] = 200  # CUDA_ERROR_INVALID_IMAGE
+    rt._modules.clear()
+    with pytest.raises(rt.KernelCompileError):
+        rt._load(cp, "src", "k", ())
+
+
 def test_no_disk_cache_compiles_in_memory(fake_load, monkeypatch):
     monkeypatch.setattr(rt, "cache_dir", lambda: None)
     k = rt._load(_fake_cupy(set()), "src", "k", ())

@@ -633,6 +633,13 @@ _loaded: dict = {}   # (source, kernel name, options, device) -> kernel
 _load_lock = threading.RLock()
 
 
+def _out_of_memory(e) -> bool:
+    """The driver could not place a module or a kernel for want of device memory: no fault of
+    the cubin. Such an error goes up as it is, to the public entry's memory guard (_memory:
+    release the caches, try once more, else a MemoryError naming the device's free bytes)."""
+    return type(e).__name__ == "CUDADriverError" and getattr(e, "status", None) == 2
+
+
 def _module(cupy, source, kernel_name, options, dev, arch, key, prepared=None):
     mod = _modules.get((key, dev))
     if mod is not None:
@@ -641,6 +648,8 @@ def _module(cupy, source, kernel_name, options, dev, arch, key, prepared=None):
     try:
         mod = _load_module(cupy, payload)
     except Exception as e:
+        if _out_of_memory(e):
+            raise
         if not cached:
             raise KernelCompileError(
                 f"the CUDA driver rejected the cubin just compiled for {kernel_name} "
@@ -667,6 +676,8 @@ def _load(cupy, source, kernel_name, options, prepared=None):
         try:
             kern = _kernel_type(cupy.cuda.function.Function)(mod, kernel_name)
         except Exception as e:  # e.g. no such kernel name in the source
+            if _out_of_memory(e):  # lazy loading places the kernel's code now
+                raise
             raise KernelCompileError(f"CUDA kernel {kernel_name} could not be loaded: "
                                      f"{e}") from None
         _loaded[(source, kernel_name, options, dev)] = kern
