@@ -302,6 +302,14 @@ UNSPECIFIED = (
           "cumulative_sum, trace with an integer dtype=: the input array should be cast to "
           "the specified data type before computing the sum.)",
           page("astype")),
+    Entry("std of values that (nearly) agree: rounding noise around 0",
+          lambda c, x, r: c.target == "ns:std" and _std_noise(c, x, r),
+          "This specification does not specify accuracy requirements for statistical "
+          "functions. (The deviations from a mean carry that mean's rounding error, up to "
+          "n eps times the largest magnitude; where the values agree to that, both standard "
+          "deviations are that noise: NumPy's float32 std of three equal values is "
+          "5.3e-23 where the exact one, and ours, is 0.)",
+          SPEC.format(rev="2023.12", page="../design_topics/accuracy.html")),
     Entry("det of a singular matrix: rounding noise around 0",
           lambda c, x, r: c.target == "linalg:det" and _det_noise(c, x, r),
           "This specification does not specify accuracy requirements for linear algebra "
@@ -989,6 +997,25 @@ def _finite_matrices(c):
     return v
 
 
+def _std_noise(c, x, r) -> bool:
+    """Both standard deviations are finite and within 4 n eps * (the largest magnitude of
+    the input) of 0 wherever they differ, n the input's size."""
+    import numpy as np
+    v = c.args[0].values() if c.args and hasattr(c.args[0], "values") else None
+    if v is None or v.dtype.kind != "f" or not v.size or not np.isfinite(v).all() \
+            or x.exc is not None or r.exc is not None or x.value[0] != "array" \
+            or r.value[0] != "array":
+        return False
+    a, b = x.value[3], r.value[3]
+    if a.shape != b.shape:
+        return False
+    bound = 4 * v.size * float(np.finfo(v.dtype).eps) * float(np.abs(v).max())
+    with np.errstate(all="ignore"):
+        differ = ~((a == b) | (np.isnan(a) & np.isnan(b)))
+        small = np.isfinite(a) & np.isfinite(b) & (np.abs(a) <= bound) & (np.abs(b) <= bound)
+    return bool(differ.any() and np.all(small[differ]))
+
+
 def _det_noise(c, x, r) -> bool:
     """Both determinants are finite and within 4 n eps * (product of the row norms) of 0
     wherever they differ."""
@@ -1220,6 +1247,15 @@ def known_cases():
     call = Call("linalg:matrix_power", (A("float32", [[inf, 1.0], [1.0, 2.0]]), 2))
     cases.append((call, ok("float32", [[nan, inf], [inf, 5.0]]),
                   ok("float32", [[inf, inf], [inf, 5.0]]), None))
+
+    name = "std of values that (nearly) agree: rounding noise around 0"
+    same = A("float32", [8.535065e-16] * 3)
+    cases.append((Call("ns:std", (same,)), ok("float32", 0.0), ok("float32", 5.293956e-23),
+                  name))
+    cases.append((Call("ns:std", (same,)), ok("float32", 1e-18), ok("float32", 5.293956e-23),
+                  None))  # beyond the noise
+    cases.append((Call("ns:std", (A("float32", [1.0, 2.0, 4.0]),)), ok("float32", 1.2472192),
+                  ok("float32", 1.2472191), None))  # values apart: the sum tolerance's
 
     name = "det of a singular matrix: rounding noise around 0"
     sing = A("float64", [0.95, -37.8519], ("broadcast", (2, 2, 2)))
