@@ -1,6 +1,6 @@
 """The kernels the package ships prebuilt, enumerated: every (source, NVRTC options, kernel
-name) that everyday code launches first (COMMON: the default dtypes and bool, contiguous
-operands), family by family. tools/prebuild.py compiles them into
+name) that everyday code launches first (COMMON: the default dtypes and bool), family by
+family. tools/prebuild.py compiles them into
 _kernels/prebuilt/<arch>.zip; ``xp-cuda warm`` loads each on this machine's GPUs (found in
 those archives, or compiled once into the disk cache). It sits beside the namespace, not in
 the kernel layer, because enumerating what can be launched needs the spec layer's tables."""
@@ -35,7 +35,13 @@ def elementwise_units():
             dts = (d,) * arity
             tc, to = result_dtype(name, list(dts))
             names = tuple(x.name for x in dts)
-            for lay in (("c",) if arity == 1 else ("cc", "cs", "sc")):
+            # Strided, broadcast and 0-d operands too (x[:, None] - y[None, :], x - mean(x),
+            # x[:, ::2] * 2.5: a first call waited 0.15-0.3 s for NVRTC); +1.5-2.6 MiB an
+            # arch. Not the tiled layouts of a transposed operand: 349 more kernels, the
+            # largest ones, for a rarer call (0.3 s on its first use).
+            for lay in E.layouts_for(names):
+                if "t" in lay:
+                    continue
                 yield (E.layout_unit(name, names, tc.name, to.name, lay), E.OPTIONS,
                        E.kernel_name(name, names, lay))
 
