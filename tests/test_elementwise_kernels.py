@@ -232,9 +232,10 @@ def test_strided_launch_packs_the_kernel_signature(layout, dtypes):
     for m, o in zip(layout, ops):
         if m == "g":
             assert vals[k] == o.data.ptr
-        else:
+        else:  # the scalar's bits; a 16-byte one's upper half in the cell's second word
             bits = int.from_bytes(o.tobytes(), "little")
-            assert vals[k] == bits & (2**64 - 1) and hi[k] == bits >> 64
+            assert vals[k] == bits & (2**64 - 1)
+            assert o.itemsize < 16 or hi[k] == bits >> 64
         k += 1
     assert vals[k] == 0x7000 and vals[k + 1] == 72
     nd, dims, strides = E._geometry(shape, ops, layout)
@@ -245,6 +246,38 @@ def test_strided_launch_packs_the_kernel_signature(layout, dtypes):
     flat = [v & (2**64 - 1) for st in strides for v in st]
     assert rest[M:M + len(flat)] == flat
     assert rest[M + len(flat):] == [E.fast_divisor(v) for v in dims]
+
+
+@pytest.mark.parametrize("layout", ["gs", "sg"])
+def test_kept_scalar_launch_takes_each_calls_value(layout):
+    """An array and a scalar past the eager programs' sizes: the kept launch (KeptScalarLaunch
+    over StridedLaunch.scalar) puts each call's array and scalar in the kernel's cells in the
+    layout's order, with the geometry packed once; another stride or device gets None (the
+    full path then plans anew). No GPU."""
+    import ctypes
+    from xp_cuda._backends._base import KeptScalarLaunch
+    from xp_cuda._devices import CPU, Device
+
+    launched = []
+
+    def launch(fn, gx, gy, gz, bx, by, bz, smem, stream, addr, extra):
+        ptrs = (ctypes.c_void_p * 3).from_address(addr)
+        launched.append([ctypes.c_uint64.from_address(p).value for p in ptrs])
+
+    plan = _standin_plan(launch, layout)
+    arr = _Arr((6, 4), (64, 8), 0x1000, 4)  # every other column of a (6, 16) float32 array
+    ops = (arr, np.float32(2.5)) if layout == "gs" else (np.float32(2.5), arr)
+    kept = KeptScalarLaunch(plan.kept(layout, ops, (6, 4), 24), arr.strides, CPU)
+    for ptr, value in ((0x2000, -1.25), (0x3000, 7.0)):
+        out = kept(_Arr((6, 4), (64, 8), ptr, 4), np.float32(value), Device("cpu", 0))
+        assert out.data.ptr == 0x7000
+        bits = int.from_bytes(np.float32(value).tobytes(), "little")
+        want = [ptr, bits] if layout == "gs" else [bits, ptr]
+        assert launched[-1] == want + [0x7000]
+    assert len(plan._geos) == 1
+    assert kept(_Arr((6, 4), (128, 8), 0x2000, 4), np.float32(1), CPU) is None
+    assert kept(_Arr((6, 4), (64, 8), 0x2000, 4), np.float32(1), Device("cpu", 1)) is None
+    assert len(launched) == 2
 
 
 def _layouts(rng, d1, d2, name):
@@ -675,17 +708,22 @@ def test_strided_launches_kept_for_the_hot_path(device, rng, dtype):
         pytest.skip("the strided plan is the cuda backend's")
     from xp_cuda._backends._base import KEPT
     a, b = random_numpy(rng, (300, 400), dtype), random_numpy(rng, (400, 300), dtype)
-    for _ in range(2):  # the second round: the kept launches, on new data
+    for r in range(2):  # the second round: the kept launches, on new data
         a, b = a[::-1].copy(), b[:, ::-1].copy()
         x, y = xp.asarray(a, device=device), xp.asarray(b, device=device)
         xt = xp.permute_dims(x, (1, 0))
+        s = a.dtype.type(3 + r)  # an operator's Python scalar, another value each round
+        py = complex(s) if a.dtype.kind == "c" else int(s)
         cases = [(xt + y, a.T + b), (y - xt[:, :1], b - a.T[:, :1]),
                  (xp.negative(y[:, ::2]), np.negative(b[:, ::2])),
-                 (xp.negative(xt), np.negative(a.T)), (y - y[::-1, :], b - b[::-1])]
+                 (xp.negative(xt), np.negative(a.T)), (y - y[::-1, :], b - b[::-1]),
+                 (y[:, ::2] * py, b[:, ::2] * s), (py - xt, s - a.T),
+                 (y[::-1, :] - py, b[::-1] - s)]
         for got, want in cases:
             np.testing.assert_array_equal(to_numpy(got), want)
     kinds = {type(k.launch).__name__ for k in KEPT.values() if hasattr(k, "launch")}
     assert "StridedLaunch" in kinds
+    assert sum(type(k).__name__ == "KeptScalarLaunch" for k in KEPT.values()) >= 3
     # the same shapes in another layout: not served by the kept launch (its strides differ)
     y2 = xp.asarray(np.ascontiguousarray(b[::-1]), device=device)
     np.testing.assert_array_equal(to_numpy(xt + y2[::-1, :]), a.T + b)

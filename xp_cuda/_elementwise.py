@@ -213,6 +213,15 @@ def apply2(name: str, x1, x2) -> Array:
                 out._data = entry[0](d1, x2.value)
                 out._device = entry[1]
                 return out
+            # a strided operand: the launch kept under _apply_checked's plan key
+            kept = _KEPT_get((name, d1.dtype, d1.shape, x2.dtype._np, "s"))
+            if kept is not None:
+                r = kept(d1, x2.value, x1._device)
+                if r is not None:
+                    out = _new_object(Array)
+                    out._data = r
+                    out._device = x1._device
+                    return out
     elif type(x1) is TypedScalar and type(x2) is Array:  # a reflected operator: 1.0 / x
         d2 = x2._data
         key = (name, "s", d2.dtype)
@@ -230,6 +239,14 @@ def apply2(name: str, x1, x2) -> Array:
             out._data = entry[0](x1.value, d2)
             out._device = entry[1]
             return out
+        kept = _KEPT_get((name, x1.dtype._np, "s", d2.dtype, d2.shape))
+        if kept is not None:
+            r = kept(d2, x1.value, x2._device)
+            if r is not None:
+                out = _new_object(Array)
+                out._data = r
+                out._device = x2._device
+                return out
     return _apply_checked(name, (x1, x2))
 
 
@@ -280,8 +297,7 @@ def _apply_checked(name: str, operands) -> Array:
             device = common_device(operands, name)
         # one backend for two arrays of one class on one device; else the higher-ranked one
         b = x1._b if type(x1) is type(x2) else _backend_of(operands)
-    return _wrap(b.elementwise(name, fn, (n1, n2), in_dtype, out_dtype, shape,
-                               None if arr is not None else key), device)
+    return _wrap(b.elementwise(name, fn, (n1, n2), in_dtype, out_dtype, shape, key), device)
 
 
 def _validate(name, operands):

@@ -99,6 +99,22 @@ class KeptLaunch:
         return self.launch(datas, ())[0]
 
 
+class KeptScalarLaunch:
+    """A strided launch (elementwise.StridedLaunch) of an array and a scalar operand, an
+    operator's: it applies to an array of the kept strides on the kept device, the scalar's
+    value a parameter of each call (its dtype is in the key it is kept under)."""
+
+    __slots__ = ("scalar", "strides", "device")
+
+    def __init__(self, launch, strides, device):
+        self.scalar, self.strides, self.device = launch.scalar, strides, device
+
+    def __call__(self, data, value, device):
+        if device is not self.device and device != self.device or data.strides != self.strides:
+            return None
+        return self.scalar(data, value)
+
+
 class KeptMove:
     """A data movement's whole device work for one layout: allocate the C-contiguous result
     and replay one recorded program whose slots are (result, inputs...) addresses. It applies

@@ -32,7 +32,7 @@ from .._kernels.reduction import lookup as _lookup
 from .._kernels.reduction import reduce_eager as _reduce_eager
 from .._kernels.vecdot import vecdot_cuda as _vecdot
 from ._base import (_NO_SWITCH, FAST, NUMPY_COPIES, Backend, KeptLaunch, KeptMove,
-                    complex64_order_key, keep_call, kept_call, note_reshape)
+                    KeptScalarLaunch, complex64_order_key, keep_call, kept_call, note_reshape)
 
 
 _RESHAPE_VIEWS: dict = {}  # (shape, strides, itemsize, new shape) -> view strides, or False
@@ -252,7 +252,11 @@ class CudaBackend(Backend):
                     # kept for the spec layer's hot path, as the eager programs above
                     launch = plan.kept(layout, tuple(args), shape, n)
                     if launch is not None:
-                        return self._launch_kept(launch, args, plan_key)
+                        if "s" not in layout:
+                            return self._launch_kept(launch, args, plan_key)
+                        data = args[0] if layout[0] == "g" else args[1]
+                        keep_call(plan_key, KeptScalarLaunch(launch, data.strides,
+                                                             self.device))
                 return plan.strided(layout, tuple(args), shape, n)
             return plan.contiguous(layout, tuple(args), shape, n)
 

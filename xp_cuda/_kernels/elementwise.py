@@ -481,10 +481,11 @@ class Plan:
         return self._run(entry, layout, args, shape, n)
 
     def kept(self, layout, args, shape, n):
-        """The launch of ``strided`` for array operands (no scalar) of these layouts, to be
-        kept for the spec layer's hot path (backend KeptLaunch: the strides checked there):
-        called as launch(datas, ()) -> [out]. None where there is none to keep."""
-        if not n or "s" in layout:
+        """The launch of ``strided`` for operands of these layouts, to be kept for the spec
+        layer's hot path (backend KeptLaunch or KeptScalarLaunch: the strides checked there):
+        called as launch(datas, ()) -> [out], or launch.scalar(data, value) for an array and
+        a scalar. None where there is none to keep."""
+        if not n:
             return None
         entry = self._entry(layout, args, shape, n)
         return None if entry is None else StridedLaunch(self, entry, layout, shape, n)
@@ -543,9 +544,13 @@ class Plan:
             if m == "g":
                 vals[i] = a.data.ptr
             else:  # a NumPy scalar: its bits (16 bytes for complex128)
-                bits = int.from_bytes(a.tobytes(), "little")
-                vals[i] = bits & _M64
-                vals[i + 1] = bits >> 64
+                pack = _SCALAR_BITS_get(type(a))
+                if pack is not None:
+                    vals[i] = pack(a)
+                else:
+                    bits = int.from_bytes(a.tobytes(), "little")
+                    vals[i] = bits & _M64
+                    vals[i + 1] = bits >> 64
             i += 2
         vals[i] = out.data.ptr
         ctypes.memmove(ctypes.addressof(vals) + head, tail, len(tail))
@@ -576,14 +581,21 @@ class StridedLaunch:
     of more elements than the eager programs take (x.T + y of 512 x 512 float32 spent 15 us
     of host time a call, torch 9)."""
 
-    __slots__ = ("plan", "entry", "layout", "shape", "n", "single")
+    __slots__ = ("plan", "entry", "layout", "shape", "n", "single", "first")
 
     def __init__(self, plan, entry, layout, shape, n):
         self.plan, self.entry, self.layout, self.shape, self.n = plan, entry, layout, shape, n
         self.single = True  # KeptLaunch calls .one(datas)
+        self.first = layout[0] == "g"  # the array operand's place beside a scalar
 
     def one(self, datas):
         return self.plan._run(self.entry, self.layout, datas, self.shape, self.n)
+
+    def scalar(self, data, value):
+        """An array and a scalar (a NumPy scalar of the kept dtype), in the layout's order."""
+        return self.plan._run(self.entry, self.layout,
+                              (data, value) if self.first else (value, data), self.shape,
+                              self.n)
 
     def __call__(self, datas, values):
         return [self.one(datas)]
