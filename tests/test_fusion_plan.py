@@ -74,6 +74,19 @@ def test_reduction_split(shape, axes, want):
     assert plan.threads == fp.THREADS and not plan.tunable
 
 
+def test_row_lanes_count_bytes_for_narrow_dtypes():
+    """A lane of a row reduction reads the bytes of ROW_LANE_ELEMS float32s whatever the
+    input's width below 4 bytes: short bool rows get fewer lanes, more rows a block; 4- and
+    8-byte rows as before."""
+    for dt, shape, lanes in (("bool", (2**22, 64), 1), ("int8", (2**22, 64), 1),
+                             ("int16", (2**22, 64), 2), ("float32", (2**22, 64), 4),
+                             ("float64", (2**22, 64), 4), ("bool", (7, 4096), 32),
+                             ("bool", (7, 8192), 256), ("float32", (7, 2048), 256)):
+        kind = "any" if dt == "bool" else "sum"
+        (r,) = red(shape, (1,), kind=kind, dt=dt).reductions
+        assert (r.G, r.per) == (lanes, fp.THREADS // lanes), (dt, shape)
+
+
 def test_reduction_vector_width_by_dtype_and_layout():
     for dt, vec in (("int8", 16), ("int16", 8), ("float32", 4), ("float64", 2),
                     ("complex128", 1)):

@@ -293,9 +293,14 @@ ROW_LANE_ELEMS = 16
 COL_LANE_ROWS = 32
 
 
-def row_lanes(M: int) -> int:
+def row_lanes(M: int, isz: int = 4) -> int:
     """Lanes G a contiguous row of M elements is reduced by (its last axis reduced): a block
-    a row from 2048 elements, else a power of two up to a warp, ROW_LANE_ELEMS a lane."""
+    a row from 2048 elements, else a power of two up to a warp, ROW_LANE_ELEMS a lane. The
+    counts are of 4-byte elements: a row of 1- or 2-byte elements (bool, int8, int16, the
+    widest input read, ``isz`` bytes) counts as its bytes in float32s, so a lane reads as many
+    bytes as a float32 row's (64 bool a lane, not 16: any(x, axis=-1) of a (2^22, 64) bool
+    read one 16-byte vector a thread)."""
+    M = M * min(isz, 4) // 4
     if M >= 2048:
         return 256
     return min(32, _pow2_floor(M // ROW_LANE_ELEMS))
@@ -324,8 +329,10 @@ def plan_reduction(node, j, r, strides_ok, inputs, sms) -> ReducePlan:
         # strided rows (a diagonal, a column view): lanes of whole unrolled steps, so short
         # rows keep their loads in flight and a block holds more of them
         G = min(256, 1 << (max(1, M // unroll).bit_length() - 1))
-    elif row_like:
-        G = row_lanes(M)
+    elif row_like:  # lanes by the bytes of the widest input read
+        rin = flat_inputs([x])
+        G = row_lanes(M, max((i.itemsize for k in rin for i in inputs if i.pos == k),
+                             default=itemsize(x.dtype.name)))
     colvec = 1
     cfin: tuple = ()
     if not row_like and kind not in STRUCT_ACC and kept == tuple(range(nd - len(kept), nd)) \
