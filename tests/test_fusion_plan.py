@@ -81,7 +81,9 @@ def test_row_lanes_count_bytes_for_narrow_dtypes():
     for dt, shape, lanes in (("bool", (2**22, 64), 1), ("int8", (2**22, 64), 1),
                              ("int16", (2**22, 64), 2), ("float32", (2**22, 64), 4),
                              ("float64", (2**22, 64), 4), ("bool", (7, 4096), 32),
-                             ("bool", (7, 8192), 256), ("float32", (7, 2048), 256)):
+                             ("bool", (7, 8192), 32), ("bool", (7, 16384), 256),
+                             ("float32", (7, 2048), 32), ("float32", (7, 4096), 256),
+                             ("float64", (7, 4096), 256)):
         kind = "any" if dt == "bool" else "sum"
         (r,) = red(shape, (1,), kind=kind, dt=dt).reductions
         assert (r.G, r.per) == (lanes, fp.THREADS // lanes), (dt, shape)
