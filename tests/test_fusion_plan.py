@@ -87,6 +87,10 @@ def test_row_lanes_count_bytes_for_narrow_dtypes():
         kind = "any" if dt == "bool" else "sum"
         (r,) = red(shape, (1,), kind=kind, dt=dt).reductions
         assert (r.G, r.per) == (lanes, fp.THREADS // lanes), (dt, shape)
+    # a struct accumulator's partials make the tree dear: a block a row from 64 KiB
+    for n, lanes in ((4096, 32), (8192, 32), (16384, 256)):
+        assert fp.row_lanes(n, 4, fp.ROW_BLOCK_BYTES[True]) == lanes
+        assert fp.row_lanes(n, 4, fp.ROW_BLOCK_BYTES[False]) == 256
 
 
 def test_reduction_vector_width_by_dtype_and_layout():
