@@ -36,7 +36,7 @@ def elementwise_units():
             tc, to = result_dtype(name, list(dts))
             names = tuple(x.name for x in dts)
             # Strided, broadcast and 0-d operands too (x[:, None] - y[None, :], x - mean(x),
-            # x[:, ::2] * 2.5: a first call waited 0.15-0.3 s for NVRTC); +1.5-2.6 MiB an
+            # x[:, ::2] * 2.5: a first call waited 0.15-0.3 s for NVRTC); +2.0-3.0 MiB an
             # arch. The tiled layouts of a transposed operand (x.T + y: 0.30 s on its first
             # use), the largest kernels, for the floating dtypes only.
             for lay in E.layouts_for(names):
