@@ -306,13 +306,13 @@ COL_LANE_ROWS = 32
 ROW_BLOCK_BYTES = {False: 16384, True: 65536}  # by a struct accumulator
 
 
-def row_lanes(M: int, isz: int = 4, block_bytes: int = 16384) -> int:
+def row_lanes(M: int, isz: int = 4, block_bytes: int = ROW_BLOCK_BYTES[False]) -> int:
     """Lanes G a contiguous row of M elements of ``isz`` bytes (the widest input read) is
     reduced by (its last axis reduced): a block a row from ``block_bytes`` (ROW_BLOCK_BYTES),
-    else a power of two up to a warp, ROW_LANE_ELEMS a lane. A row of 1- or 2-byte elements (bool, int8,
-    int16) counts its lanes' elements as its bytes in float32s, so a lane reads as many bytes
-    as a float32 row's (64 bool a lane, not 16: any(x, axis=-1) of a (2^22, 64) bool read
-    one 16-byte vector a thread)."""
+    else a power of two up to a warp, ROW_LANE_ELEMS a lane. A row of 1- or 2-byte elements
+    (bool, int8, int16) counts its lanes' elements as its bytes in float32s, so a lane reads
+    as many bytes as a float32 row's (64 bool a lane, not 16: any(x, axis=-1) of a (2^22, 64)
+    bool read one 16-byte vector a thread)."""
     if M * isz >= block_bytes:
         return 256
     M = M * min(isz, 4) // 4
@@ -337,22 +337,22 @@ def plan_reduction(node, j, r, strides_ok, inputs, sms) -> ReducePlan:
     M = size([x.shape[ax] for ax in axes])
     row_like = nd == 0 or (nd - 1) in axes
     flat = list(kept) == list(range(len(kept))) and contiguous(x, x.shape, strides_ok)
+    # the inputs a flat read of x reads, and the widest of them (0: none)
+    xin = flat_inputs([x])
+    xwide = max((i.itemsize for k in xin for i in inputs if i.pos == k), default=0)
     unroll = min(16, max(4, SCALAR_BYTES // itemsize(x.dtype.name)))
     if row_like and not flat:
         # strided rows (a diagonal, a column view): lanes of whole unrolled steps, so short
         # rows keep their loads in flight and a block holds more of them
         G = min(256, 1 << (max(1, M // unroll).bit_length() - 1))
     elif row_like:  # lanes by the bytes of the widest input read
-        rin = flat_inputs([x])
-        G = row_lanes(M, max((i.itemsize for k in rin for i in inputs if i.pos == k),
-                             default=itemsize(x.dtype.name)), ROW_BLOCK_BYTES[kind in STRUCT_ACC])
+        G = row_lanes(M, xwide or itemsize(x.dtype.name), ROW_BLOCK_BYTES[kind in STRUCT_ACC])
     colvec = 1
     cfin: tuple = ()
     if not row_like and kind not in STRUCT_ACC and kept == tuple(range(nd - len(kept), nd)) \
             and contiguous(x, x.shape, strides_ok):
-        cfin = flat_inputs([x])
-        widest = max([i.itemsize for k in cfin for i in inputs if i.pos == k] or [16])
-        if widest <= COL_VECTOR_ITEM:
+        cfin = xin
+        if (xwide or 16) <= COL_VECTOR_ITEM:
             colvec = COL_VECTOR
             while colvec > 1 and (P % colvec or P // colvec < COL_VECTOR_GROUPS):
                 colvec //= 2
@@ -380,10 +380,9 @@ def plan_reduction(node, j, r, strides_ok, inputs, sms) -> ReducePlan:
         unroll = min(16, max(4, SCALAR_BYTES // (colvec * itemsize(x.dtype.name))))
     fin, vec = cfin, 1
     if flat:
-        fin = flat_inputs([x])
+        fin = xin
         if fin:
-            widest = max(i.itemsize for k in fin for i in inputs if i.pos == k)
-            vec = max(1, RED_VECTOR_BYTES // widest)
+            vec = max(1, RED_VECTOR_BYTES // xwide)
     return ReducePlan(j, r, kind, acc, node.dtype.name, tuple(axes), kept, P, M, row_like, G, S,
                       chunk, per, blocks, flat, fin, vec, scratch, unroll, colvec)
 
