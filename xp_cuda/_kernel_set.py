@@ -35,13 +35,11 @@ def elementwise_units():
             dts = (d,) * arity
             tc, to = result_dtype(name, list(dts))
             names = tuple(x.name for x in dts)
-            # Strided, broadcast and 0-d operands too (x[:, None] - y[None, :], x - mean(x),
-            # x[:, ::2] * 2.5: a first call waited 0.15-0.3 s for NVRTC); +2.0-3.0 MiB an
-            # arch. The tiled layouts of a transposed operand (x.T + y: 0.30 s on its first
-            # use), the largest kernels, for the floating dtypes only.
+            # Every layout: strided, broadcast and 0-d operands too (x[:, None] - y[None, :],
+            # x - mean(x), x[:, ::2] * 2.5: a first call waited 0.15-0.3 s for NVRTC; +2.0-3.0
+            # MiB an arch) and the tiled ones of a transposed operand (x.T + y: 0.30 s for
+            # float32, 0.48 s for int32 on its first use on the H200)
             for lay in E.layouts_for(names):
-                if "t" in lay and d.name not in ("float32", "float64"):
-                    continue
                 yield (E.layout_unit(name, names, tc.name, to.name, lay), E.OPTIONS,
                        E.kernel_name(name, names, lay))
 
