@@ -74,6 +74,31 @@ def test_reduction_split(shape, axes, want):
     assert plan.threads == fp.THREADS and not plan.tunable
 
 
+def test_split_stays_within_one_wave_of_resident_blocks():
+    """A split count rounded up to its wave target stops at one wave of the blocks the kind's
+    registers let reside (RESIDENT_BLOCKS): var over axis 0 of (8192, 8192) took 768 blocks
+    (1.45 waves of 4 a SM), now 512; a kind without an entry keeps 8 a SM."""
+    def plan(kind, shape, axes, dt="float32"):
+        if kind in ("var", "argmax"):
+            g, out = (kred.moments_graph(kind, dt, shape, axes, 0.0, False, dt) if kind == "var"
+                      else kred.arg_graph(kind, dt, shape, axes[0], False))
+            p = kfusion.Program(g, [out], [fake(shape, np.dtype(dt).itemsize)], SMS)
+        else:
+            p = kred.program(kind, dt, dt, fake(shape, np.dtype(dt).itemsize), axes, False, SMS)
+        (r,) = p.plan.reductions
+        return r
+    for kind, shape, axes, want_s in (("var", (8192, 8192), (0,), 2),
+                                      ("var", (4096, 4096), (1,), 1),
+                                      ("argmax", (8192, 8192), (0,), 3),
+                                      ("sum", (8192, 8192), (0,), 4)):
+        r = plan(kind, shape, axes)
+        assert r.S == want_s, (kind, shape, axes, r.S)
+        if r.S > 1:
+            assert r.blocks <= SMS * fp.RESIDENT_BLOCKS.get(kind, 8), (kind, shape)
+    # the cap binds only past one wave: a short-column var keeps the split its target asks
+    assert plan("var", (2**22, 64), (0,)).blocks == SMS * fp.RESIDENT_BLOCKS["var"]
+
+
 def test_row_lanes_count_bytes_for_narrow_dtypes():
     """A lane of a row reduction reads the bytes of ROW_LANE_ELEMS float32s whatever the
     input's width below 4 bytes: short bool rows get fewer lanes, more rows a block; 4- and

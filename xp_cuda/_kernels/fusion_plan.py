@@ -61,6 +61,12 @@ CONFIGS = ((16, 1, 256), (8, 1, 256), (16, 2, 128))  # the first: small launches
 # more than they gained (all axes 0.0768 -> 0.0793, (2^24, 4) 0.0962 -> 0.1029).
 RED_WAVES = 0.75
 KIND_WAVES = {"var": 0.5, "std": 0.5, "max": 0.5, "min": 0.5}
+# A split never takes more than one wave of the blocks that can be resident: 256-thread blocks
+# an SM as the register file holds them (H200 NUM_REGS: var 52 -> 4, max and argmax 40 -> 6,
+# sum 32 -> 8, the default). The split count S rounds up to reach its wave target, and a
+# rounded-up S past one wave left a tail of blocks: var over axis 0 of (8192, 8192) float32 as
+# 768 blocks (1.45 waves of 528) 0.107 ms, as 512 0.084 (torch 0.107)
+RESIDENT_BLOCKS = {"var": 4, "std": 4, "max": 6, "min": 6, "argmax": 6, "argmin": 6}
 COL_GROUPS = 32  # at most this many neighbouring outputs per block (innermost axis kept);
 # 64 or 128: (2^22, 64) 0.94 -> 0.71, (2^20, 256) 1.03 -> 0.95 / 0.73 (2 waves)
 MAX_GRID = 2**31 - 1  # one thread per vector or element: see elementwise.MAX_GRID
@@ -365,7 +371,8 @@ def plan_reduction(node, j, r, strides_ok, inputs, sms) -> ReducePlan:
     if PV * G >= target or M == 0 or P == 0:  # P == 0: nothing to compute, nothing to split
         S = 1
     else:
-        S = max(1, min(-(-target // (PV * G)), M // (G * 32)))
+        S = max(1, min(-(-target // (PV * G)), M // (G * 32),
+                       sms * RESIDENT_BLOCKS.get(kind, 8) * THREADS // (PV * G)))
     chunk = -(-M // S) if M else 0
     if S > 1:  # whole 16-byte vectors of any dtype per split (see the vector path)
         chunk = -(-chunk // 16) * 16
