@@ -850,6 +850,49 @@ def test_c_contiguity_from_shape_and_strides_matches_numpy():
 
 @cuda
 @pytest.mark.cuda
+def test_kept_take_gathers_each_call_and_checks_its_indices():
+    """take's kept call (a replay of the checked gather, then its verdict) against NumPy on
+    new indices each round, negative ones included; an index out of bounds on a kept call
+    raises IndexError and the next call is right again; a view at another residue, int32
+    indices and a strided x take the full path and agree."""
+    import xp_cuda as xp
+    from xp_cuda._backends._base import KEPT
+    dev = Device("cuda", 0)
+    rng = np.random.default_rng(12)
+    a = rng.standard_normal((6, 9)).astype(np.float32)
+    A = xp.asarray(a, device=dev)
+    for r in range(4):
+        i = rng.integers(-9, 9, 11)
+        got = xp.take(A, xp.asarray(i, device=dev), axis=1)
+        np.testing.assert_array_equal(np.from_dlpack(got, device="cpu"), np.take(a, i, axis=1))
+    assert any(type(k).__name__ == "_KeptGather" for k in KEPT.values())
+    bad = np.array([0, 3, 9, -1, 0, 0, 0, 0, 0, 0, 0])
+    with pytest.raises(IndexError, match="index 9 is out of bounds for axis 1 of size 9"):
+        xp.take(A, xp.asarray(bad, device=dev), axis=1)
+    with pytest.raises(IndexError, match="index -10 is out of bounds"):
+        xp.take(A, xp.asarray(np.full(11, -10), device=dev), axis=1)
+    i = rng.integers(-9, 9, 11)
+    np.testing.assert_array_equal(
+        np.from_dlpack(xp.take(A, xp.asarray(i, device=dev), axis=1), device="cpu"),
+        np.take(a, i, axis=1))
+    # another address residue of x, int32 indices, a strided x
+    flat = xp.asarray(np.concatenate([np.zeros(1, np.float32), a.ravel()]), device=dev)
+    A1 = xp.reshape(flat[1:], (6, 9))
+    np.testing.assert_array_equal(
+        np.from_dlpack(xp.take(A1, xp.asarray(i, device=dev), axis=1), device="cpu"),
+        np.take(a, i, axis=1))
+    np.testing.assert_array_equal(
+        np.from_dlpack(xp.take(A, xp.asarray(i.astype(np.int32), device=dev), axis=1),
+                       device="cpu"), np.take(a, i, axis=1))
+    W = xp.asarray(rng.standard_normal((6, 18)).astype(np.float32), device=dev)
+    w = np.from_dlpack(W, device="cpu")
+    np.testing.assert_array_equal(
+        np.from_dlpack(xp.take(W[:, ::2], xp.asarray(i, device=dev), axis=1), device="cpu"),
+        np.take(w[:, ::2], i, axis=1))
+
+
+@cuda
+@pytest.mark.cuda
 def test_kept_calls_compute_each_later_call_afresh():
     """After a validated call, later calls of the same layout replay its kept device work
     (KEPT): each round's new data against NumPy, for the moves and the moments kept so; a

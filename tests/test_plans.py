@@ -391,6 +391,25 @@ def test_moves_and_moments_use_kept_calls_under_their_keys(monkeypatch, call, ke
     np.testing.assert_array_equal(np.asarray(call(a, b)._data), want)
 
 
+def test_take_uses_its_kept_call_and_raises_its_verdict(monkeypatch):
+    """take looks (its checks' key, x's dtype) up in KEPT before the checks: a kept call's
+    result is returned, its out-of-bounds verdict raises the full path's IndexError, and a
+    declining one (None) takes the full path."""
+    from xp_cuda._backends._base import KEPT
+    a = _x(np.float64, (5,))
+    i = xp.asarray(np.array([4, -5, 0], np.int64))
+    want = np.asarray(xp.take(a, i)._data)
+    key = (("take", a.shape, i._data.dtype, i.shape, None, type(None)), a._data.dtype)
+    sentinel = np.full(3, 42.0)
+    monkeypatch.setitem(KEPT, key, lambda datas, device: (sentinel, None))
+    assert xp.take(a, i)._data is sentinel
+    monkeypatch.setitem(KEPT, key, lambda datas, device: (None, 7))
+    with pytest.raises(IndexError, match=r"index 7 is out of bounds for axis 0 of size 5"):
+        xp.take(a, i)
+    monkeypatch.setitem(KEPT, key, lambda datas, device: None)
+    np.testing.assert_array_equal(np.asarray(xp.take(a, i)._data), want)
+
+
 def test_a_copying_reshape_takes_the_kept_move_from_the_hot_path(monkeypatch):
     """reshape(copy=None) of a layout no view serves (RESHAPES misses) looks the full path's
     key up in KEPT before any check: the kept move answers (it checks strides and device

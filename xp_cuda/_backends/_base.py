@@ -482,7 +482,7 @@ class Backend:
         with self.ctx():
             return int(data.min()), int(data.max())
 
-    def take(self, data, idx, axis):
+    def take(self, data, idx, axis, plan_key=None):
         """(data taken at idx along axis, None), or (None, an index outside [-n, n)) for the
         n of that axis: idx is a native 1-D integer array whose values are data, checked here
         (the spec leaves out-of-range indices unspecified; both devices refuse them alike).
