@@ -566,6 +566,27 @@ void arg(const std::vector<double>& v) {
     unsigned seed = s;
     printf(" %lld", tree<Op>(xs, 0, (int)xs.size(), seed).i);
   }
+  // a kernel's lanes: each takes its own elements (every G-th) in steps of U, a step's
+  // elements paired in index order by next, the step's value joining the lane's by comb;
+  // then the lanes meet by comb in a random tree
+  const XpArg<double> ident = Op::lift(MAX ? -xp_inf() : xp_inf(), 9223372036854775807LL);
+  for (int G = 1; G <= 9; G += 4) {
+    const int U = 4;
+    std::vector<XpArg<double>> lanes;
+    for (int lane = 0; lane < G; ++lane) {
+      XpArg<double> a = ident;
+      size_t j = lane;
+      for (; j + (U - 1) * G < xs.size(); j += U * G) {
+        const XpArg<double> s01 = Op::next(xs[j], xs[j + G]);
+        const XpArg<double> s23 = Op::next(xs[j + 2 * G], xs[j + 3 * G]);
+        a = Op::comb(a, Op::next(s01, s23));
+      }
+      for (; j < xs.size(); j += G) a = Op::comb(a, xs[j]);
+      lanes.push_back(a);
+    }
+    unsigned seed = 7u + (unsigned)G;
+    printf(" %lld", tree<Op>(lanes, 0, G, seed).i);
+  }
   printf("\n");
 }
 

@@ -616,6 +616,7 @@ class _Acc:
     def __init__(self, vals, red, node):
         kind, acc = red.kind, red.dtype
         self.ctype = acc_ctype(red)
+        self.next = None  # comb of (earlier, later) in index order, where it is cheaper
         self.batched = False
         self.item_type = CTYPES[acc]  # a batched element's C type
         vtype = CTYPES[acc]  # C type of the value before the final conversion
@@ -628,6 +629,7 @@ class _Acc:
                 ext = identity("max" if kind == "argmax" else "min", acc)
             self.ident = f"{rs}::lift({ext}, 9223372036854775807LL)"
             self.comb = f"{rs}::comb"
+            self.next = f"{rs}::next"
             self.elem = lambda v, j: f"{rs}::lift({v}, {j})"
             value = "{}.i"
             vtype = "long long"
@@ -966,9 +968,11 @@ def _reduce_vector_path(e, vals, plan, red, x, acc):
 
 def _reduce_scalar_loop(e, vals, red, x, kc, nd, acc):
     """red.unroll elements a step (all loads first, then a fixed-order tree), then one:
-    element jj of the range of output p."""
+    element jj of the range of output p. A step's tree pairs elements in index order
+    (acc.next); the accumulator takes each step's value by comb."""
     j = red.out
     comb = acc.comb
+    pair = acc.next or comb
     U = red.unroll
 
     def body(var):
@@ -1013,7 +1017,7 @@ def _reduce_scalar_loop(e, vals, red, x, kc, nd, acc):
         else:
             c = [acc.elem(v, f"ju{u}") for u, v in enumerate(vs)]
             while len(c) > 1:
-                c = [f"{comb}({c[i]}, {c[i + 1]})" for i in range(0, len(c), 2)]
+                c = [f"{pair}({c[i]}, {c[i + 1]})" for i in range(0, len(c), 2)]
             e.line(f"acc = {comb}(acc, {c[0]});")
     with e.block("for (; jj < jend; jj += G) {"):
         e.line("const long long jt = jj;")
