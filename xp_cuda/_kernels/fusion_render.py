@@ -919,9 +919,14 @@ def _reduce_vector_path(e, vals, plan, red, x, acc):
     kept = bool(red.kept)
     bt = acc.item_type
 
+    nxt = acc.next  # argmax/argmin: a vector's elements folded by next, then one comb
+
     def take(arr):
         if acc.batched:
             e.line(f"{arr}[u * {V} + q] = {acc.item(v)};")
+        elif nxt:
+            el = acc.elem(v, f"(jv + u * G) * {V} + q")
+            e.line(f"if (q == 0) t = {el}; else t = {nxt}(t, {el});")
         else:
             e.line(f"acc = {comb}(acc, {acc.elem(v, f'(jv + u * G) * {V} + q')});")
 
@@ -941,10 +946,14 @@ def _reduce_vector_path(e, vals, plan, red, x, acc):
             e.line(f"{bt} xb[{N * V}];")
         e.pragma("#pragma unroll")
         with e.block(f"for (int u = 0; u < {N}; ++u) {{"):
+            if nxt:
+                e.line(f"{acc.ctype} t;")
             e.pragma("#pragma unroll")
             with e.block(f"for (int q = 0; q < {V}; ++q) {{"):
                 e.lines(inner)
                 take("xb")
+            if nxt:
+                e.line(f"acc = {comb}(acc, t);")
         if acc.batched:
             e.line(f"acc = {comb}(acc, {acc.batch('xb')});")
     # the rest: at most one vector when N is 2 (an `if`, the source the shipped cubins hold)
@@ -955,12 +964,16 @@ def _reduce_vector_path(e, vals, plan, red, x, acc):
             e.line(f"p{k}[0] = reinterpret_cast<const {pk}*>(in{k})[base + jv];")
         if acc.batched:
             e.line(f"{bt} xb[{V}];")
+        if nxt:
+            e.line(f"{acc.ctype} t;")
         e.pragma("#pragma unroll")
         e.indent += 2
         with e.block(f"for (int q = 0; q < {V}; ++q) {{"):
             e.lines(inner)
             take("xb")
         e.indent -= 2
+        if nxt:
+            e.line(f"acc = {comb}(acc, t);")
         if acc.batched:
             e.line(f"acc = {comb}(acc, {acc.batch('xb')});")
     e.indent -= 2
