@@ -1022,11 +1022,12 @@ def _reduce_scalar_loop(e, vals, red, x, kc, nd, acc):
             e.lines(lines)
             vs.append(v)
         vals.unrolled = {}
-        if acc.batched:  # in batches of four: the moments' batch size
-            for b in range(0, U, 4):
-                items = ", ".join(acc.item(v) for v in vs[b:b + 4])
-                e.line(f"const {acc.item_type} xq{b}[4] = {{{items}}};")
-                e.line(f"acc = {comb}(acc, {acc.batch(f'xq{b}')});")
+        if acc.batched:
+            # one batch a step (U: 4 to 16, a power of two): var's merge divides once a
+            # batch; batches of four divided twice a step of float32 (U = 8)
+            items = ", ".join(acc.item(v) for v in vs)
+            e.line(f"const {acc.item_type} xq[{U}] = {{{items}}};")
+            e.line(f"acc = {comb}(acc, {acc.batch('xq')});")
         else:
             c = [acc.elem(v, f"ju{u}") for u, v in enumerate(vs)]
             while len(c) > 1:
