@@ -110,10 +110,13 @@ def test_moments_plan_and_runtime_correction(dt):
     row = _program(kred.moments_graph("var", dt, shape, (1,), 1, False, dt), fake(shape, isz))
     assert col.plan.reductions[0].S > 1 and not col.plan.reductions[0].row_like
     assert row.plan.reductions[0].row_like and row.plan.reductions[0].vec == 16 // isz
-    # batches: BATCH_VEC_STEPS vectors on the vector path, 4 elements on the scalar loop
+    # batches: BATCH_VEC_STEPS vectors on the vector path, a step's unrolled elements (one
+    # merge a step) on the scalar loop
     from xp_cuda._kernels.fusion_render import BATCH_VEC_STEPS
     assert f"double xb[{BATCH_VEC_STEPS * (16 // isz)}]" in row.kernel
-    assert "const double xq0[4]" in col.kernel
+    U = col.plan.reductions[0].unroll
+    assert U == {"float32": 8, "float64": 4}[dt]
+    assert f"const double xq[{U}]" in col.kernel and col.kernel.count("::batch(") == 1
     std = _program(kred.moments_graph("std", dt, shape, (1,), 0, True, dt), fake(shape, isz))
     assert "sqrt(XpMoments<double>::var(" in std.kernel
     if dt == "float32":  # std's root is taken in float64, then rounded once
