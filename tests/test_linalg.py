@@ -83,6 +83,28 @@ def test_matmul_layouts_match_numpy(device, rng, dtype):
 
 
 @pytest.mark.parametrize("dtype", (xp.float32, xp.float64), ids=str)
+def test_kept_matmul_computes_each_later_call_afresh(device, rng, dtype):
+    """After a checked call, later calls of the same dtypes and shapes take the kept call
+    (cuda: the one cuBLAS call, _KeptGemm in KEPT): new data each round against float64
+    NumPy; operands of the same shapes in other layouts (transposed, batched transposed)
+    take the full path and agree; so do the kept layouts after them."""
+    from xp_cuda._backends._base import KEPT
+    for shapes in (((9, 7), (7, 5)), ((3, 9, 7), (3, 7, 5))):
+        for r in range(5):
+            x, a = random_array(rng, shapes[0], dtype, device)
+            y, b = random_array(rng, shapes[1], dtype, device)
+            if r == 2:  # the same shapes, F-contiguous operands
+                x = xp.matrix_transpose(xp.asarray(np.swapaxes(a, -1, -2).copy(), device=device))
+                y = xp.matrix_transpose(xp.asarray(np.swapaxes(b, -1, -2).copy(), device=device))
+            got = x @ y if r % 2 else xp.matmul(x, y)
+            assert got.dtype == dtype and got.shape == (a @ b).shape
+            _close(got, _ref(a) @ _ref(b), dtype, scale=np.abs(_ref(a) @ _ref(b)).max() + 1)
+        if device.kind == "cuda":
+            kept = KEPT.get(("matmul", x._data.dtype, x.shape, y._data.dtype, y.shape))
+            assert type(kept).__name__ == "_KeptGemm", kept
+
+
+@pytest.mark.parametrize("dtype", (xp.float32, xp.float64), ids=str)
 def test_matmul_of_short_rows_times_a_vector(device, rng, dtype):
     """A stack of matrices times a vector with rows of at most 64 float32 / 8 float64 elements
     or at most 4 MiB in all (cuda: our vecdot kernel, cuBLAS beyond), at the limits and past

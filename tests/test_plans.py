@@ -391,6 +391,24 @@ def test_moves_and_moments_use_kept_calls_under_their_keys(monkeypatch, call, ke
     np.testing.assert_array_equal(np.asarray(call(a, b)._data), want)
 
 
+def test_matmul_uses_its_kept_call_before_the_checks(monkeypatch):
+    """matmul (and the @ operator) look ("matmul", dtypes, shapes) up in KEPT first and return
+    the kept call's result; a declining kept call (None) takes the full path; the checks
+    still refuse what no kept call may serve (a key is made of checked calls only)."""
+    from xp_cuda._backends._base import KEPT
+    a, b = _x(np.float64, (3, 4)), _x(np.float64, (4, 2))
+    want = np.asarray(xp.matmul(a, b)._data)
+    key = ("matmul", a._data.dtype, a.shape, b._data.dtype, b.shape)
+    sentinel = np.full((3, 2), 42.0)
+    monkeypatch.setitem(KEPT, key, lambda datas, device: sentinel)
+    assert xp.matmul(a, b)._data is sentinel
+    assert (a @ b)._data is sentinel
+    monkeypatch.setitem(KEPT, key, lambda datas, device: None)
+    np.testing.assert_array_equal(np.asarray((a @ b)._data), want)
+    with pytest.raises(ValueError, match="contracted dimensions differ"):
+        xp.matmul(a, a)
+
+
 def test_take_uses_its_kept_call_and_raises_its_verdict(monkeypatch):
     """take looks (its checks' key, x's dtype) up in KEPT before the checks: a kept call's
     result is returned, its out-of-bounds verdict raises the full path's IndexError, and a

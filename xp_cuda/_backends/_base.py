@@ -429,8 +429,9 @@ class Backend:
         diag = self.diagonal(data, offset, False)
         return self.reduce("sum", diag, (diag.ndim - 1,), False, dtype)
 
-    def matmul(self, d1, d2, dtype):
-        """d1 @ d2 in `dtype` (shapes checked by the caller)."""
+    def matmul(self, d1, d2, dtype, plan_key=None):
+        """d1 @ d2 in `dtype` (shapes checked by the caller). ``plan_key``: the spec layer's
+        key of the checked call, under which a backend may keep it (KEPT)."""
         with self.ctx():
             return self.xp.matmul(d1.astype(dtype._np, copy=False),
                                   d2.astype(dtype._np, copy=False))

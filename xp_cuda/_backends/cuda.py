@@ -121,6 +121,42 @@ def _gemm_plan(name, d1, d2):
             zero.ctypes.data, None if d1.ndim == 2 else batch, cublas)
 
 
+class _KeptGemm:
+    """matmul's one cuBLAS call for one layout (_gemm_plan's arguments): allocate the result,
+    bind this thread's handle to the current stream, call. As a kept call (KEPT) it applies
+    to operands of the kept strides on the kept device: the spec layer's key names their
+    dtypes and shapes, the plan depends on nothing else (addresses need no alignment)."""
+
+    __slots__ = ("plan", "dtype", "s1", "s2", "device", "alloc", "stream")
+
+    def __init__(self, plan, dtype, s1, s2, device, alloc, stream):
+        self.plan, self.dtype, self.s1, self.s2 = plan, dtype, s1, s2
+        self.device, self.alloc, self.stream = device, alloc, stream
+
+    def __call__(self, datas, device):
+        if device is not self.device and device != self.device:
+            return None
+        d1, d2 = datas
+        if d1.strides != self.s1 or d2.strides != self.s2:
+            return None
+        return _gemm_call(self.plan, self.dtype, self.alloc, self.stream, device.index, d1, d2)
+
+
+def _gemm_call(plan, dtype, alloc, stream, index, d1, d2):
+    """d1 @ d2 by the one cuBLAS call of ``plan`` (_gemm_plan's arguments) on device
+    ``index`` (current), into a new array of ``dtype``, on the current stream."""
+    fn, shape, ob, oa, n, m, k, ldb, lda, one, zero, batch, _ = plan
+    out = alloc(shape, dtype)
+    handle = library_handle("cublas", index, stream().ptr)
+    if batch is None:
+        fn(handle, ob, oa, n, m, k, one, d2.data.ptr, ldb, d1.data.ptr, lda, zero,
+           out.data.ptr, n)
+    else:
+        fn(handle, ob, oa, n, m, k, one, d2.data.ptr, ldb, k * n, d1.data.ptr, lda, m * k,
+           zero, out.data.ptr, n, m * n, batch)
+    return out
+
+
 class _KeptGather:
     """take's whole device work for one layout (a gather that checks its indices as it reads
     them, then one wait for the verdict): allocate the result, replay the recorded gather with
@@ -695,17 +731,18 @@ class CudaBackend(Backend):
                                        ibase, base_is_int)
 
     # ---- linear algebra and sorting -------------------------------------------------------
-    def matmul(self, d1, d2, dtype):
+    def matmul(self, d1, d2, dtype, plan_key=None):
         """Matrices (2-D, or stacks of one batch shape) of a floating dtype, each C- or
         F-contiguous in its last two dims: one cuBLAS call, made here (CuPy's matmul spent
         ~16 us of host time on an 8x8 product); anything else through CuPy. The call's
-        layout is planned once per (dtype, shapes, strides)."""
+        layout is planned once per (dtype, shapes, strides); with ``plan_key`` and one GPU
+        visible, a cuBLAS call is kept for the spec layer's hot path (_KeptGemm)."""
         if self.switch is None:  # one visible GPU: no device to make current
-            return self._matmul(d1, d2, dtype)
+            return self._matmul(d1, d2, dtype, plan_key)
         with self._dev:
             return self._matmul(d1, d2, dtype)
 
-    def _matmul(self, d1, d2, dtype):
+    def _matmul(self, d1, d2, dtype, plan_key=None):
         t = dtype._np
         key = (t, d1.dtype, d1.shape, d1.strides, d2.dtype, d2.shape, d2.strides)
         plan = _GEMM_PLANS.get(key)
@@ -720,16 +757,10 @@ class CudaBackend(Backend):
         if plan == "cast":
             return self._matmul(self.astype(d1, dtype, False), self.astype(d2, dtype, False),
                                 dtype)
-        fn, shape, ob, oa, n, m, k, ldb, lda, one, zero, batch, lib = plan
-        out = self._alloc(shape, t)
-        handle = library_handle("cublas", self.device.index, self._stream().ptr)
-        if batch is None:
-            fn(handle, ob, oa, n, m, k, one, d2.data.ptr, ldb, d1.data.ptr, lda, zero,
-               out.data.ptr, n)
-        else:
-            fn(handle, ob, oa, n, m, k, one, d2.data.ptr, ldb, k * n, d1.data.ptr, lda,
-               m * k, zero, out.data.ptr, n, m * n, batch)
-        return out
+        if plan_key is not None:
+            keep_call(plan_key, _KeptGemm(plan, t, d1.strides, d2.strides, self.device,
+                                          self._alloc, self._stream))
+        return _gemm_call(plan, t, self._alloc, self._stream, self.device.index, d1, d2)
 
     def vecdot(self, d1, d2, axis, dtype):
         # Our kernel reads both inputs through their strides as their own dtypes.
