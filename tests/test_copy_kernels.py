@@ -240,9 +240,43 @@ def test_mapping_tile():
     src = np.broadcast_to(x.reshape(1, 30, 1, 40), (2, 30, 3, 40))
     out = np.empty((2, 30, 3, 40), F4)
     p = _plan(out, src)
-    assert p.path == "rows" and p.shape == (2, 30, 3, 40)
-    assert p.src_strides == (0, 160, 0, 4)
+    # the repeat dims (source stride 0) walked innermost: each row of x read six times in turn
+    assert p.path == "rows" and p.shape == (30, 2, 3, 40)
+    assert p.src_strides == (160, 0, 0, 4) and p.dst_strides == (480, 14400, 160, 4)
     assert out.reshape(60, 120).shape == tuple(r * d for r, d in zip(reps, x.shape))
+
+
+@pytest.mark.parametrize("n,itemsize,row", [
+    (8192 * 8192, 4, 16384),   # tile(x, (2, 1)) of (8192, 8192) float32: rows of 64 KiB
+    (40000, 4, 10000),         # the longest whole-chunk divisor of at most 64 KiB
+    (40000, 16, 4000),
+    (40000, 1, 40000),         # 40000 bytes: short enough already
+    (65537, 4, 65537),         # prime: no divisor, the row stays whole
+    (5 * 4099, 4, 5 * 4099),   # 80 KiB, its divisor in range (4099) not whole chunks: uncut
+])
+def test_plan_tile_cuts_long_rows_and_walks_repeats_inside(n, itemsize, row):
+    """tile / a broadcast copy: a contiguous source row longer than FAN_ROW_BYTES is cut into
+    equal rows of whole 16-byte chunks, and the repeat dim walks inside them, so the copies of
+    one source row follow each other (read from L2, not twice from memory)."""
+    dt = np.dtype(f"V{itemsize}")
+    x = np.empty(n, dt)
+    src = np.broadcast_to(x, (2, n))
+    p = _plan(np.empty((2, n), dt), src)
+    assert p.path == "rows" and p.itemsize == itemsize
+    if row == n:
+        assert p.shape == (2, n) and p.src_strides == (0, itemsize)
+    else:
+        assert p.shape == (n // row, 2, row)
+        assert p.src_strides == (row * itemsize, 0, itemsize)
+        assert p.dst_strides == (row * itemsize, n * itemsize, itemsize)
+        assert row * itemsize <= K.FAN_ROW_BYTES and row * itemsize % 16 == 0
+
+
+def test_plan_without_repeats_keeps_its_rows():
+    x = np.empty((3, 50000), F4)
+    out = np.empty((3, 60000), F4)
+    p = _plan(out[:, :50000], x)  # long rows into a wider output, no stride-0 dim
+    assert (p.path, p.shape, p.src_strides) == ("rows", (3, 50000), (200000, 4))
 
 
 def test_mapping_tile_1d_wide_rows_merge():
@@ -674,6 +708,9 @@ BROADCASTS = {
     "tile_2x3": ((1, 30, 1, 40), (2, 30, 3, 40), lambda a: a),
     "repeat_int": ((1000, 1), (1000, 3), lambda a: a),
     "inner_big": ((4, 1, 1001), (4, 6, 1001), lambda a: a),
+    "tile_long_rows": ((1, 40000), (3, 40000), lambda a: a),   # rows cut, repeats inside
+    "tile_2d_long_rows": ((1, 5, 1, 20000), (2, 5, 3, 20000), lambda a: a),
+    "tile_prime_rows": ((1, 65537), (2, 65537), lambda a: a),  # no cut
 }
 
 
