@@ -48,10 +48,12 @@ SEG chunks); shorter rows a thread per chunk. Kernels are loaded on first use; t
 
 Measured on one H200 (fraction of a device-to-device copy of the same bytes, read + written;
 peers in the same run): concat of three (8192, 8192) float32 along axis 0 0.99 (torch 0.96,
-CuPy 0.40), along axis 1 0.91 (torch 0.95, CuPy 0.40); (8192, 8192) float32 transpose 0.73
-(torch and CuPy 0.27), float64 0.87, complex128 0.94, int16 0.67, int8 0.50; batched
-(64, 1024, 1024) permutation (0, 2, 1) 0.71 (torch 0.28), (1, 0, 2) 0.88; flips 0.89-0.90
-(torch 0.70); rows into a misaligned slice 0.84; take of 1M random rows of 64 float32 0.78
+CuPy 0.40), along axis 1 0.91 (torch 0.95, CuPy 0.40); (8192, 8192) float32 transpose
+0.81-0.92 (torch and CuPy 0.27), float64 0.93, complex128 0.94, int16 0.68-0.73, int8 0.59;
+batched (64, 1024, 1024) permutation (0, 2, 1) 0.71 (torch 0.28), (1, 0, 2) 0.88; tile(x, (2, 1))
+0.86 (torch 0.51); flips 0.89-0.90 (torch 0.70); rows into a misaligned slice 0.84 (its source
+loads element by element: two aligned 16-byte loads shifted into place ran slower for float32,
+docs/performance.md); take of 1M random rows of 64 float32 0.78
 (torch 0.20), of 16 float32 0.59 (torch 0.05); 16M random int64 indices into float32 equal to
 torch's index_select and CuPy's take.
 
