@@ -181,14 +181,15 @@ def along_kernel_names() -> list[str]:
 class CopyPlan:
     """How ``copy_into`` moves one array into another.
 
-    ``shape`` and the strides are the collapsed dims in destination order, outermost first
-    (for ``rows``, the outer dims of source stride 0 innermost of the outer dims: see
-    FAN_ROW_BYTES); strides in bytes, destination strides all >= 0. ``itemsize`` is the element the kernel
-    moves (smaller than the dtype's when the data are not aligned to it, larger when a short
-    contiguous inner dim was folded into one element). The offsets are added to the arrays'
-    pointers. For ``transpose``, the tiled dims are the last one (the destination's contiguous
-    dim) and ``tile_dim`` (the source's); for the others ``tile_dim`` is -1. ``shift``: rows
-    are not all 16-byte aligned in the destination, so chunks move per row (see copy.cu).
+    ``shape`` and the strides are the collapsed dims in destination order, outermost first (for
+    ``rows``, the outer dims of source stride 0 innermost of the outer dims: see
+    FAN_ROW_BYTES); strides in bytes, destination strides all >= 0. ``itemsize`` is the element
+    the kernel moves (smaller than the dtype's when the data are not aligned to it, larger when
+    a short contiguous inner dim was folded into one element). The offsets are added to the
+    arrays' pointers. For ``transpose``, the tiled dims are the last one (the destination's
+    contiguous dim) and ``tile_dim`` (the source's); for the others ``tile_dim`` is -1.
+    ``shift``: rows are not all 16-byte aligned in the destination, so chunks move per row (see
+    copy.cu).
     """
     path: str                  # "empty" | "memcpy" | "rows" | "transpose" | "flat" | "strided"
     itemsize: int
