@@ -939,7 +939,7 @@ _SHIM = r'''
 #define __global__
 #define __device__
 #define __forceinline__ inline
-#define __launch_bounds__(x)
+#define __launch_bounds__(...)
 #define __shared__ static
 #define __align__(n) __attribute__((aligned(n)))
 struct dim3e { unsigned x = 0, y = 0, z = 0; };
@@ -982,16 +982,24 @@ inline unsigned __ballot_sync(unsigned, int pred) {
 inline unsigned atomicAdd(unsigned* p, unsigned v) {
     return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST);
 }
-inline unsigned atomicExch(unsigned* p, unsigned v) {
+inline void publish_delay(unsigned flag) {
     if (g_delay) {
         // the first inclusive prefix a copy publishes (tile 0's, in the copy that runs it) comes
         // 200 ms late, so the tiles running beside it all look back to it through aggregates
         static std::atomic<int> first{1};
         thread_local std::mt19937 rng(std::random_device{}());
-        const bool hold = v == 2 && first.exchange(0);
+        const bool hold = flag == 2 && first.exchange(0);
         std::this_thread::sleep_for(std::chrono::microseconds(
-            hold ? 200000 : rng() % (v == 2 ? 3000 : 500)));
+            hold ? 200000 : rng() % (flag == 2 ? 3000 : 500)));
     }
+}
+inline unsigned atomicExch(unsigned* p, unsigned v) {
+    publish_delay(v);
+    return __atomic_exchange_n(p, v, __ATOMIC_SEQ_CST);
+}
+// a 4-byte value's status word: the flag in the high half
+inline unsigned long long atomicExch(unsigned long long* p, unsigned long long v) {
+    publish_delay((unsigned)(v >> 32));
     return __atomic_exchange_n(p, v, __ATOMIC_SEQ_CST);
 }
 template <class T> inline T __ldcg(const T* p) { return *(const volatile T*)p; }
@@ -1065,13 +1073,15 @@ def _build_emulator(folder, threads, copies):
     # yield its core to the predecessor it waits for
     src = src.replace("do { f = *fp; } while (f == 0u);",
                       "do { f = *fp; std::this_thread::yield(); } while (f == 0u);")
+    src = src.replace("do { w = *wp; } while ((w >> 32) == 0u);",
+                      "do { w = *wp; std::this_thread::yield(); } while ((w >> 32) == 0u);")
     src = src.replace("                j0 -= 32;",
                       "                j0 -= 32; if (lane == 0) __atomic_fetch_add("
                       "&g_windows, 1, __ATOMIC_RELAXED);")
     src = src.replace("                const unsigned pm = __ballot_sync",
                       "                if (f == FLAG_A) __atomic_fetch_add(&g_aflags, 1, "
                       "__ATOMIC_RELAXED);\n                const unsigned pm = __ballot_sync")
-    assert src.count("g_windows") == 1 and src.count("g_aflags") == 1 and "yield" in src
+    assert src.count("g_windows") == 1 and src.count("g_aflags") == 1 and src.count("yield") == 2
     (folder / "shim.h").write_text(_SHIM)
     (folder / "scan_emu.cu").write_text(src)
     (folder / "harness.cpp").write_text(_HARNESS)

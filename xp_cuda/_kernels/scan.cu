@@ -160,17 +160,44 @@ template <typename W> __device__ __forceinline__ W ld_cg(const W* p) {
 // aggregate, then looks back over its predecessors' published (flag, value) pairs until it meets
 // an inclusive prefix. Tile ids come from an atomic counter in launch order, so every tile a
 // block waits on has already started: progress is guaranteed whatever the scheduler does.
-// Values of any size (up to complex128's 16 bytes) are published safely as value, fence, flag;
-// a reader sees the flag, fences, then reads the value from L2.
+// A 4-byte working value (float32, the u32 sums of ints up to 32 bits) travels with its flag
+// in one 64-bit word, published and read by one access (CUB packs its tile status so): no fence
+// on a tile's path, which held the publish and each read of a look-back behind a device-wide
+// fence. Wider values (up to complex128's 16 bytes) are published as value, fence, flag; a
+// reader sees the flag, fences, then reads the value from L2.
 //
 // Layout inside a tile: warp w owns CH chunks of 32*V contiguous elements; lane l of chunk c
 // holds elements ((w*CH + c)*32 + l)*V .. +V-1, so each access is a 16-byte vector and a warp's
 // access is 512 contiguous bytes (coalesced), with no shared-memory transpose.
 // ================================================================================================
 #define CH 12  // CHUNKS in scan.py. 64M float32 on the H200 (fraction of a copy): CH 4 0.51,
-                 // 8 0.61, 12 0.66 (torch 0.60): bigger tiles, fewer look-back hops
+                 // 8 0.61, 12 0.66 (torch 0.60): bigger tiles, fewer look-back hops; with the
+                 // packed status below, 8 0.71-0.77, 12 0.80-0.82
 #define FLAG_A 1u
 #define FLAG_P 2u
+
+// A tile's status as one word for 4-byte W: the flag in the high half, W's bits in the low.
+template <typename W> __device__ __forceinline__ unsigned long long status_word(unsigned f, W v) {
+    union { W v; unsigned b; } u;
+    u.v = v;
+    return ((unsigned long long)f << 32) | u.b;
+}
+template <typename W> __device__ __forceinline__ W status_value(unsigned long long w) {
+    union { unsigned b; W v; } u;
+    u.b = (unsigned)w;
+    return u.v;
+}
+// publish tile t's aggregate (FLAG_A) or inclusive prefix (FLAG_P)
+template <typename W> __device__ __forceinline__ void publish(
+        unsigned* flags, W* vals, long long t, unsigned f, W v) {
+    if constexpr (sizeof(W) == 4) {
+        atomicExch(reinterpret_cast<unsigned long long*>(flags) + t, status_word(f, v));
+    } else {
+        st_cg(vals + t, v);
+        __threadfence();
+        atomicExch(flags + t, f);
+    }
+}
 
 template <typename Op, typename I, typename A, typename W>
 __device__ __forceinline__ void lookback_scan(
@@ -237,17 +264,9 @@ __device__ __forceinline__ void lookback_scan(
         // publish, then look back
         W prefix = Op::template id<W>();  // the tiles before this one (k > 0 only)
         if (k == 0) {
-            if (lane == 0) {
-                st_cg(incls + t, agg);
-                __threadfence();
-                atomicExch(flags + t, FLAG_P);
-            }
+            if (lane == 0) publish(flags, incls, t, FLAG_P, agg);
         } else {
-            if (lane == 0) {
-                st_cg(aggs + t, agg);
-                __threadfence();
-                atomicExch(flags + t, FLAG_A);
-            }
+            if (lane == 0) publish(flags, aggs, t, FLAG_A, agg);
             const long long row_first = t - k;
             long long j0 = t - 1;
             bool have = false;
@@ -256,10 +275,19 @@ __device__ __forceinline__ void lookback_scan(
                 unsigned f = FLAG_P;
                 W val = Op::template id<W>();
                 if (j >= row_first) {
-                    const volatile unsigned* fp = flags + j;
-                    do { f = *fp; } while (f == 0u);
-                    __threadfence();
-                    val = f == FLAG_P ? ld_cg(incls + j) : ld_cg(aggs + j);
+                    if constexpr (sizeof(W) == 4) {
+                        const volatile unsigned long long* wp =
+                            reinterpret_cast<unsigned long long*>(flags) + j;
+                        unsigned long long w;
+                        do { w = *wp; } while ((w >> 32) == 0u);
+                        f = (unsigned)(w >> 32);
+                        val = status_value<W>(w);
+                    } else {
+                        const volatile unsigned* fp = flags + j;
+                        do { f = *fp; } while (f == 0u);
+                        __threadfence();
+                        val = f == FLAG_P ? ld_cg(incls + j) : ld_cg(aggs + j);
+                    }
                 }
                 const unsigned pm = __ballot_sync(FULL, f == FLAG_P);
                 const int lim = pm ? __ffs(pm) - 1 : 31;
@@ -279,11 +307,7 @@ __device__ __forceinline__ void lookback_scan(
                 if (pm) break;
                 j0 -= 32;
             }
-            if (lane == 0) {
-                st_cg(incls + t, Op::f(prefix, agg));
-                __threadfence();
-                atomicExch(flags + t, FLAG_P);
-            }
+            if (lane == 0) publish(flags, incls, t, FLAG_P, Op::f(prefix, agg));
         }
         // warp `lane`'s exclusive prefix in the row: none for warp 0 of tile 0
         if (lane < WARPS) s_warp[lane] = k > 0 ? (lane > 0 ? Op::f(prefix, wexcl) : prefix)
@@ -420,10 +444,16 @@ __device__ __forceinline__ void column_scan(
     }
 }
 
+// Three look-back blocks an SM for 4-byte values (at most 80 registers: a warp's registers
+// are allocated 256 at a time, so 81-85 leave room for two blocks only; the packed status took
+// the float32 kernel from 80 to 85 registers and (8192, 8192) over axis 1 from 0.154 to 0.18
+// ms); 0, no minimum, for the others (their registers as before)
+#define LB_BLOCKS(A, W) ((sizeof(A) == 4 && sizeof(W) == 4) ? 3 : 0)
+
 // One line per (combine, input, out, working type): KIND names the family (scan: sums,
 // scanprod: products).
 #define OP_INSTANCES(KIND, OP, NAME, I, A, W)                                                    \
-extern "C" __global__ void __launch_bounds__(THREADS) xp_##KIND##_lb_##NAME(                     \
+extern "C" __global__ void __launch_bounds__(THREADS, LB_BLOCKS(A, W)) xp_##KIND##_lb_##NAME(    \
         const I* x, A* out, long long n, long long tpr, long long out_row, int shift,           \
         unsigned* counter, unsigned* flags, W* aggs, W* incls, int vec_in, int vec_out) {       \
     lookback_scan<OP, I, A, W>(x, out, n, tpr, out_row, shift, counter, flags, aggs, incls,     \

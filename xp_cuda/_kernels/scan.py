@@ -296,10 +296,11 @@ _NULL = np.uint64(0)  # a null pointer parameter (a constant: never patched)
 # ---- cumsum --------------------------------------------------------------------------------
 def _lookback(cp, plan, xp, op, kernel, in_item, out_item, w_itemsize, fam):
     tiles = plan.outer * plan.tiles_per_row
-    # scratch: counter, flags, then aggregates and inclusive prefixes (16-byte aligned)
-    flags_bytes = 4 * (tiles + 1)
+    # scratch: the tile counter, 16 bytes on the flags (a 4-byte working value travels with its
+    # flag in one 8-byte word: scan.cu, publish), then aggregates and inclusive prefixes
+    flags_bytes = 16 + (8 if w_itemsize == 4 else 4) * tiles
     vals_off = -(-flags_bytes // 16) * 16
-    vals_bytes = w_itemsize * tiles
+    vals_bytes = 0 if w_itemsize == 4 else w_itemsize * tiles
     ptr = scratch(cp, vals_off + 2 * vals_bytes)
     memset(cp, ptr, 0, flags_bytes)
     vec_in = xp % 16 == 0 and (plan.outer == 1 or (plan.n * in_item) % 16 == 0)
@@ -307,7 +308,7 @@ def _lookback(cp, plan, xp, op, kernel, in_item, out_item, w_itemsize, fam):
     vec_out = out_first % 16 == 0 and (plan.outer == 1 or (plan.out_len * out_item) % 16 == 0)
     launch(cp, _kernel(f"{fam}_lb_{kernel}"), tiles, THREADS,
            (xp, op, np.int64(plan.n), np.int64(plan.tiles_per_row), np.int64(plan.out_len),
-            np.int32(plan.shift), ptr, ptr + 4, ptr + vals_off, ptr + vals_off + vals_bytes,
+            np.int32(plan.shift), ptr, ptr + 16, ptr + vals_off, ptr + vals_off + vals_bytes,
             np.int32(vec_in), np.int32(vec_out)))
 
 
