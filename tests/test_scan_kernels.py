@@ -180,10 +180,13 @@ def test_lookback_tile_layout_is_a_permutation():
     position once, and a warp's chunk is 32*V contiguous elements (coalesced vectors)."""
     for item in (1, 2, 4, 8, 16):
         v = max(1, 16 // item)
-        pos = [((w * S.CHUNKS + c) * 32 + l) * v + j for w in range(S.THREADS // 32)
-               for c in range(S.CHUNKS) for l in range(32) for j in range(v)]
-        assert sorted(pos) == list(range(S.THREADS * S.CHUNKS * v))
-        assert S.plan_scan((1 << 24,), 0, item, False).tile == S.THREADS * S.CHUNKS * v
+        ch = S.lookback_vectors(item)
+        assert ch == (S.CHUNKS_8 if item == 8 else S.CHUNKS)
+        pos = [((w * ch + c) * 32 + l) * v + j for w in range(S.THREADS // 32)
+               for c in range(ch) for l in range(32) for j in range(v)]
+        assert sorted(pos) == list(range(S.THREADS * ch * v))
+        plan = S.plan_scan((1 << 24,), 0, item, False)
+        assert plan.tile == S.THREADS * ch * v and plan.vectors == ch
 
 
 def test_scan_depth_never_worse_than_sequential():

@@ -170,9 +170,12 @@ template <typename W> __device__ __forceinline__ W ld_cg(const W* p) {
 // holds elements ((w*CH + c)*32 + l)*V .. +V-1, so each access is a 16-byte vector and a warp's
 // access is 512 contiguous bytes (coalesced), with no shared-memory transpose.
 // ================================================================================================
-#define CH 12  // CHUNKS in scan.py. 64M float32 on the H200 (fraction of a copy): CH 4 0.51,
-                 // 8 0.61, 12 0.66 (torch 0.60): bigger tiles, fewer look-back hops; with the
-                 // packed status below, 8 0.71-0.77, 12 0.80-0.82
+// CH_OF(A): 16-byte vectors a thread holds (scan.py: lookback_vectors). 64M float32 on the
+// H200 (fraction of a copy): 4 0.51, 8 0.61, 12 0.66 (torch 0.60): bigger tiles, fewer
+// look-back hops; with the packed status below, 8 0.71-0.77, 12 0.80-0.82. 8-byte values take
+// 8: their 12 held 94-100 registers (two blocks an SM), and 8 ran int32 into int64 at 0.43 of
+// a copy, not 0.34 (rows of 8192 at 0.60, not 0.30), float64 and complex64 3-5% faster.
+#define CH_OF(A) (sizeof(A) == 8 ? 8 : 12)
 #define FLAG_A 1u
 #define FLAG_P 2u
 
@@ -205,6 +208,7 @@ __device__ __forceinline__ void lookback_scan(
         long long out_row, int shift, unsigned* counter, unsigned* flags,
         W* aggs, W* incls, int vec_in, int vec_out) {
     constexpr int V = sizeof(A) >= 16 ? 1 : 16 / (int)sizeof(A);
+    constexpr int CH = CH_OF(A);
     constexpr int TILE = THREADS * CH * V;
     __shared__ long long s_tile;
     __shared__ W s_warp[WARPS];

@@ -35,13 +35,14 @@ from ._runtime import (c_contiguous, device_info, dtype_name, empty_allocator, g
                        instance_units, late, launch, load_kernel, memset, note_program, program,
                        read, replay, scratch, source)
 
-__all__ = ["THREADS", "CHUNKS", "ROW_V", "COUNT_ITEMS", "CUMSUM_PAIRS", "CUMPROD_PAIRS", "Route",
-           "cumsum_route", "kernel_names", "ScanPlan", "plan_scan", "scan_depth", "row_unit",
-           "mask_tile", "cumsum", "cumprod", "cumulative", "nonzero", "mask_select", "mask_assign",
-           "repeat_indices", "allocator", "dense"]
+__all__ = ["THREADS", "CHUNKS", "CHUNKS_8", "lookback_vectors", "ROW_V", "COUNT_ITEMS",
+           "CUMSUM_PAIRS", "CUMPROD_PAIRS", "Route", "cumsum_route", "kernel_names", "ScanPlan",
+           "plan_scan", "scan_depth", "row_unit", "mask_tile", "cumsum", "cumprod", "cumulative",
+           "nonzero", "mask_select", "mask_assign", "repeat_indices", "allocator", "dense"]
 
 THREADS = 256      # THREADS in scan.cu
-CHUNKS = 12        # CH: 16-byte vectors per thread in a look-back tile (scan.cu: why 12)
+CHUNKS = 12        # CH: 16-byte vectors per thread in a look-back tile (scan.cu: CH_OF) ...
+CHUNKS_8 = 8       # ... and for 8-byte values (fewer registers: three blocks an SM, not two)
 ROW_V = 4          # RV: elements per lane per step of the short-row scan
 # Axes with fewer than 32 elements after them are moved last (two copies) only for arrays this
 # large: a small array's copies cost more host time (cumulative_sum(axis=0) of a (2, 4) array
@@ -49,6 +50,13 @@ ROW_V = 4          # RV: elements per lane per step of the short-row scan
 TRANSPOSE_MIN = 1 << 16
 COUNT_ITEMS = 16   # IT_COUNT: elements per thread in a compaction tile
 MAX_NZ_DIMS = 8    # coordinates nonzero writes directly (more: linear indices, unravelled)
+
+
+def lookback_vectors(out_itemsize: int) -> int:
+    """The 16-byte vectors a thread holds in a look-back tile of ``out_itemsize``-byte
+    values (scan.cu's CH_OF)."""
+    return CHUNKS_8 if out_itemsize == 8 else CHUNKS
+
 
 # ---- the dtype table -----------------------------------------------------------------------
 _KIND = {"bool": "bool", "int8": "int", "int16": "int", "int32": "int", "int64": "int",
@@ -173,6 +181,7 @@ class ScanPlan:
     shift: int
     tile: int = 0
     tiles_per_row: int = 0
+    vectors: int = 0  # lookback: 16-byte vectors a thread holds (lookback_vectors)
     group: int = 0
     chunks: int = 1
     chunk: int = 0
@@ -199,9 +208,11 @@ def plan_scan(shape, axis: int, out_itemsize: int, include_initial: bool,
     if n == 0:
         return ScanPlan("zeros", **base)
     if inner == 1:
-        tile = THREADS * CHUNKS * _vec(out_itemsize)
+        ch = lookback_vectors(out_itemsize)
+        tile = THREADS * ch * _vec(out_itemsize)
         if n * 2 >= tile:  # at least half a tile per row: the one-pass look-back scan
-            return ScanPlan("lookback", tile=tile, tiles_per_row=-(-n // tile), **base)
+            return ScanPlan("lookback", tile=tile, tiles_per_row=-(-n // tile), vectors=ch,
+                            **base)
         lanes = -(-n // ROW_V)
         group = min(32, 1 << max(0, lanes - 1).bit_length())
         return ScanPlan("rows", group=group, **base)
@@ -226,11 +237,12 @@ def scan_depth(plan: ScanPlan) -> int:
     if plan.kind == "transpose":
         return scan_depth(plan.inner_plan)  # type: ignore[arg-type]  # (set where inner)
     if plan.kind == "lookback":
-        v = plan.tile // (THREADS * CHUNKS)
+        ch = plan.vectors
+        v = plan.tile // (THREADS * ch)
         # inside the tile: the in-vector run, per chunk 5 warp levels and the carry adds, 3
         # block levels, the final adds; the look-back: a hop over s tiles adds a butterfly of
         # depth log2(s) (zeros add exactly) and two adds, at most 2 per tile of the row
-        return v + 7 * CHUNKS + 8 + 2 * plan.tiles_per_row
+        return v + 7 * ch + 8 + 2 * plan.tiles_per_row
     if plan.kind == "rows":
         return ROW_V + 6 * (-(-plan.n // (plan.group * ROW_V))) + 1
     if plan.kind == "columns":
