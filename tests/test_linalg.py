@@ -388,6 +388,54 @@ def test_svd_svdvals(device, rng, dtype, shape):
     _close(sv, rs, dtype)
 
 
+_NONFINITE_SVD = """
+import numpy as np, xp_cuda as xp
+dev = next(d for d in xp.__array_namespace_info__().devices() if str(d) == {device!r})
+a = xp.asarray(np.diag([np.inf, 1.0, 2.0]), device=dev)
+try:
+    xp.linalg.svd(a)
+except ValueError as e:
+    print(e)
+"""
+
+
+@pytest.mark.parametrize("device_name", ["cpu", "cpu:1"])
+def test_svd_of_an_infinite_matrix_returns_on_cpu(device_name):
+    """svd of diag(inf, 1, 2) never returned on cpu: LAPACK's gesdd loops forever on it
+    (Reference-LAPACK/lapack#1409, numpy/numpy#32591, NumPy before 2.5). The cpu backend
+    refuses non-finite input first, as NumPy 2.5 does; run in a process of its own so a
+    regression fails here rather than hanging the suite."""
+    import subprocess
+    import sys
+    env = dict(__import__("os").environ, XP_CUDA_CPU_DEVICES="2")
+    r = subprocess.run([sys.executable, "-c", _NONFINITE_SVD.format(device=device_name)],
+                       capture_output=True, text=True, timeout=120, env=env)
+    assert r.returncode == 0, r.stderr
+    assert "svd: the singular value iteration did not converge (x holds an infinite or NaN" \
+        in r.stdout, r.stdout
+
+
+@pytest.mark.parametrize("bad", [np.inf, -np.inf, np.nan])
+def test_svd_family_refuses_non_finite_input_on_cpu(bad):
+    """Every SVD-based function on cpu: a matrix holding inf or NaN is a ValueError that
+    says which values and what to do (the standard leaves the result unspecified); a stack
+    with one such matrix too. Finite stacks beside it are unaffected."""
+    from xp_cuda._devices import CPU, Device
+    for dev in (CPU, Device("cpu", 1)):
+        a = np.stack([np.eye(3) * 2.0, np.diag([bad, 1.0, 2.0])])
+        x = xp.asarray(a, device=dev)
+        calls = {"svd": lambda: L.svd(x), "svd reduced": lambda: L.svd(x, full_matrices=False),
+                 "svdvals": lambda: L.svdvals(x), "pinv": lambda: L.pinv(x),
+                 "matrix_rank": lambda: L.matrix_rank(x),
+                 "matrix_norm": lambda: L.matrix_norm(x, ord=2)}
+        calls["matrix_norm nuc"] = lambda: L.matrix_norm(x, ord="nuc")
+        for name, call in calls.items():
+            with pytest.raises(ValueError, match="infinite or NaN value; replace those"):
+                call()
+        good = xp.asarray(a[:1], device=dev)
+        np.testing.assert_allclose(to_numpy(L.svdvals(good)), [[2.0, 2.0, 2.0]])
+
+
 @pytest.mark.parametrize("dtype", FLOATING, ids=str)
 def test_solve(device, rng, dtype):
     x1, a = _square_inputs(rng, dtype, device, (2, 3, 4, 4))

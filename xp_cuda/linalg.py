@@ -299,8 +299,8 @@ def _svd_native(b, fname, x, full_matrices, compute_uv):
 
     def f(xp):
         if not compute_uv:
-            return b.astype(xp.linalg.svd(x._data, compute_uv=False), rdt, False)
-        u, s, vh = xp.linalg.svd(x._data, full_matrices=full_matrices)
+            return b.astype(b.svd(x._data, False, False), rdt, False)
+        u, s, vh = b.svd(x._data, full_matrices, True)
         return (b.astype(u, x.dtype, False), b.astype(s, rdt, False),
                 b.astype(vh, x.dtype, False))
     return _run(b, fname, "the singular value iteration did not converge", f)

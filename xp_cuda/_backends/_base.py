@@ -616,6 +616,14 @@ class Backend:
         """A context in which a failing factorisation raises (as LAPACK does on cpu)."""
         return contextlib.nullcontext()
 
+    def svd(self, data, full_matrices: bool, compute_uv: bool):
+        """The array module's SVD of the (..., M, N) stack ``data`` (non-empty): (U, S, Vh),
+        or S alone without ``compute_uv``. A failure raises one of linalg_errors(); the caller
+        (linalg._run) makes it current and checked, and names the function."""
+        if compute_uv:
+            return self.xp.linalg.svd(data, full_matrices=full_matrices)
+        return self.xp.linalg.svd(data, compute_uv=False)
+
     def solve(self, a, b, dtype):
         """X with a @ X == b for every matrix of the stack, in ``dtype`` (the result DType).
 

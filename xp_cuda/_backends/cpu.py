@@ -412,6 +412,17 @@ class CpuBackend(Backend):
         out = np.matmul(a[..., None, :], c[..., :, None])[..., 0, 0]
         return np.asarray(out).astype(dtype._np, copy=False)
 
+    def svd(self, data, full_matrices: bool, compute_uv: bool):
+        """np.linalg.svd, refusing a matrix that holds inf or NaN first: LAPACK's gesdd loops
+        forever on some with inf (Reference-LAPACK/lapack#1409; NumPy before 2.5 called it:
+        numpy/numpy#32591, svd of diag(inf, 1, 2) never returned), and raises for NaN. NumPy
+        2.5 refuses both the same way."""
+        if not np.isfinite(data).all():
+            raise np.linalg.LinAlgError(
+                "x holds an infinite or NaN value; replace those first, e.g. "
+                "xp.where(xp.isfinite(x), x, 0.0)")
+        return super().svd(data, full_matrices, compute_uv)
+
     def solve(self, a, b, dtype):
         """np.linalg.solve (LAPACK gesv) on the (..., M, M) and (..., M, K) stacks (the
         reference of the cuda launcher); LAPACK's singular-matrix error becomes the
