@@ -185,6 +185,21 @@ def test_asarray_copy_semantics():
         xp.asarray(object())
 
 
+def test_asarray_of_a_numpy_scalar_is_always_a_copy():
+    """A NumPy scalar (a buffer, immutable) is copied into the array: copy=False raises, as
+    the standard asks where a copy is needed (array_api_strict raises too); copy=None and
+    True give its value and dtype."""
+    for v, dt in ((np.float64(2.5), xp.float64), (np.int32(-3), xp.int32),
+                  (np.bool_(True), xp.bool), (np.complex64(1 - 2j), xp.complex64)):
+        with pytest.raises(ValueError, match="copy=False cannot be honoured for a NumPy scalar"):
+            xp.asarray(v, copy=False)
+        for copy in (None, True):
+            a = xp.asarray(v, copy=copy)
+            assert a.dtype == dt and a.shape == () and a.device == CPU
+            assert np.asarray(a._data).item() == v.item()
+    assert xp.asarray(np.float32(1.5), dtype=xp.float64).dtype == xp.float64
+
+
 def test_asarray_moves_and_casts(device):
     x = xp.asarray([1, 2, 3], dtype=xp.int32, device=CPU)
     y = xp.asarray(x, device=device, dtype=xp.float64)

@@ -159,8 +159,15 @@ def asarray(obj: Array | PyScalar | NestedSequence | Any, /, *, dtype: DType | N
     cp = cupy_module() if type(obj).__module__.split(".")[0] == "cupy" else None
     if cp is not None and isinstance(obj, cp.ndarray):
         return _finish(obj, _native_device(obj), dtype, device, copy, False, fname)
-    if isinstance(obj, (np.ndarray, np.generic)):
+    if isinstance(obj, np.ndarray):
         return _finish(np.asarray(obj), CPU, dtype, device, copy, False, fname)
+    if isinstance(obj, np.generic):
+        # a NumPy scalar is immutable: an array of its value is always a new one
+        if copy is False:
+            raise ValueError(f"{fname}: copy=False cannot be honoured for a NumPy scalar "
+                             f"(numpy.{type(obj).__name__}), whose value is always copied; "
+                             f"pass copy=None")
+        return _finish(np.asarray(obj), CPU, dtype, device, copy, True, fname)
     if hasattr(obj, "__dlpack__"):
         return from_dlpack(obj, device=device, copy=copy) if dtype is None else \
             asarray(from_dlpack(obj, device=device, copy=copy), dtype=dtype,
