@@ -229,3 +229,21 @@ def test_unspecified_entries_on_known_cases():
     plain wrong values beside them (fuzz_unspecified.known_cases)."""
     bad = fuzz_unspecified.check_known_cases()
     assert not bad, "\n".join(f"{c!r}: expected {w!r}, got {g!r}" for c, w, g in bad)
+
+
+def test_the_reference_is_not_asked_for_an_svd_that_never_returns():
+    """NumPy before 2.5 hands a matrix holding inf to gesdd, which loops forever on some
+    (numpy/numpy#32591): the reference side answers NumPy 2.5's LinAlgError instead of
+    calling; xp_cuda's side is always called (its cpu backend refuses the input itself)."""
+    import numpy as np
+    a = np.diag([np.inf, 1.0, 2.0])
+    for target in ("linalg:svd", "linalg:pinv"):
+        call = E.Call(target, (E.Arr("float64", a),))
+        ref = E.run_side(E.strict_side(), call)
+        assert isinstance(ref.exc, np.linalg.LinAlgError) and "converge" in str(ref.exc)
+        assert E._reference_would_hang(E.strict_side(), call) == E._GESDD_HANGS
+        mine = E.run_side(E.xp_side(), call)
+        assert isinstance(mine.exc, ValueError) and "infinite or NaN" in str(mine.exc)
+    finite = E.Call("linalg:svd", (E.Arr("float64", np.eye(3)),))
+    assert not E._reference_would_hang(E.strict_side(), finite)
+    assert E.run_side(E.strict_side(), finite).exc is None
