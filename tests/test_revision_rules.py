@@ -467,6 +467,10 @@ def test_expand_dims_with_a_tuple_of_axes(shape, device, rng, revision):
     with pytest.raises(TypeError, match="axis must be an integer .*got 1.0"):
         xp.expand_dims(x, axis=(0, 1.0))
     assert xp.expand_dims(x, axis=0).shape == (1,) + shape  # an int, as before
+    # a list is not the signature's tuple: refused, the message naming the tuple to pass
+    with pytest.raises(TypeError, match=r"an integer or a tuple of integers, got the list "
+                                        r"\[0\]; pass tuple\(\[0\]\)"):
+        xp.expand_dims(x, axis=[0])
 
 
 def _tuples(m, k):
@@ -487,6 +491,8 @@ def test_expand_dims_refuses_a_tuple_before_2025_12(device, revision):
                                             rf"in the 2025\.12 revision .* {version} is in "
                                             r"force"):
             xp.expand_dims(x, axis=(0, 1))
+        with pytest.raises(TypeError, match="axis must be an integer .*got \\[0\\]"):
+            xp.expand_dims(x, axis=[0])  # no tuple before 2025.12: the message names none
 
 
 @pytest.mark.parametrize("version", _revisions.REVISIONS)

@@ -190,6 +190,10 @@ def expand_dims(x: Array, /, axis: int | tuple[int, ...]) -> Array:
         b = x._b
         with b.ctx():
             return _wrap(x._data.reshape(shape), x.device)
+    if type(axis) is list and _revisions.allows("expand_dims tuple of axes"):
+        # the signature's int | Tuple[int, ...]: a list is refused (as elsewhere), named
+        raise TypeError(f"expand_dims: axis must be an integer or a tuple of integers, got "
+                        f"the list {axis}; pass tuple({axis})")
     axis = check_int(axis, "expand_dims", "axis")
     n = x.ndim
     if not -n - 1 <= axis <= n:
