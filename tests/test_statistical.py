@@ -182,6 +182,27 @@ def test_column_reductions_long_split_and_misaligned(device, rng, dtype):
                 _close(p, pr, dtype, np.abs(pr).max())
 
 
+@pytest.mark.parametrize("dtype", [xp.int16, xp.uint16], ids=str)
+def test_max_min_of_few_narrow_columns(device, rng, dtype):
+    """max/min keeping few 2-byte columns (on cuda: 8 or 4 outputs a lane, one 16-byte
+    vector a row, long ranges split across blocks), aligned, one element off alignment (the
+    element-wise fallback), and a kept pair of axes, against NumPy."""
+    rows = 100003
+    for cols in (64, 24, 12, 7):
+        flat, f = random_array(rng, (rows * cols + 1,), dtype, device)
+        views = {"aligned": (xp.reshape(flat[:-1], (rows, cols)), f[:-1].reshape(rows, cols)),
+                 "offset": (xp.reshape(flat[1:], (rows, cols)), f[1:].reshape(rows, cols))}
+        if cols == 64:
+            views["kept pair"] = (xp.reshape(flat[:-1], (rows, 8, 8)),
+                                  f[:-1].reshape(rows, 8, 8))
+        for vname, (x, a) in views.items():
+            for name in ("max", "min"):
+                for n in (rows, 5):  # split ranges, and rows fewer than a lane's step
+                    got = getattr(xp, name)(x[:n, ...], axis=0)
+                    np.testing.assert_array_equal(to_numpy(got), getattr(np, name)(
+                        a[:n], axis=0), err_msg=f"{name} {cols} {vname} {n}")
+
+
 @pytest.mark.parametrize("name", ["max", "min"])
 def test_max_min_nan_empty_and_types(device, name):
     f = getattr(xp, name)

@@ -87,6 +87,15 @@ COL_VECTOR_ITEM = 2
 # ... and for at least this many groups: wide rows only (any(axis=0) of a tall (2^22, 64) bool
 # ran 0.195 ms one output a lane, 0.29 ms two, torch 0.21)
 COL_VECTOR_GROUPS = 256
+# ... except max and min of few 2-byte columns (int16, uint16: a 2-byte accumulator): these
+# lanes read one 16-byte vector of COL_VECTOR_NARROW outputs a row. H200, ms, two runs, one
+# output a lane / 8 (torch): max of (2^22, 64) 0.387-0.393 / 0.229-0.231 (0.223), min of
+# (2^23, 32) uint16 0.287 / 0.204-0.209, max of (2^24, 4) 0.115 / 0.071-0.073 (4 a lane), of
+# (2^22, 12) 0.109 / 0.081-0.084. Not for sum (8 int64 accumulators a lane: 0.214 -> 0.249)
+# nor any/all of int16 (0.214 -> 0.242), which run at 0.75 waves: with 8 a lane max/min at
+# 0.75 waves ran 0.252-0.259 against 0.229-0.231 at their 0.5.
+COL_VECTOR_NARROW = 8
+NARROW_COLUMN_KINDS = ("max", "min")
 # Reductions whose accumulator is a struct of fusion.cuh: kind -> its bytes (XpArg<T> for T of
 # at most 8 bytes: 16; XpMom<double>: 24). Their partials are scratch of 8-byte words.
 STRUCT_ACC = {"argmax": 16, "argmin": 16, "var": 24, "std": 24, "sumexp": 24}
@@ -362,6 +371,10 @@ def plan_reduction(node, j, r, strides_ok, inputs, sms) -> ReducePlan:
             colvec = COL_VECTOR
             while colvec > 1 and (P % colvec or P // colvec < COL_VECTOR_GROUPS):
                 colvec //= 2
+            if colvec == 1 and xwide == 2 and kind in NARROW_COLUMN_KINDS:
+                colvec = COL_VECTOR_NARROW
+                while colvec > 1 and P % colvec:
+                    colvec //= 2
         if colvec == 1:
             cfin = ()
     PV = P // colvec  # work items across the kept axes: groups of colvec neighbouring outputs
