@@ -133,13 +133,16 @@ def test_reduction_vector_width_by_dtype_and_layout():
         r = red(shape, (0,), kind="sum" if dt != "bool" else "any", dt=dt).reductions[0]
         assert r.colvec == colvec, (dt, shape, r.colvec)
     assert red((64, 1024), (0,), "any", "bool", strides=(1, 64)).reductions[0].colvec == 1
-    # max and min of few 2-byte columns: 16-byte vectors (not any, nor sum: measured slower)
+    # max and min of few narrow columns: 16-byte vectors of 2-byte outputs, 4-byte vectors of
+    # 1-byte ones (not any, nor sum: measured slower)
     for kind, dt, shape, colvec in (("max", "int16", (2**22, 64), 8),
                                     ("min", "uint16", (2**23, 32), 8),
                                     ("any", "int16", (2**22, 64), 1),
                                     ("max", "int16", (2**22, 12), 4),
                                     ("max", "int16", (2**22, 7), 1),
-                                    ("max", "int8", (2**22, 64), 1),
+                                    ("max", "int8", (2**22, 64), 4),
+                                    ("min", "uint8", (2**22, 6), 2),
+                                    ("any", "bool", (2**22, 64), 1),
                                     ("max", "float32", (2**22, 64), 1),
                                     ("max", "int16", (64, 2**20), 4)):  # many: COL_VECTOR
         r = red(shape, (0,), kind=kind, dt=dt).reductions[0]

@@ -182,9 +182,9 @@ def test_column_reductions_long_split_and_misaligned(device, rng, dtype):
                 _close(p, pr, dtype, np.abs(pr).max())
 
 
-@pytest.mark.parametrize("dtype", [xp.int16, xp.uint16], ids=str)
+@pytest.mark.parametrize("dtype", [xp.int16, xp.uint16, xp.int8, xp.uint8], ids=str)
 def test_max_min_of_few_narrow_columns(device, rng, dtype):
-    """max/min keeping few 2-byte columns (on cuda: 8 or 4 outputs a lane, one 16-byte
+    """max/min keeping few 1- or 2-byte columns (on cuda: up to 4 or 8 outputs a lane, one
     vector a row, long ranges split across blocks), aligned, one element off alignment (the
     element-wise fallback), and a kept pair of axes, against NumPy."""
     rows = 100003

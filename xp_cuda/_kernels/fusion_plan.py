@@ -87,14 +87,19 @@ COL_VECTOR_ITEM = 2
 # ... and for at least this many groups: wide rows only (any(axis=0) of a tall (2^22, 64) bool
 # ran 0.195 ms one output a lane, 0.29 ms two, torch 0.21)
 COL_VECTOR_GROUPS = 256
-# ... except max and min of few 2-byte columns (int16, uint16: a 2-byte accumulator): these
-# lanes read one 16-byte vector of COL_VECTOR_NARROW outputs a row. H200, ms, two runs, one
-# output a lane / 8 (torch): max of (2^22, 64) 0.387-0.393 / 0.229-0.231 (0.223), min of
-# (2^23, 32) uint16 0.287 / 0.204-0.209, max of (2^24, 4) 0.115 / 0.071-0.073 (4 a lane), of
-# (2^22, 12) 0.109 / 0.081-0.084. Not for sum (8 int64 accumulators a lane: 0.214 -> 0.249)
-# nor any/all of int16 (0.214 -> 0.242), which run at 0.75 waves: with 8 a lane max/min at
-# 0.75 waves ran 0.252-0.259 against 0.229-0.231 at their 0.5.
-COL_VECTOR_NARROW = 8
+# ... except max and min of few narrow columns (an accumulator of the input's width). Lanes
+# of 2-byte columns (int16, uint16) read one 16-byte vector of 8 outputs a row. H200, ms, two
+# runs, one output a lane / 8 (torch): max of (2^22, 64) 0.387-0.393 / 0.229-0.231 (0.223),
+# min of (2^23, 32) uint16 0.287 / 0.204-0.209, max of (2^24, 4) 0.115 / 0.071-0.073 (4 a
+# lane), of (2^22, 12) 0.109 / 0.081-0.084. Not for sum (8 int64 accumulators a lane: 0.214
+# -> 0.249) nor any/all of int16 (0.214 -> 0.242), which run at 0.75 waves: with 8 a lane
+# max/min at 0.75 waves ran 0.252-0.259 against 0.229-0.231 at their 0.5. Lanes of 1-byte
+# columns (int8, uint8) read one 4-byte vector of 4 outputs: max of (2^22, 64) int8 0.353 ->
+# 0.225 (torch 0.237), min of (2^22, 128) 0.71-0.72 -> 0.42 (0.61), of (2^23, 32) uint8
+# 0.27-0.28 -> 0.189 (0.146), of (2^24, 4) 0.100 -> 0.066 (0.054); 8 a lane ran 0.232-0.236,
+# 0.436, 0.214-0.222, 0.067-0.071; 16 a lane 0.247-0.249, 0.445-0.448, 0.223-0.234,
+# 0.066-0.070.
+NARROW_COLUMN_BYTES = {1: 4, 2: 16}  # input itemsize -> the bytes of a lane's vector
 NARROW_COLUMN_KINDS = ("max", "min")
 # Reductions whose accumulator is a struct of fusion.cuh: kind -> its bytes (XpArg<T> for T of
 # at most 8 bytes: 16; XpMom<double>: 24). Their partials are scratch of 8-byte words.
@@ -371,8 +376,8 @@ def plan_reduction(node, j, r, strides_ok, inputs, sms) -> ReducePlan:
             colvec = COL_VECTOR
             while colvec > 1 and (P % colvec or P // colvec < COL_VECTOR_GROUPS):
                 colvec //= 2
-            if colvec == 1 and xwide == 2 and kind in NARROW_COLUMN_KINDS:
-                colvec = COL_VECTOR_NARROW
+            if colvec == 1 and xwide in NARROW_COLUMN_BYTES and kind in NARROW_COLUMN_KINDS:
+                colvec = NARROW_COLUMN_BYTES[xwide] // xwide
                 while colvec > 1 and P % colvec:
                     colvec //= 2
         if colvec == 1:
