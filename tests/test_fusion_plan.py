@@ -12,6 +12,7 @@ import xp_cuda as xp
 from xp_cuda._devices import CPU
 from xp_cuda._kernels import fusion as kfusion
 from xp_cuda._kernels import fusion_plan as fp
+from xp_cuda._kernels import fusion_render as fr
 from xp_cuda._kernels import _runtime as R
 from xp_cuda._kernels import reduction as kred
 from xp_cuda._kernels.fusion_ir import Op
@@ -149,6 +150,17 @@ def test_reduction_vector_width_by_dtype_and_layout():
         assert r.colvec == colvec, (kind, dt, shape, r.colvec)
     wide = kred.program("sum", "int16", "int64", fake((2**22, 64), 2, None), (0,), False, SMS)
     assert wide.plan.reductions[0].colvec == 1
+    # max/min of narrow integers and any/all of bool, read from the input itself, combine
+    # whole 4-byte words of their row (colvec * itemsize / 4 of them)
+    for kind, dt, shape, words in (("max", "int8", (2**22, 64), 1), ("min", "uint16",
+                                   (2**22, 64), 4), ("max", "int16", (9, 1024), 2),
+                                   ("any", "bool", (9, 1024), 1), ("all", "bool", (9, 1024), 1),
+                                   ("sum", "int8", (9, 1024), 0),  # no word sum
+                                   ("max", "int8", (9, 514), 0),  # 2 a lane: half a word
+                                   ("max", "float32", (9, 1024), 0), ("any", "int8", (9, 1024), 0)):
+        r = red(shape, (0,), kind=kind, dt=dt).reductions[0]
+        assert r.words == words, (kind, dt, shape, r.colvec, r.words)
+    assert set(fr._WORD_OPS) == fp.WORD_KINDS  # the printer has a word op for each
     assert red((9, 1024), (0,), kind="argmax", dt="int8").reductions[0].colvec == 1  # struct
     assert red((9, 8, 1024), (0, 1), "any", "bool").reductions[0].colvec == 4
     assert red((9, 1024, 8), (0, 2), "any", "bool").reductions[0].colvec == 1  # innermost

@@ -294,6 +294,28 @@ def test_every_new_reduction_program_compiles_with_nvrtc():
             assert f".entry {p_.name}(" in ptx
 
 
+@pytest.mark.skipif(_nvrtc_reason() is not None, reason="NVRTC not available")
+def test_word_column_programs_compile_with_nvrtc():
+    """Every (kind, dtype) that combines 4-byte words over columns (fusion_plan.WORD_KINDS),
+    at one, two and four words a lane, compiles; each kernel holds its word op."""
+    from xp_cuda._kernels import nvrtc_compile
+    progs = []
+    for kind, dt in sorted(fp.WORD_KINDS):
+        isz = np.dtype(dt).itemsize
+        for shape in ((2**22, 64), (8192, 8192), (9, 12)):
+            p = _program(kred.graph(kind, dt, "bool" if dt == "bool" else dt, shape, (0,),
+                                    False), fake(shape, isz), name=f"w{len(progs)}")
+            r = p.plan.reductions[0]
+            if r.words:
+                assert "unsigned int aw[" in p.kernel, (kind, dt, shape)
+                progs.append(p)
+    assert {p.plan.reductions[0].words for p in progs} == {1, 2, 4}
+    ptx = nvrtc_compile(kfusion.translation_unit(progs), name="words.cu",
+                        options=kfusion.OPTIONS)
+    for p_ in progs:
+        assert f".entry {p_.name}(" in ptx
+
+
 # ---- on a GPU, against NumPy ----------------------------------------------------------------
 needs_gpu = [pytest.mark.cuda,
              pytest.mark.skipif(cuda_device_count() == 0, reason="no usable CUDA GPU here")]

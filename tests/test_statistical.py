@@ -203,6 +203,29 @@ def test_max_min_of_few_narrow_columns(device, rng, dtype):
                         a[:n], axis=0), err_msg=f"{name} {cols} {vname} {n}")
 
 
+def test_any_all_of_bool_columns_with_sparse_exceptions(device, rng):
+    """any/all keeping the innermost axis of bool arrays whose answer differs by column: all
+    of mostly True (a False in some columns only), any of mostly False (on cuda: 4 columns a
+    lane combined as one 4-byte word a row where columns are many), against NumPy."""
+    for rows, cols in ((3001, 1032), (20011, 64), (5, 1032)):
+        for name, fill in (("all", True), ("any", False)):
+            a = np.full((rows, cols + 1), fill)
+            hit = rng.integers(0, cols, cols // 3)
+            a[rng.integers(0, rows, hit.size), hit] = not fill  # some columns only
+            a[-1, cols // 2] = not fill  # the last row counts too
+            flat = xp.asarray(a.reshape(-1), device=device)
+            n = rows * cols
+            for vname, x, ref in (("aligned", xp.reshape(flat[:n], (rows, cols)),
+                                   a.reshape(-1)[:n].reshape(rows, cols)),
+                                  ("offset", xp.reshape(flat[1:n + 1], (rows, cols)),
+                                   a.reshape(-1)[1:n + 1].reshape(rows, cols))):
+                want = getattr(np, name)(ref, axis=0)
+                assert 0 < want.sum() < cols  # the columns differ
+                got = getattr(xp, name)(x, axis=0)
+                np.testing.assert_array_equal(to_numpy(got), want,
+                                              err_msg=f"{name} {rows}x{cols} {vname}")
+
+
 @pytest.mark.parametrize("name", ["max", "min"])
 def test_max_min_nan_empty_and_types(device, name):
     f = getattr(xp, name)

@@ -798,6 +798,79 @@ def _reduce_section(vals, plan, red, node, max_out=None):
     return e.text()
 
 
+# (kind, dtype) of fusion_plan.WORD_KINDS -> (the combination of accumulated word {a} and
+# loaded word {b}, the identity word, element q's value from its word {w} shifted to the low
+# bits)
+_WORD_OPS = {
+    ("max", "int8"): ("__vmaxs4({a}, {b})", 0x80808080, "(signed char)({w})"),
+    ("max", "uint8"): ("__vmaxu4({a}, {b})", 0, "(unsigned char)({w})"),
+    ("min", "int8"): ("__vmins4({a}, {b})", 0x7F7F7F7F, "(signed char)({w})"),
+    ("min", "uint8"): ("__vminu4({a}, {b})", 0xFFFFFFFF, "(unsigned char)({w})"),
+    ("max", "int16"): ("__vmaxs2({a}, {b})", 0x80008000, "(short)({w})"),
+    ("max", "uint16"): ("__vmaxu2({a}, {b})", 0, "(unsigned short)({w})"),
+    ("min", "int16"): ("__vmins2({a}, {b})", 0x7FFF7FFF, "(short)({w})"),
+    ("min", "uint16"): ("__vminu2({a}, {b})", 0xFFFFFFFF, "(unsigned short)({w})"),
+    # any byte of a bool non-zero; all: a byte of 0xff marks a row that held False there
+    ("any", "bool"): ("{a} | {b}", 0, "((({w}) & 0xffu) != 0u)"),
+    ("all", "bool"): ("{a} | __vcmpeq4({b}, 0u)", 0, "((({w}) & 0xffu) == 0u)"),
+}
+
+
+def _colvec_words(e, red, x, V, U):
+    """The aligned loops of a column section whose lane combines its row's red.words 4-byte
+    words (fusion_plan.WORD_KINDS), then sets its V accumulators from them."""
+    W, k, isz = red.words, x.attr.pos, np.dtype(x.dtype.name).itemsize
+    op, ident, elem = _WORD_OPS[(red.kind, x.dtype.name)]
+    pk = f"XpPack<unsigned int, {W}>"
+    e.line(f"unsigned int aw[{W}];")
+    e.pragma("#pragma unroll")
+    e.line(f"for (int w = 0; w < {W}; ++w) aw[w] = {ident}u;")
+    with e.block(f"for (; jj + {U - 1} * G < jend; jj += {U} * G) {{"):
+        e.line(f"{pk} p{k}[{U}];")
+        e.pragma("#pragma unroll")
+        e.line(f"for (int u = 0; u < {U}; ++u) p{k}[u] = "
+               f"reinterpret_cast<const {pk}*>(in{k})[(jj + u * G) * PV + p];")
+        e.pragma("#pragma unroll")
+        with e.block(f"for (int u = 0; u < {U}; ++u) {{"):
+            e.pragma("#pragma unroll")
+            e.line(f"for (int w = 0; w < {W}; ++w) aw[w] = "
+                   f"{op.format(a='aw[w]', b=f'p{k}[u].v[w]')};")
+    with e.block("for (; jj < jend; jj += G) {"):
+        e.line(f"const {pk} q{k} = reinterpret_cast<const {pk}*>(in{k})[jj * PV + p];")
+        e.pragma("#pragma unroll")
+        e.line(f"for (int w = 0; w < {W}; ++w) aw[w] = "
+               f"{op.format(a='aw[w]', b=f'q{k}.v[w]')};")
+    e.pragma("#pragma unroll")
+    word = f"aw[(q * {isz}) / 4] >> (8 * ((q * {isz}) % 4))"
+    e.line(f"for (int q = 0; q < {V}; ++q) acc[q] = {elem.format(w=word)};")
+
+
+def _colvec_elems(e, packs, packed, acc, vp, V, U):
+    """The aligned loops of a column section taking its V outputs element by element."""
+    comb = acc.comb
+    with e.block(f"for (; jj + {U - 1} * G < jend; jj += {U} * G) {{"):
+        for k, pk in packs.items():
+            e.line(f"{pk} p{k}[{U}];")
+            e.pragma("#pragma unroll")
+            e.line(f"for (int u = 0; u < {U}; ++u) p{k}[u] = "
+                   f"reinterpret_cast<const {pk}*>(in{k})[(jj + u * G) * PV + p];")
+        e.pragma("#pragma unroll")
+        with e.block(f"for (int u = 0; u < {U}; ++u) {{"):
+            e.pragma("#pragma unroll")
+            with e.block(f"for (int q = 0; q < {V}; ++q) {{"):
+                e.lines(packed)
+                e.line(f"acc[q] = {comb}(acc[q], {acc.elem(vp, 'jj')});")
+    with e.block("for (; jj < jend; jj += G) {"):
+        e.line("const int u = 0;")
+        for k, pk in packs.items():
+            e.line(f"{pk} p{k}[1];")
+            e.line(f"p{k}[0] = reinterpret_cast<const {pk}*>(in{k})[jj * PV + p];")
+        e.pragma("#pragma unroll")
+        with e.block(f"for (int q = 0; q < {V}; ++q) {{"):
+            e.lines(packed)
+            e.line(f"acc[q] = {comb}(acc[q], {acc.elem(vp, 'jj')});")
+
+
 def _colvec_section(vals, plan, red, node):
     """Columns: a lane owns V = red.colvec neighbouring outputs (group p of the kept axes) and
     walks its rows of the split, reading one V-element vector per row of every input (aligned
@@ -833,27 +906,10 @@ def _colvec_section(vals, plan, red, node):
                 e.line("long long jj = s * chunk + lane;")
                 U = red.unroll
                 with e.block(f"if ({al}) {{", close=None):
-                    with e.block(f"for (; jj + {U - 1} * G < jend; jj += {U} * G) {{"):
-                        for k, pk in packs.items():
-                            e.line(f"{pk} p{k}[{U}];")
-                            e.pragma("#pragma unroll")
-                            e.line(f"for (int u = 0; u < {U}; ++u) p{k}[u] = "
-                                   f"reinterpret_cast<const {pk}*>(in{k})[(jj + u * G) * PV + p];")
-                        e.pragma("#pragma unroll")
-                        with e.block(f"for (int u = 0; u < {U}; ++u) {{"):
-                            e.pragma("#pragma unroll")
-                            with e.block(f"for (int q = 0; q < {V}; ++q) {{"):
-                                e.lines(packed)
-                                e.line(f"acc[q] = {comb}(acc[q], {acc.elem(vp, 'jj')});")
-                    with e.block("for (; jj < jend; jj += G) {"):
-                        e.line("const int u = 0;")
-                        for k, pk in packs.items():
-                            e.line(f"{pk} p{k}[1];")
-                            e.line(f"p{k}[0] = reinterpret_cast<const {pk}*>(in{k})[jj * PV + p];")
-                        e.pragma("#pragma unroll")
-                        with e.block(f"for (int q = 0; q < {V}; ++q) {{"):
-                            e.lines(packed)
-                            e.line(f"acc[q] = {comb}(acc[q], {acc.elem(vp, 'jj')});")
+                    if red.words:
+                        _colvec_words(e, red, x, V, U)
+                    else:
+                        _colvec_elems(e, packs, packed, acc, vp, V, U)
                 with e.block("} else {"):
                     with e.block("for (; jj < jend; jj += G) {"):
                         e.pragma("#pragma unroll")
