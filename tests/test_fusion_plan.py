@@ -130,20 +130,21 @@ def test_reduction_vector_width_by_dtype_and_layout():
     for dt, shape, colvec in (("bool", (9, 1024), 4), ("int16", (9, 1024), 4),
                               ("float32", (9, 1024), 1), ("complex128", (9, 1024), 1),
                               ("int8", (9, 514), 2), ("int8", (9, 515), 1), ("int8", (9, 512), 2),
-                              ("bool", (9, 64), 1)):
+                              ("bool", (9, 64), 4), ("int8", (9, 64), 1)):  # few: words
         r = red(shape, (0,), kind="sum" if dt != "bool" else "any", dt=dt).reductions[0]
         assert r.colvec == colvec, (dt, shape, r.colvec)
     assert red((64, 1024), (0,), "any", "bool", strides=(1, 64)).reductions[0].colvec == 1
     # max and min of few narrow columns: 16-byte vectors of 2-byte outputs, 4-byte vectors of
-    # 1-byte ones (not any, nor sum: measured slower)
+    # 1-byte ones; any/all of bool (words) too (not sum, nor any of int16: measured slower)
     for kind, dt, shape, colvec in (("max", "int16", (2**22, 64), 8),
                                     ("min", "uint16", (2**23, 32), 8),
                                     ("any", "int16", (2**22, 64), 1),
+                                    ("any", "bool", (2**22, 64), 4),  # combined as words
+                                    ("all", "bool", (2**24, 4), 4),
                                     ("max", "int16", (2**22, 12), 4),
                                     ("max", "int16", (2**22, 7), 1),
                                     ("max", "int8", (2**22, 64), 4),
                                     ("min", "uint8", (2**22, 6), 2),
-                                    ("any", "bool", (2**22, 64), 1),
                                     ("max", "float32", (2**22, 64), 1),
                                     ("max", "int16", (64, 2**20), 4)):  # many: COL_VECTOR
         r = red(shape, (0,), kind=kind, dt=dt).reductions[0]

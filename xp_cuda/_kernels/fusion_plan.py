@@ -99,14 +99,24 @@ COL_VECTOR_GROUPS = 256
 # 0.27-0.28 -> 0.189 (0.146), of (2^24, 4) 0.100 -> 0.066 (0.054); 8 a lane ran 0.232-0.236,
 # 0.436, 0.214-0.222, 0.067-0.071; 16 a lane 0.247-0.249, 0.445-0.448, 0.223-0.234,
 # 0.066-0.070.
+# (Those figures were taken element by element, before WORD_KINDS.) any/all of few bool
+# columns take the same 4-byte vectors, where their words combine (WORD_KINDS): (2^22, 64)
+# 0.149-0.154 -> 0.126-0.132 (torch 0.213-0.233), all of (2^24, 4) 0.049-0.053 -> 0.040
+# (0.057); 16-byte vectors ran any of (2^22, 64) at 0.183.
 NARROW_COLUMN_BYTES = {1: 4, 2: 16}  # input itemsize -> the bytes of a lane's vector
-NARROW_COLUMN_KINDS = ("max", "min")
+NARROW_COLUMN_KINDS = ("max", "min")  # and any (kind, dtype) of WORD_KINDS
 # Column reductions (colvec > 1) of an input itself whose outputs combine four bytes or two
 # halves of a 4-byte word at once: max/min through the SIMD video instructions (__vmaxs4 and
 # kin), any/all of bool through OR of the words (all: of their zero bytes). A lane combines
 # its row's words, then splits them into its colvec accumulators once for the trees: one
 # instruction for 4 (or 2) elements where each element cost an extract, a conversion and a
 # combination; narrow columns ran at about 1e12 elements a second whatever their width.
+# H200, two runs, ms, element by element / words (torch): max of (2^22, 64) int8 0.220 /
+# 0.125-0.127 (0.217), of (8192, 8192) 0.065 / 0.035-0.040 (0.054), of (2^24, 4) 0.066-0.072
+# / 0.045 (0.061), of (2^22, 12) 0.078-0.084 / 0.055 (0.060), min of (2^23, 32) uint8
+# 0.189-0.202 / 0.112 (0.156), of (2^22, 64) int16 0.224-0.226 / 0.191-0.192 (0.220), max of
+# (8192, 8192) int16 0.065-0.066 / 0.055-0.058 (0.052); any/all of (8192, 8192) bool within
+# the spread (0.033-0.038, torch 0.050-0.054).
 WORD_KINDS = frozenset([(k, d) for k in ("max", "min") for d in ("int8", "uint8", "int16",
                                                                   "uint16")]
                        + [("any", "bool"), ("all", "bool")])
@@ -386,7 +396,8 @@ def plan_reduction(node, j, r, strides_ok, inputs, sms) -> ReducePlan:
             colvec = COL_VECTOR
             while colvec > 1 and (P % colvec or P // colvec < COL_VECTOR_GROUPS):
                 colvec //= 2
-            if colvec == 1 and xwide in NARROW_COLUMN_BYTES and kind in NARROW_COLUMN_KINDS:
+            if colvec == 1 and xwide in NARROW_COLUMN_BYTES and (
+                    kind in NARROW_COLUMN_KINDS or (kind, x.dtype.name) in WORD_KINDS):
                 colvec = NARROW_COLUMN_BYTES[xwide] // xwide
                 while colvec > 1 and P % colvec:
                     colvec //= 2
