@@ -816,6 +816,14 @@ _WORD_OPS = {
 }
 
 
+def _step_loads(e, k, pk, U):
+    """A column lane's unrolled step: the packs `pk` of input k in its U rows, in flight."""
+    e.line(f"{pk} p{k}[{U}];")
+    e.pragma("#pragma unroll")
+    e.line(f"for (int u = 0; u < {U}; ++u) p{k}[u] = "
+           f"reinterpret_cast<const {pk}*>(in{k})[(jj + u * G) * PV + p];")
+
+
 def _colvec_words(e, red, x, V, U):
     """The aligned loops of a column section whose lane combines its row's red.words 4-byte
     words (fusion_plan.WORD_KINDS), then sets its V accumulators from them."""
@@ -826,10 +834,7 @@ def _colvec_words(e, red, x, V, U):
     e.pragma("#pragma unroll")
     e.line(f"for (int w = 0; w < {W}; ++w) aw[w] = {ident}u;")
     with e.block(f"for (; jj + {U - 1} * G < jend; jj += {U} * G) {{"):
-        e.line(f"{pk} p{k}[{U}];")
-        e.pragma("#pragma unroll")
-        e.line(f"for (int u = 0; u < {U}; ++u) p{k}[u] = "
-               f"reinterpret_cast<const {pk}*>(in{k})[(jj + u * G) * PV + p];")
+        _step_loads(e, k, pk, U)
         e.pragma("#pragma unroll")
         with e.block(f"for (int u = 0; u < {U}; ++u) {{"):
             e.pragma("#pragma unroll")
@@ -850,10 +855,7 @@ def _colvec_elems(e, packs, packed, acc, vp, V, U):
     comb = acc.comb
     with e.block(f"for (; jj + {U - 1} * G < jend; jj += {U} * G) {{"):
         for k, pk in packs.items():
-            e.line(f"{pk} p{k}[{U}];")
-            e.pragma("#pragma unroll")
-            e.line(f"for (int u = 0; u < {U}; ++u) p{k}[u] = "
-                   f"reinterpret_cast<const {pk}*>(in{k})[(jj + u * G) * PV + p];")
+            _step_loads(e, k, pk, U)
         e.pragma("#pragma unroll")
         with e.block(f"for (int u = 0; u < {U}; ++u) {{"):
             e.pragma("#pragma unroll")
