@@ -371,6 +371,17 @@ UNSPECIFIED = (
           "functions [acos ... tanh, pow] except to require specific results for certain "
           "argument values that represent boundary cases of interest.",
           SPEC.format(rev="2023.12", page="../design_topics/accuracy.html")),
+    Entry("matrix_power of a matrix holding an infinity: NaN by the order of the products",
+          on({"linalg:matrix_power"}, lambda c, x, r: len(c.args) > 1
+             and isinstance(c.args[1], int) and c.args[1] >= 3 and _nonfinite_input(c)
+             and _nan_on_one_side(x, r)),
+          "This specification does not specify accuracy requirements for linear algebra "
+          "functions (nor the order of the products from n = 3 on: (x @ x) @ x and "
+          "x @ (x @ x) differ where an infinity meets a zero or an opposite infinity; NumPy "
+          "takes the first for n = 3, xp_cuda's binary powering the second. One product, "
+          "n = 2, has no such freedom: a dot product holding inf - inf or 0 * inf is NaN in "
+          "any order)",
+          SPEC.format(rev="2023.12", page="../design_topics/accuracy.html")),
     Entry("accuracy of statistical and linear algebra functions (order of operations)",
           lambda c, x, r: False,  # (applied as the "sum" tolerance class of _fuzz_specs)
           "This specification does not specify accuracy requirements for statistical "
@@ -451,6 +462,14 @@ REFERENCE = (
           "stack of matrices). (An empty matrix has rank 0; NumPy's max over no singular "
           "values is the reference's error.)",
           page("linalg.matrix_rank")),
+    Entry("irfft of an empty axis: the input zero-padded to n//2+1",
+          on({"fft:irfft", "fft:irfftn"}, lambda c, x, r: _empty_input(c)
+             and _zeros_result(x) and r.exc is None),
+          "If n//2+1 is greater than M, the axis of the input array specified by axis must be "
+          "zero-padded to size n//2+1. (An empty input is all zeros once padded, so the "
+          "result is zeros; NumPy 2.4's pocketfft returns uninitialized memory for it, values "
+          "that change from call to call.)",
+          page("fft.irfft")),
     Entry("fftn family: s given without axes",
           lambda c, x, r: c.target.startswith("fft:")
           and xp_only_raises("when s is given, axes must be given too")(c, x, r),
@@ -713,6 +732,38 @@ def _isin_inverted(c, x, r) -> bool:
         return False
     return bool(np.array_equal(r.value[3], np.isin(v1, v2))
                 and np.array_equal(x.value[3], ~r.value[3]))
+
+
+def _nonfinite_input(c) -> bool:
+    import numpy as np
+    a = c.args[0] if c.args else None
+    v = a.values() if hasattr(a, "values") else None
+    return v is not None and v.dtype.kind in "fc" and not np.isfinite(v).all()
+
+
+def _nan_on_one_side(x, r) -> bool:
+    """Both return arrays of one shape, and wherever they differ one of them holds NaN."""
+    import numpy as np
+    if x.exc is not None or r.exc is not None or x.value[0] != "array" or r.value[0] != "array":
+        return False
+    a, b = x.value[3], r.value[3]
+    if a.shape != b.shape:
+        return False
+    with np.errstate(all="ignore"):
+        differ = ~((a == b) | (np.isnan(a) & np.isnan(b)))
+        return bool(differ.any() and (np.isnan(a) | np.isnan(b))[differ].all())
+
+
+def _empty_input(c) -> bool:
+    a = c.args[0] if c.args else None
+    v = a.values() if hasattr(a, "values") else None
+    return v is not None and v.size == 0
+
+
+def _zeros_result(x) -> bool:
+    import numpy as np
+    return x.exc is None and x.value[0] == "array" and x.value[3].size > 0 and bool(
+        np.all(x.value[3] == 0))
 
 
 def _stable_descending(c, x, r) -> bool:
@@ -1435,6 +1486,22 @@ def known_cases():
                                                       arr("int64", [1, 0, 2, 1])))),
                   Outcome(value=("namedtuple", (arr("complex64", vals[::-1]),
                                                 arr("int64", [0, 2, 1, 2])))), None))
+
+    name = "matrix_power of a matrix holding an infinity: NaN by the order of the products"
+    m = A("float64", [[inf, 0.5], [-2.0, inf]])
+    call = Call("linalg:matrix_power", (m, 3))
+    cases.append((call, ok("float64", [[inf, nan], [nan, inf]]),
+                  ok("float64", [[nan, nan], [nan, inf]]), name))
+    cases.append((call, ok("float64", [[inf, 1.0], [nan, inf]]),
+                  ok("float64", [[inf, 2.0], [nan, inf]]), None))  # finite values differ
+    finite = Call("linalg:matrix_power", (A("float64", [[1.0, 0.5], [-2.0, 1.0]]), 3))
+    cases.append((finite, ok("float64", [[nan, 1.0], [1.0, 1.0]]),
+                  ok("float64", [[2.0, 1.0], [1.0, 1.0]]), None))  # no infinity: a bug
+
+    name = "irfft of an empty axis: the input zero-padded to n//2+1"
+    call = Call("fft:irfft", (A("complex64", np.zeros(0)),), (("n", 2),))
+    cases.append((call, ok("float32", [0.0, 0.0]), ok("float32", [4.4e-13, 4.4e-13]), name))
+    cases.append((call, ok("float32", [1.0, 0.0]), ok("float32", [4.4e-13, 4.4e-13]), None))
     return cases
 
 
