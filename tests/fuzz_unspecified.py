@@ -764,13 +764,6 @@ def _isin_inverted(c, x, r) -> bool:
                 and np.array_equal(x.value[3], ~r.value[3]))
 
 
-def _nonfinite_input(c) -> bool:
-    import numpy as np
-    a = c.args[0] if c.args else None
-    v = a.values() if hasattr(a, "values") else None
-    return v is not None and v.dtype.kind in "fc" and not np.isfinite(v).all()
-
-
 def _nan_on_one_side(x, r) -> bool:
     """Both return arrays of one shape, and wherever they differ one of them holds NaN."""
     import numpy as np
