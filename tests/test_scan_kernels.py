@@ -78,7 +78,7 @@ def test_product_routes_and_work_types():
     assert set(S.CUMPROD_PAIRS) == {p for p in S.CUMSUM_PAIRS if p[0] != "bool"}
     for i, o in S.CUMPROD_PAIRS:
         r = S.cumsum_route(i, o)
-        for k in ("lb", "rows", "cols"):
+        for k in ("lb", "rows", "cols", "strip"):
             assert f"xp_scanprod_{k}_{r.kernel}" in names, (i, o, r)
     lines = re.findall(r"^PROD_INSTANCES\((\w+), (\w+), (\w+), (\w+)\)$",
                        (SOURCE_DIR / "scan.cu").read_text(), re.M)
@@ -86,7 +86,7 @@ def test_product_routes_and_work_types():
     short = {v: k for k, v in S._SHORT.items() if not k.startswith("int")}
     for name, _, a, w in lines:
         assert S._work_name(short[a], "xp_scanprod") == short[w], name
-        assert f"xp_scanprod_cols_{w}_{w}" in names  # the chunk totals' in-place scan
+        assert f"xp_scanprod_strip_{w}_{w}" in names  # the segment totals' in-place scan
     assert S._work_name("float32", "xp_scanprod") == "float64"
     assert S._work_name("float32") == "float32"
 
@@ -149,10 +149,32 @@ def test_plan_kinds():
     assert P((100, 5000), 1, 8, False).kind == "lookback"
     assert P((100000, 7), 1, 4, False).kind == "rows"
     assert P((100000, 7), 0, 4, False).kind == "transpose"
-    assert P((7, 100000), 0, 4, False).kind == "columns"
-    assert P((100000, 64), 0, 4, False).kind == "columns"
-    assert P((3, 1000, 64), 1, 16, True).kind == "columns"
+    assert P((7, 100000), 0, 4, False).kind == "columns"      # the axis fits one lane
+    assert P((200, 200000), 0, 4, False).kind == "columns"    # columns fill the GPU
+    assert P((100000, 64), 0, 4, False).kind == "strips"
+    assert P((8192, 8192), 0, 4, False).chunks == 1           # 256 strips: one pass
+    assert P((3, 1000, 64), 1, 16, True).kind == "strips"
     assert P((3, 1000, 64), 1, 16, True).out_len == 1001
+    assert [P((100, 100), 0, i, False).vectors for i in (1, 4, 8, 16)] == [16, 16, 8, 4]
+
+
+@pytest.mark.parametrize("shape,axis", [((10, 100000, 40), 1), ((1 << 20, 32), 0),
+                                        ((300, 64), 0), ((5, 70000, 33), 1),
+                                        ((2, 257, 1000), 1), ((8192, 8192), 0)])
+def test_strip_segments_cover_the_axis(shape, axis):
+    """Segments (grid.y) tile the axis, each at least STRIP_SEGMENT rows when there are
+    several, and only where the strips (grid.x) are fewer than the SMs."""
+    for sm in (2, 132):
+        p = S.plan_scan(shape, axis, 4, False, sm)
+        if p.kind == "columns":  # two SMs: 8192 columns fill them with a thread each
+            assert p.outer * p.inner * 2 >= sm * 2048
+            continue
+        assert p.kind == "strips"
+        assert p.chunks * p.chunk >= p.n > (p.chunks - 1) * p.chunk
+        assert p.chunks <= 65535
+        strips = -(-p.outer * p.inner // S.STRIP_COLS)
+        assert p.chunks == 1 or (strips < sm and p.chunk >= S.STRIP_SEGMENT)
+        assert p.chunks == 1 or strips * (p.chunks - 1) < sm * S.STRIP_BLOCKS
 
 
 @pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 8, 9, 31, 32, 33, 127, 128, 129, 1000])
@@ -163,16 +185,6 @@ def test_rows_group_covers_a_row(n):
         assert g & (g - 1) == 0 and 1 <= g <= 32
         assert g == 32 or g * S.ROW_V >= n          # one step covers the row ...
         assert g == 1 or (g // 2) * S.ROW_V < n     # ... with no smaller group doing so
-
-
-@pytest.mark.parametrize("shape,axis", [((10, 100000, 40), 1), ((1 << 20, 32), 0),
-                                        ((300, 64), 0), ((5, 70000, 33), 1),
-                                        ((2, 257, 1000), 1)])
-def test_column_chunks_cover_the_axis(shape, axis):
-    p = S.plan_scan(shape, axis, 4, False)
-    assert p.kind == "columns"
-    assert p.chunks * p.chunk >= p.n > (p.chunks - 1) * p.chunk
-    assert p.chunks <= 65535  # grid.y
 
 
 def test_lookback_tile_layout_is_a_permutation():
@@ -393,7 +405,7 @@ def test_replayed_scan_programs_match_direct_planning(rig):
         (np.empty((4, 4), np.float32), 0, 1, f32, False),  # rows of a matrix
         (np.empty(13000, np.float32), 8, 0, f32, True),   # look-back (scratch, memset)
         (np.empty(9000, np.int8), 3, 0, np.dtype("int64"), False),  # look-back, widening
-        (np.empty((2000, 40), np.float64), 0, 0, np.dtype("float64"), False),  # chunked columns
+        (np.empty((2000, 40), np.float64), 0, 0, np.dtype("float64"), False),  # strips
         (np.empty((300, 300, 2), np.float32), 0, 1, f32, True),  # transpose (two copies)
         (b[::2, 1::3], 4, 1, f32, False),                 # strided: copied first
     ]
@@ -401,7 +413,7 @@ def test_replayed_scan_programs_match_direct_planning(rig):
         rig.check(lambda base: S.cumsum(cp, rig.array(like, base + off), axis, out, ii))
     names = [e[0] for e in rig.log]
     assert {"xp_scan_lb_f32_f32", "xp_scan_rows_f32_f32", "xp_scan_cols_f32_f32",
-            "xp_scan_lb_i8_u64", "xp_scan_cols_f64_f64", "memset"} <= set(names)
+            "xp_scan_lb_i8_u64", "xp_scan_strip_f64_f64", "memset"} <= set(names)
     # copy.cu launches inside the programs: two for the transpose route, one for the strided
     assert sum(n.startswith(("xp_copy", "xp_transpose")) for n in names) >= 3 * 3
     # one recording per geometry, dtype pair and alignment (each case twice: check re-plans)
@@ -1306,6 +1318,36 @@ def test_emulated_cumprod(emulated, monkeypatch):
             for a, b in ((got.real, ref.real), (got.imag, ref.imag)):
                 np.testing.assert_array_equal(a, b, err_msg=f"{dt} {vals}")
                 assert (np.signbit(a) == np.signbit(b))[~np.isnan(b)].all(), (got, ref)
+
+
+def test_emulated_strip_segments(emulated, monkeypatch):
+    """The strip scan with its axis in segments (a totals pass, their scan, the scan from the
+    scanned totals), sums and products, a partial strip, include_initial. Two SMs never
+    segment by segmented_strips' cost rule, so the rule is forced here."""
+    cp = emulated
+    monkeypatch.setattr(S, "segmented_strips", lambda strips, steps, sm: True)
+    S.plan_scan.cache_clear()
+    _clear_programs()
+    try:
+        rng = np.random.default_rng(5)
+        for src, out, shape in (("float64", "float64", (2100, 32)),
+                                ("int32", "int64", (1030, 20, 1)),
+                                ("uint8", "uint8", (1500, 32)),
+                                ("complex128", "complex128", (1100, 32))):
+            x = _random(rng, shape, src)
+            assert S.plan_scan(shape, 0, np.dtype(out).itemsize, False, 2).chunks > 1
+            for ii in (False, True):
+                _check_cumsum(S.cumsum(cp, cp.asarray(x), 0, np.dtype(out), ii), x, 0, out, ii,
+                              cp)
+        for src, shape in (("float64", (1100, 32)), ("complex64", (1030, 32)),
+                           ("float32", (2100, 2, 16))):
+            x = _factors(rng, shape, src)
+            for ii in (False, True):
+                _check_cumprod(S.cumprod(cp, cp.asarray(x), 0, np.dtype(src), ii), x, 0, src,
+                               ii, cp)
+    finally:
+        S.plan_scan.cache_clear()
+        _clear_programs()
 
 
 def test_emulated_compaction(emulated):

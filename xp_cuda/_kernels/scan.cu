@@ -387,65 +387,153 @@ __device__ __forceinline__ void group_scan(const I* __restrict__ x, A* __restric
 }
 
 // ================================================================================================
-// 3. Axis not last: x viewed as (outer, n, inner) C-contiguous; a thread per column (adjacent
-//    threads adjacent in memory: coalesced), sequential along the axis. blockIdx.y splits the
-//    axis into chunks when columns are too few to fill the GPU: pass `sums` (mode 1) writes each
-//    chunk's total, the chunk totals are scanned in place (mode 0 on them), then mode 0 with
-//    `carry` (the scanned totals) adds chunk s-1's inclusive total to chunk s.
+// 3. Axis not last, columns enough to fill the GPU: x viewed as (outer, n, inner) C-contiguous;
+//    a thread per column (adjacent threads adjacent in memory: coalesced), sequential along the
+//    axis. Fewer columns take the strip scan (4).
 // ================================================================================================
 #define COL_BATCH 8
 template <typename Op, typename I, typename A, typename W>
 __device__ __forceinline__ void column_scan(
         const I* __restrict__ x, A* __restrict__ out, long long outer, long long n,
-        long long inner, long long out_len, int shift, long long chunk, W* sums,
-        const W* carry, int mode) {
+        long long inner, long long out_len, int shift) {
     const long long cols = outer * inner;
-    const long long s = blockIdx.y;
-    const long long start = s * chunk;
-    const long long end = start + chunk < n ? start + chunk : n;
     for (long long col = (long long)blockIdx.x * blockDim.x + threadIdx.x; col < cols;
          col += (long long)gridDim.x * blockDim.x) {
         const long long o = col / inner, i = col - o * inner;
         const I* xc = x + o * n * inner + i;
-        // the carry of the chunks before (a chunk holds at least one element), else the
-        // chunk's first element starts the run
-        const bool carried = carry != nullptr && s > 0;
-        long long a = start;
-        W acc = carried ? carry[(s - 1) * cols + col] : cvt<W, I>(xc[a++ * inner]);
+        long long a = 0;
+        W acc = cvt<W, I>(xc[a++ * inner]);  // the first element starts the run
         // COL_BATCH rows loaded before any is combined or stored: that many loads in flight a
         // thread, where the loop unrolled 4 ways with its stores between the loads ran the
         // writing pass at 0.42 of DRAM bandwidth (ncu, H200; (8192, 8192) float32 over axis 0
         // 0.363 -> 0.237 ms, (1048576, 64) 1.51 -> 0.44); the combine order is unchanged
         I v[COL_BATCH];
-        if (mode == 1) {
-            for (; a + COL_BATCH <= end; a += COL_BATCH) {
+        A* oc = out + o * out_len * inner + i;
+        if (shift) oc[0] = Op::template first<A>();
+        oc += (long long)shift * inner;
+        oc[0] = (A)acc;
+        for (; a + COL_BATCH <= n; a += COL_BATCH) {
 #pragma unroll
-                for (int u = 0; u < COL_BATCH; ++u) v[u] = xc[(a + u) * inner];
+            for (int u = 0; u < COL_BATCH; ++u) v[u] = xc[(a + u) * inner];
 #pragma unroll
-                for (int u = 0; u < COL_BATCH; ++u) acc = Op::f(acc, cvt<W, I>(v[u]));
-            }
-            for (; a < end; ++a) acc = Op::f(acc, cvt<W, I>(xc[a * inner]));
-            sums[s * cols + col] = acc;
-        } else {
-            A* oc = out + o * out_len * inner + i;
-            if (shift && s == 0) oc[0] = Op::template first<A>();
-            oc += (long long)shift * inner;
-            if (!carried) oc[start * inner] = (A)acc;
-            for (; a + COL_BATCH <= end; a += COL_BATCH) {
-#pragma unroll
-                for (int u = 0; u < COL_BATCH; ++u) v[u] = xc[(a + u) * inner];
-#pragma unroll
-                for (int u = 0; u < COL_BATCH; ++u) {
-                    acc = Op::f(acc, cvt<W, I>(v[u]));
-                    oc[(a + u) * inner] = (A)acc;
-                }
-            }
-            for (; a < end; ++a) {
-                acc = Op::f(acc, cvt<W, I>(xc[a * inner]));
-                oc[a * inner] = (A)acc;
+            for (int u = 0; u < COL_BATCH; ++u) {
+                acc = Op::f(acc, cvt<W, I>(v[u]));
+                oc[(a + u) * inner] = (A)acc;
             }
         }
+        for (; a < n; ++a) {
+            acc = Op::f(acc, cvt<W, I>(xc[a * inner]));
+            oc[a * inner] = (A)acc;
+        }
     }
+}
+
+// ================================================================================================
+// 4. Axis not last, columns too few for a thread each: a block per strip of 32 adjacent columns
+//    (lane = column, as in 3), its warps STRIP_LANES row lanes of U consecutive rows, stepping
+//    down the axis STRIP_LANES * U rows at a time. A step: each lane runs its U rows, the lane
+//    totals meet in shared memory, and each lane adds the run of everything above it; the next
+//    step's loads are issued before this step's exchange. x is read once: the chunked column
+//    scan read it twice (a totals pass first), 0.58 of the copy for (8192, 8192) float32 over
+//    axis 0. blockIdx.y splits the axis into segments only where strips are too few for the
+//    SMs: then as 3's chunks (mode 1 the segment totals, their scan, mode 0 with `carry`).
+//    Combines never meet an identity (the Add/Mul note); the association is
+//    ((run * lanes above) * the lane's own run), the run growing by one combine a step.
+// ================================================================================================
+#define STRIP_LANES (THREADS / 32)
+// rows a lane takes a step: 64 bytes of working values (16 of 4 bytes, 8 of 8, 4 of 16)
+template <typename W> struct StripRows {
+    static constexpr int value = sizeof(W) <= 4 ? 16 : (sizeof(W) == 8 ? 8 : 4); };
+
+// the k (<= U) rows of a lane from row r0 (zeros past them: never stored)
+template <int U, typename I>
+__device__ __forceinline__ void strip_load(I (&v)[U], const I* __restrict__ xc, long long r0,
+                                           int k, long long inner) {
+    const I* p = xc + r0 * inner;
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+        I t = I();
+        if (u < k) t = *p;
+        v[u] = t;
+        p += inner;
+    }
+}
+
+// rows a lane holds from row r0 of a segment ending at `end`
+template <int U>
+__device__ __forceinline__ int strip_held(long long r0, long long end, bool live) {
+    const long long left = live ? end - r0 : 0;
+    return left <= 0 ? 0 : (left < U ? (int)left : U);
+}
+
+template <typename Op, typename I, typename A, typename W>
+__device__ __forceinline__ void strip_scan(
+        const I* __restrict__ x, A* __restrict__ out, long long outer, long long n,
+        long long inner, long long out_len, int shift, long long seg, W* sums, const W* carry,
+        int mode) {
+    constexpr int U = StripRows<W>::value;
+    constexpr int STEP = STRIP_LANES * U;
+    __shared__ W tot[2][STRIP_LANES][32];
+    const int lx = threadIdx.x & 31, ly = threadIdx.x >> 5;
+    const long long cols = outer * inner;
+    const long long col = (long long)blockIdx.x * 32 + lx;
+    const bool live = col < cols;
+    const long long o = live ? col / inner : 0, i = live ? col - o * inner : 0;
+    const I* xc = x + o * n * inner + i;
+    A* oc = out + o * out_len * inner + i + (long long)shift * inner;
+    const long long s = blockIdx.y, start = s * seg;
+    const long long end = start + seg < n ? start + seg : n;
+    // run: the combine of every row above the step (the segments before, then the steps)
+    bool has = carry != nullptr && s > 0;
+    W run = has && live ? carry[(s - 1) * cols + col] : Op::template id<W>();
+    if (mode == 0 && shift && s == 0 && ly == 0 && live) oc[-inner] = Op::template first<A>();
+    I nx[U];
+    strip_load<U, I>(nx, xc, start + (long long)ly * U,
+                     strip_held<U>(start + (long long)ly * U, end, live), inner);
+    int buf = 0;
+    for (long long b = start; b < end; b += STEP, buf ^= 1) {
+        const long long r0 = b + (long long)ly * U;
+        const int k = strip_held<U>(r0, end, live);  // rows this lane holds
+        W v[U];
+#pragma unroll
+        for (int u = 0; u < U; ++u) v[u] = cvt<W, I>(nx[u]);
+        if (b + STEP < end)
+            strip_load<U, I>(nx, xc, r0 + STEP, strip_held<U>(r0 + STEP, end, live), inner);
+        W t = v[0];  // the lane's total (its last row's run: selected as the run goes, as an
+                     // index k - 1 would put v in local memory)
+#pragma unroll
+        for (int u = 1; u < U; ++u)
+            if (u < k) {
+                v[u] = Op::f(v[u - 1], v[u]);
+                t = v[u];
+            }
+        tot[buf][ly][lx] = t;
+        __syncthreads();
+        // the lanes holding rows this step, combined in order; `above` stops at this lane's
+        const long long rows = end - b;
+        const int lanes = rows >= STEP ? STRIP_LANES : (int)((rows + U - 1) / U);
+        W all = tot[buf][0][lx], above = all;
+#pragma unroll
+        for (int l = 1; l < STRIP_LANES; ++l) {
+            if (l >= lanes) break;
+            if (l == ly) above = all;
+            all = Op::f(all, tot[buf][l][lx]);
+        }
+        if (k > 0 && mode == 0) {
+            // the rows above this lane: the run, then (for lanes past the first) those above
+            const bool hb = has || ly > 0;
+            const W base = ly == 0 ? run : (has ? Op::f(run, above) : above);
+            A* q = oc + r0 * inner;
+#pragma unroll
+            for (int u = 0; u < U; ++u) {
+                if (u < k) *q = (A)(hb ? Op::f(base, v[u]) : v[u]);
+                q += inner;
+            }
+        }
+        run = has ? Op::f(run, all) : all;
+        has = true;
+    }
+    if (mode == 1 && ly == 0 && live) sums[s * cols + col] = run;
 }
 
 // Three look-back blocks an SM for 4-byte values (at most 80 registers: a warp's registers
@@ -453,6 +541,10 @@ __device__ __forceinline__ void column_scan(
 // the float32 kernel from 80 to 85 registers and (8192, 8192) over axis 1 from 0.154 to 0.18
 // ms); 0, no minimum, for the others (their registers as before)
 #define LB_BLOCKS(A, W) ((sizeof(A) == 4 && sizeof(W) == 4) ? 3 : 0)
+
+// Four strip blocks an SM (64 registers; left to itself ptxas took 119 for float32, two
+// blocks), three for 16-byte values (four spill them)
+#define STRIP_SM_BLOCKS(W) (sizeof(W) <= 8 ? 4 : 3)
 
 // One line per (combine, input, out, working type): KIND names the family (scan: sums,
 // scanprod: products).
@@ -466,10 +558,12 @@ extern "C" __global__ void xp_##KIND##_rows_##NAME(const I* x, A* out, long long
         long long n, long long out_row, int shift, int G) {                                      \
     group_scan<OP, I, A, W>(x, out, rows, n, out_row, shift, G); }                               \
 extern "C" __global__ void xp_##KIND##_cols_##NAME(const I* x, A* out, long long outer,         \
-        long long n, long long inner, long long out_len, int shift, long long chunk, W* sums,   \
-        const W* carry, int mode) {                                                              \
-    column_scan<OP, I, A, W>(x, out, outer, n, inner, out_len, shift, chunk, sums, carry,       \
-                             mode); }
+        long long n, long long inner, long long out_len, int shift) {                            \
+    column_scan<OP, I, A, W>(x, out, outer, n, inner, out_len, shift); }                         \
+extern "C" __global__ void __launch_bounds__(THREADS, STRIP_SM_BLOCKS(W))                        \
+xp_##KIND##_strip_##NAME(const I* x, A* out, long long outer, long long n, long long inner,      \
+        long long out_len, int shift, long long seg, W* sums, const W* carry, int mode) {        \
+    strip_scan<OP, I, A, W>(x, out, outer, n, inner, out_len, shift, seg, sums, carry, mode); }
 #define SCAN_INSTANCES(NAME, I, A) OP_INSTANCES(scan, Add, NAME, I, A, Work<A>::type)
 #define PROD_INSTANCES(NAME, I, A, W) OP_INSTANCES(scanprod, Mul, NAME, I, A, W)
 

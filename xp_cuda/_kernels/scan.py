@@ -11,9 +11,9 @@ calls look the program up, allocate their outputs and replay it.
 Float sums: accumulated in the out dtype, in a different order than NumPy's sequential loop,
 so results differ from np.cumsum by rounding. The look-back scan adds at most
 ``scan_depth(plan)`` terms in sequence on the way to any output (thread-local run + warp and
-block trees + one add per preceding tile; the column scan: the chunk's run + one add per
-preceding chunk), so |ours - exact| <= scan_depth * u * sum(|x_i|) to first order, u the unit
-roundoff of the out dtype; NumPy's bound is the same with n for scan_depth, which is never
+block trees + one add per preceding tile; the strip scan: one add per step of the rows above,
+the lanes above, the lane's own run), so |ours - exact| <= scan_depth * u * sum(|x_i|) to
+first order, u the unit roundoff of the out dtype; NumPy's bound is the same with n for scan_depth, which is never
 smaller. Integer sums are exact modulo 2**bits, as NumPy's.
 
 Products (cumprod) run the same kernels with the combine Mul, the same routes (float32 works in
@@ -37,7 +37,7 @@ from ._runtime import (c_contiguous, device_info, dtype_name, empty_allocator, g
 
 __all__ = ["THREADS", "CHUNKS", "CHUNKS_8", "lookback_vectors", "ROW_V", "COUNT_ITEMS",
            "CUMSUM_PAIRS", "CUMPROD_PAIRS", "Route", "cumsum_route", "kernel_names", "ScanPlan",
-           "plan_scan", "scan_depth", "row_unit", "mask_tile", "cumsum", "cumprod", "cumulative",
+           "plan_scan", "strip_rows", "scan_depth", "row_unit", "mask_tile", "cumsum", "cumprod", "cumulative",
            "nonzero", "mask_select", "mask_assign", "repeat_indices", "allocator", "dense"]
 
 THREADS = 256      # THREADS in scan.cu
@@ -48,6 +48,11 @@ ROW_V = 4          # RV: elements per lane per step of the short-row scan
 # large: a small array's copies cost more host time (cumulative_sum(axis=0) of a (2, 4) array
 # took 71 us, torch 9) than its column scan's idle lanes cost the GPU.
 TRANSPOSE_MIN = 1 << 16
+STRIP_COLS = 32    # columns a strip block takes (a warp's lanes; scan.cu, strip_scan)
+STRIP_LANES = THREADS // 32  # its row lanes (warps)
+STRIP_SEGMENT = 512  # the fewest rows of an axis segment of the strip scan
+STRIP_BLOCKS = 2   # blocks an SM the segments aim at (segmented_strips)
+STRIP_SEGMENT_STEPS = 25  # what segments cost, in steps of one segment (segmented_strips)
 COUNT_ITEMS = 16   # IT_COUNT: elements per thread in a compaction tile
 MAX_NZ_DIMS = 8    # coordinates nonzero writes directly (more: linear indices, unravelled)
 
@@ -130,10 +135,13 @@ _PREDS = ("u8", "u16", "u32", "u64", "f32", "f64", "c64", "c128")
 ITEM_SIZES = (1, 2, 4, 8, 16)
 
 
+_SCAN_KERNELS = ("lb", "rows", "cols", "strip")
+
+
 def kernel_names() -> list[str]:
     """Every kernel name a launcher here can request."""
-    return ([f"xp_scan_{k}_{t}" for t in SCAN_TYPES for k in ("lb", "rows", "cols")]
-            + [f"xp_scanprod_{k}_{t}" for t in PROD_TYPES for k in ("lb", "rows", "cols")]
+    return ([f"xp_scan_{k}_{t}" for t in SCAN_TYPES for k in _SCAN_KERNELS]
+            + [f"xp_scanprod_{k}_{t}" for t in PROD_TYPES for k in _SCAN_KERNELS]
             + [f"xp_count_{p}" for p in _PREDS] + [f"xp_nzidx_{p}" for p in _PREDS]
             + ["xp_count_u8_half", "xp_tile_offsets", "xp_repeat_idx"]
             + [f"xp_compact_{s}" for s in ITEM_SIZES] + [f"xp_rows_{s}" for s in ITEM_SIZES]
@@ -143,9 +151,8 @@ def kernel_names() -> list[str]:
 # The instantiation macros of scan.cu and the kernel names each line makes from its first
 # argument (None: the kernels written out, in every unit).
 _MACRO_NAMES = {None: ("xp_tile_offsets", "xp_count_u8_half", "xp_repeat_idx"),
-                "SCAN_INSTANCES": ("xp_scan_lb_{}", "xp_scan_rows_{}", "xp_scan_cols_{}"),
-                "PROD_INSTANCES": ("xp_scanprod_lb_{}", "xp_scanprod_rows_{}",
-                                   "xp_scanprod_cols_{}"),
+                "SCAN_INSTANCES": tuple(f"xp_scan_{k}_{{}}" for k in _SCAN_KERNELS),
+                "PROD_INSTANCES": tuple(f"xp_scanprod_{k}_{{}}" for k in _SCAN_KERNELS),
                 "NZ_INSTANCES": ("xp_count_{}", "xp_nzidx_{}"),
                 "COMPACT_INSTANCE": ("xp_compact_{}",),
                 "MOVE_INSTANCES": ("xp_rows_{}", "xp_maskfill_{}")}
@@ -169,10 +176,13 @@ class ScanPlan:
 
     kind: "empty" (nothing to write), "zeros" (n == 0 with include_initial), "lookback"
     (inner == 1, rows long enough to fill tiles), "rows" (inner == 1, short rows: G lanes per
-    row), "columns" (inner >= 32: a thread per column, ``chunks`` splits of the axis when
-    columns are too few to fill the GPU), "transpose" (inner < 32: the axis is made last by a
-    copy, then ``inner_plan`` runs, then the result is copied back; a column thread per 1-31
-    columns would idle most of its warp)."""
+    row), "columns" (inner >= 32, columns enough to fill the GPU with a thread each, walking
+    the axis), "strips" (inner >= 32, fewer columns: a block per 32 columns, its warps
+    stepping down the axis together; ``chunks`` segments of ``chunk`` rows where even the
+    strips are too few for the SMs; ``vectors`` rows a lane takes a step, StripRows of
+    scan.cu), "transpose" (inner < 32: the axis is made last by a copy, then ``inner_plan``
+    runs, then the result is copied back; a column thread per 1-31 columns would idle most of
+    its warp)."""
     kind: str
     outer: int
     n: int
@@ -181,11 +191,29 @@ class ScanPlan:
     shift: int
     tile: int = 0
     tiles_per_row: int = 0
-    vectors: int = 0  # lookback: 16-byte vectors a thread holds (lookback_vectors)
+    vectors: int = 0  # lookback: 16-byte vectors a thread holds; strips: rows a lane a step
     group: int = 0
     chunks: int = 1
     chunk: int = 0
     inner_plan: "ScanPlan | None" = None
+
+
+def segmented_strips(strips: int, steps: float, sm_count: int) -> bool:
+    """Whether the strip scan splits its axis into segments (blockIdx.y). One segment runs
+    ``steps`` steps in sequence; a strip block at that pace moves about an SM's share of
+    DRAM bandwidth (H200: 0.7-0.9 us a step of 32 KB), so with fewer strips than SMs the
+    single pass is latency-bound. Segments fill the SMs but read x twice and add two launches
+    and a second chain (about STRIP_SEGMENT_STEPS steps): they pay where the steps they save
+    outweigh that, which needs strips below half the SMs. H200, float32, one segment against
+    the best split, us: (32768, 1024) 228 / 126, (65536, 512) 410 / 127, (4096, 1024) 36 / 32,
+    (4096, 4096) 56 / 75, (8192, 2048) 75 / 77."""
+    return strips * 2 < sm_count and steps * (1 - 2 * strips / sm_count) > STRIP_SEGMENT_STEPS
+
+
+def strip_rows(itemsize: int) -> int:
+    """Rows a lane of the strip scan takes a step for a working value of ``itemsize`` bytes
+    (scan.cu's StripRows: 64 bytes of them)."""
+    return 16 if itemsize <= 4 else (8 if itemsize == 8 else 4)
 
 
 def _vec(itemsize: int) -> int:
@@ -220,15 +248,18 @@ def plan_scan(shape, axis: int, out_itemsize: int, include_initial: bool,
         inner_plan = plan_scan((outer * inner, n), 1, out_itemsize, include_initial, sm_count)
         return ScanPlan("transpose", inner_plan=inner_plan, **base)
     cols = outer * inner
-    target = sm_count * 2048  # threads to keep every SM full
+    u = strip_rows(out_itemsize)
+    # a thread a column where that is half the threads every SM holds, or where the axis fits
+    # one lane of a strip (its other warps would idle)
+    if cols * 2 >= sm_count * 2048 or n <= u:
+        return ScanPlan("columns", chunk=n, **base)
+    strips = -(-cols // STRIP_COLS)
     chunks = 1
-    if cols * 2 < target and n >= 256:
-        # split the axis, but keep each chunk long enough that the extra pass over the chunk
-        # totals stays small
-        chunks = max(1, min(-(-target // cols), n // 128))
+    if segmented_strips(strips, n / (STRIP_LANES * u), sm_count) and n >= 2 * STRIP_SEGMENT:
+        chunks = min(-(-sm_count * STRIP_BLOCKS // strips), n // STRIP_SEGMENT)
     chunk = -(-n // chunks)
     chunks = -(-n // chunk)
-    return ScanPlan("columns", chunks=chunks, chunk=chunk, **base)
+    return ScanPlan("strips", chunks=chunks, chunk=chunk, vectors=u, **base)
 
 
 def scan_depth(plan: ScanPlan) -> int:
@@ -246,9 +277,17 @@ def scan_depth(plan: ScanPlan) -> int:
     if plan.kind == "rows":
         return ROW_V + 6 * (-(-plan.n // (plan.group * ROW_V))) + 1
     if plan.kind == "columns":
-        # the chunk's own run, and for later chunks the carry: a chunk total (chunk adds)
-        # scanned over the chunks
-        return plan.chunk if plan.chunks == 1 else 2 * plan.chunk + plan.chunks + 1
+        return plan.n
+    if plan.kind == "strips":
+        u = plan.vectors
+
+        def strip(rows):  # the run (one combine a step), the lanes above, the lane's own run
+            return -(-rows // (STRIP_LANES * u)) + STRIP_LANES + u
+        if plan.chunks == 1:
+            return strip(plan.n)
+        # a later segment starts from the scanned totals: a segment's total, scanned over
+        # the segments
+        return 2 * strip(plan.chunk) + strip(plan.chunks) + 1
     return 0
 
 
@@ -331,28 +370,34 @@ def _rows(cp, plan, xp, op, kernel, fam):
             np.int32(plan.shift), np.int32(plan.group)))
 
 
-def _columns(cp, plan, xp, op, kernel, w_name, fam):
+def _columns(cp, plan, xp, op, kernel, fam):
     cols = plan.outer * plan.inner
-    sm = device_info(cp).sm_count
-    # no more threads per block than columns (rounded to warps): with few columns the axis
-    # chunks (grid.y) supply the parallelism, and idle threads would only hold slots
-    threads = min(THREADS, -(-cols // 32) * 32)
-    bx = max(1, min(-(-cols // threads), sm * 16))
-    kern = _kernel(f"{fam}_cols_{kernel}")
+    bx = max(1, min(-(-cols // THREADS), device_info(cp).sm_count * 16))
+    launch(cp, _kernel(f"{fam}_cols_{kernel}"), bx, THREADS,
+           (xp, op, np.int64(plan.outer), np.int64(plan.n), np.int64(plan.inner),
+            np.int64(plan.out_len), np.int32(plan.shift)))
+
+
+def _strips(cp, plan, xp, op, kernel, w_name, fam):
+    cols = plan.outer * plan.inner
+    strips = -(-cols // STRIP_COLS)
+    kern = _kernel(f"{fam}_strip_{kernel}")
     geom = (np.int64(plan.outer), np.int64(plan.n), np.int64(plan.inner),
             np.int64(plan.out_len), np.int32(plan.shift), np.int64(plan.chunk))
     if plan.chunks == 1:
-        launch(cp, kern, (bx, 1), threads, (xp, op) + geom + (_NULL, _NULL, np.int32(0)))
+        launch(cp, kern, (strips, 1), THREADS, (xp, op) + geom + (_NULL, _NULL, np.int32(0)))
         return
     sums = scratch(cp, plan.chunks * cols * np.dtype(w_name).itemsize)
-    launch(cp, kern, (bx, plan.chunks), threads, (xp, op) + geom + (sums, _NULL, np.int32(1)))
-    # the chunk totals, scanned in place along the chunks (a plain column scan of them)
+    launch(cp, kern, (strips, plan.chunks), THREADS,
+           (xp, op) + geom + (sums, _NULL, np.int32(1)))
+    # the segment totals, scanned in place along the segments (one segment of them)
     wk = _SHORT[w_name] + "_" + _SHORT[w_name]
-    launch(cp, _kernel(f"{fam}_cols_{wk}"), (bx, 1), threads,
+    launch(cp, _kernel(f"{fam}_strip_{wk}"), (strips, 1), THREADS,
            (sums, sums, np.int64(1), np.int64(plan.chunks), np.int64(cols),
             np.int64(plan.chunks), np.int32(0), np.int64(plan.chunks), _NULL, _NULL,
             np.int32(0)))
-    launch(cp, kern, (bx, plan.chunks), threads, (xp, op) + geom + (_NULL, sums, np.int32(0)))
+    launch(cp, kern, (strips, plan.chunks), THREADS,
+           (xp, op) + geom + (_NULL, sums, np.int32(0)))
 
 
 _I64 = np.dtype(np.int64)
@@ -378,8 +423,10 @@ def _scan(cp, plan, route_kernel, xp, op, in_item, out_dtype, fam):
                   np.dtype(w_name).itemsize, fam)
     elif plan.kind == "rows":
         _rows(cp, plan, xp, op, route_kernel, fam)
+    elif plan.kind == "columns":
+        _columns(cp, plan, xp, op, route_kernel, fam)
     else:
-        _columns(cp, plan, xp, op, route_kernel, w_name, fam)
+        _strips(cp, plan, xp, op, route_kernel, w_name, fam)
 
 
 def _plan_cumsum(cp, shape, strides, dtype, axis, out_dtype, include_initial, xp, op,
@@ -425,8 +472,8 @@ def cumsum(cp, x, axis: int, out_dtype, include_initial: bool):
 
     Layouts: a non-C-contiguous x is first copied C-contiguous (one extra pass; the kernels
     read rows and columns of a dense (outer, n, inner) view). An axis that is not last runs on
-    the column kernel when 32 or more elements follow it in memory (inner >= 32), else the
-    axis is made last by a copy and moved back by another (see ScanPlan). With
+    the column or strip kernel when 32 or more elements follow it in memory (inner >= 32),
+    else the axis is made last by a copy and moved back by another (see ScanPlan). With
     include_initial the rows start one element late, so 1-D results store element by element
     rather than in 16-byte vectors."""
     return cumulative(cp, "sum", x, axis, out_dtype, include_initial)
