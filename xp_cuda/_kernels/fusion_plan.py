@@ -102,7 +102,10 @@ COL_VECTOR_GROUPS = 256
 # (Those figures were taken element by element, before WORD_KINDS.) any/all of few bool
 # columns take the same 4-byte vectors, where their words combine (WORD_KINDS): (2^22, 64)
 # 0.149-0.154 -> 0.126-0.132 (torch 0.213-0.233), all of (2^24, 4) 0.049-0.053 -> 0.040
-# (0.057); 16-byte vectors ran any of (2^22, 64) at 0.183.
+# (0.057); 16-byte vectors ran any of (2^22, 64) at 0.183. Wide columns keep COL_VECTOR with
+# the words too: 8 a lane for max/min (2 words of int8, 4 of int16) ran (8192, 8192) int16
+# 0.053-0.056 -> 0.058-0.061 (torch 0.052), int8 0.035-0.040 -> 0.049-0.054, (2048, 32768)
+# int16 0.048-0.055 -> 0.051, (65536, 1024) int16 0.067-0.068 -> 0.064.
 NARROW_COLUMN_BYTES = {1: 4, 2: 16}  # input itemsize -> the bytes of a lane's vector
 NARROW_COLUMN_KINDS = ("max", "min")  # and any (kind, dtype) of WORD_KINDS
 # Column reductions (colvec > 1) of an input itself whose outputs combine four bytes or two
