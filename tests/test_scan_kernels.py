@@ -156,6 +156,12 @@ def test_plan_kinds():
     assert P((3, 1000, 64), 1, 16, True).kind == "strips"
     assert P((3, 1000, 64), 1, 16, True).out_len == 1001
     assert [P((100, 100), 0, i, False).vectors for i in (1, 4, 8, 16)] == [16, 16, 8, 4]
+    # segments only where one pass would be a long latency-bound chain (the H200 sweep in
+    # segmented_strips' docstring): not at 64 or 128 strips, nor on short axes
+    for shape, split in (((4096, 4096), False), ((8192, 2048), False), ((4096, 1024), False),
+                         ((32768, 1024), True), ((65536, 512), True), ((1 << 20, 32), True),
+                         ((1000, 32), False)):
+        assert (P(shape, 0, 4, False).chunks > 1) == split, shape
 
 
 @pytest.mark.parametrize("shape,axis", [((10, 100000, 40), 1), ((1 << 20, 32), 0),
