@@ -13,8 +13,8 @@ so results differ from np.cumsum by rounding. The look-back scan adds at most
 ``scan_depth(plan)`` terms in sequence on the way to any output (thread-local run + warp and
 block trees + one add per preceding tile; the strip scan: one add per step of the rows above,
 the lanes above, the lane's own run), so |ours - exact| <= scan_depth * u * sum(|x_i|) to
-first order, u the unit roundoff of the out dtype; NumPy's bound is the same with n for scan_depth, which is never
-smaller. Integer sums are exact modulo 2**bits, as NumPy's.
+first order, u the unit roundoff of the out dtype; NumPy's bound is the same with n for
+scan_depth, which is never smaller. Integer sums are exact modulo 2**bits, as NumPy's.
 
 Products (cumprod) run the same kernels with the combine Mul, the same routes (float32 works in
 float64, fusion_plan.WIDER_PRODUCT, as prod does), and the same bound with relative errors:
@@ -37,8 +37,9 @@ from ._runtime import (c_contiguous, device_info, dtype_name, empty_allocator, g
 
 __all__ = ["THREADS", "CHUNKS", "CHUNKS_8", "lookback_vectors", "ROW_V", "COUNT_ITEMS",
            "CUMSUM_PAIRS", "CUMPROD_PAIRS", "Route", "cumsum_route", "kernel_names", "ScanPlan",
-           "plan_scan", "strip_rows", "scan_depth", "row_unit", "mask_tile", "cumsum", "cumprod", "cumulative",
-           "nonzero", "mask_select", "mask_assign", "repeat_indices", "allocator", "dense"]
+           "plan_scan", "segmented_strips", "strip_rows", "scan_depth", "row_unit", "mask_tile",
+           "cumsum", "cumprod", "cumulative", "nonzero", "mask_select", "mask_assign",
+           "repeat_indices", "allocator", "dense"]
 
 THREADS = 256      # THREADS in scan.cu
 CHUNKS = 12        # CH: 16-byte vectors per thread in a look-back tile (scan.cu: CH_OF) ...
@@ -252,7 +253,7 @@ def plan_scan(shape, axis: int, out_itemsize: int, include_initial: bool,
     # a thread a column where that is half the threads every SM holds, or where the axis fits
     # one lane of a strip (its other warps would idle)
     if cols * 2 >= sm_count * 2048 or n <= u:
-        return ScanPlan("columns", chunk=n, **base)
+        return ScanPlan("columns", **base)
     strips = -(-cols // STRIP_COLS)
     chunks = 1
     if segmented_strips(strips, n / (STRIP_LANES * u), sm_count) and n >= 2 * STRIP_SEGMENT:
