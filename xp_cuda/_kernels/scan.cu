@@ -436,7 +436,7 @@ __device__ __forceinline__ void column_scan(
 //    step's loads are issued before this step's exchange. x is read once: the chunked column
 //    scan read it twice (a totals pass first), 0.58 of the copy for (8192, 8192) float32 over
 //    axis 0. blockIdx.y splits the axis into segments only where strips are too few for the
-//    SMs: then as 3's chunks (mode 1 the segment totals, their scan, mode 0 with `carry`).
+//    SMs: three launches (mode 1 the segment totals, their scan, mode 0 from `carry`).
 //    Combines never meet an identity (the Add/Mul note); the association is
 //    ((run * lanes above) * the lane's own run), the run growing by one combine a step.
 // ================================================================================================
