@@ -875,6 +875,28 @@ def test_mask_select_64m():
     np.testing.assert_array_equal(cp.asnumpy(got), h[h > 0])
 
 
+@pytest.mark.cuda
+@needs_gpu
+def test_compaction_past_32_bit_indices():
+    """More than 2**32 elements (4 GiB of bool): the coordinates take nz_index's 64-bit
+    divisions, tile offsets pass 2**32, and mask_select reads x past 4 GiB."""
+    cp = _cp()
+    shape = (65537, 65536)
+    n = shape[0] * shape[1]
+    if cp.cuda.Device().mem_info[0] < 3 * n:
+        pytest.skip("needs about 13 GiB of free device memory")
+    flat = np.array([0, 1, 4097, 2**31 + 5, 2**32 - 1, 2**32, 2**32 + 60000, n - 1], np.int64)
+    m = cp.zeros(n, dtype=bool)
+    m[cp.asarray(flat)] = True
+    for g, r in zip(S.nonzero(cp, m.reshape(shape)), np.unravel_index(flat, shape)):
+        np.testing.assert_array_equal(cp.asnumpy(g), r)
+    np.testing.assert_array_equal(cp.asnumpy(S.nonzero(cp, m)[0]), flat)
+    x = cp.arange(n, dtype=cp.int64).astype(cp.uint8)  # each element its index mod 256
+    np.testing.assert_array_equal(cp.asnumpy(S.mask_select(cp, x, m)),
+                                  (flat % 256).astype(np.uint8))
+    del m, x
+
+
 # ---- repeat ----------------------------------------------------------------------------------
 
 @pytest.mark.cuda
@@ -1393,6 +1415,13 @@ def test_emulated_compaction(emulated):
     c = rng.integers(0, 4, 3000).astype(np.int64)
     np.testing.assert_array_equal(np.asarray(S.repeat_indices(cp, cp.asarray(c), int(c.sum()))),
                                   np.repeat(np.arange(c.size), c))
+    # the tile offsets over several rounds (16384 counts a round) and a partial warp row
+    from xp_cuda._kernels._runtime import launch
+    for m in (1, 37, 2 * 16384 + 45):
+        counts = cp.asarray(rng.integers(0, 4097, m + 1).astype(np.int64))
+        want = np.concatenate([[0], np.cumsum(np.asarray(counts)[:m])])
+        launch(cp, S._kernel("xp_tile_offsets"), 1, 1024, (counts.data.ptr, np.int64(m)))
+        np.testing.assert_array_equal(np.asarray(counts), want, err_msg=str(m))
 
 
 @pytest.fixture

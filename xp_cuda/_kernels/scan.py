@@ -143,8 +143,8 @@ def kernel_names() -> list[str]:
     """Every kernel name a launcher here can request."""
     return ([f"xp_scan_{k}_{t}" for t in SCAN_TYPES for k in _SCAN_KERNELS]
             + [f"xp_scanprod_{k}_{t}" for t in PROD_TYPES for k in _SCAN_KERNELS]
-            + [f"xp_count_{p}" for p in _PREDS] + [f"xp_nzidx_{p}" for p in _PREDS]
-            + ["xp_count_u8_half", "xp_tile_offsets", "xp_repeat_idx"]
+            + [f"xp_count_{p}" for p in _PREDS]
+            + ["xp_count_u8_half", "xp_tile_offsets", "xp_nzidx", "xp_repeat_idx"]
             + [f"xp_compact_{s}" for s in ITEM_SIZES] + [f"xp_rows_{s}" for s in ITEM_SIZES]
             + [f"xp_maskfill_{s}" for s in ITEM_SIZES])
 
@@ -154,7 +154,8 @@ def kernel_names() -> list[str]:
 _MACRO_NAMES = {None: ("xp_tile_offsets", "xp_count_u8_half", "xp_repeat_idx"),
                 "SCAN_INSTANCES": tuple(f"xp_scan_{k}_{{}}" for k in _SCAN_KERNELS),
                 "PROD_INSTANCES": tuple(f"xp_scanprod_{k}_{{}}" for k in _SCAN_KERNELS),
-                "NZ_INSTANCES": ("xp_count_{}", "xp_nzidx_{}"),
+                "NZ_INSTANCES": ("xp_count_{}",),
+                "NZIDX_INSTANCE": ("xp_{}",),
                 "COMPACT_INSTANCE": ("xp_compact_{}",),
                 "MOVE_INSTANCES": ("xp_rows_{}", "xp_maskfill_{}")}
 
@@ -538,28 +539,30 @@ def _zero_word(cp) -> int:
 
 
 def _offsets(cp, src: int, n: int, tile: int, count_kernel: str):
-    """Inside a recording: (offsets address, total): each tile's exclusive offset and the
-    number of selected elements of the C-contiguous flags at ``src`` (n elements); the total
+    """Inside a recording: (offsets address, total, flags address): each tile's exclusive
+    offset and the number of selected elements of the C-contiguous elements at ``src`` (n of
+    them), and each thread's 16-bit word of flags (what pass 2 reads in their place); the total
     is read back (the phase ends: the one sync of a compaction) and is a late slot. One tile:
     its count is the total and its offset 0, so the offsets pass is skipped."""
     tiles = -(-n // tile)
     counts = scratch(cp, 8 * (tiles + 1))
+    flags = scratch(cp, 2 * THREADS * tiles)
     launch(cp, _kernel(count_kernel), tiles, THREADS,
-           (src, np.int64(n), counts, np.int32(src % 16 == 0)))
+           (src, np.int64(n), counts, flags, np.int32(src % 16 == 0)))
     if tiles == 1:
-        return _zero_word(cp), read(cp, counts)
+        return _zero_word(cp), read(cp, counts), flags
     launch(cp, _kernel("xp_tile_offsets"), 1, 1024, (counts, np.int64(tiles)))
-    return counts, read(cp, counts + 8 * tiles)
+    return counts, read(cp, counts + 8 * tiles), flags
 
 
-def _coords(cp, src: int, pred: str, dims, offsets: int, total: int, out: int):
+def _coords(cp, flags: int, dims, offsets: int, total: int, out: int):
     """Inside a recording: the launch writing the (len(dims), total) int64 coordinates, in a
-    C-contiguous array of shape dims, of the nonzero elements at src; len(dims) <= 8."""
+    C-contiguous array of shape dims, of the elements pass 1 flagged at ``flags``;
+    len(dims) <= 8."""
     n = math.prod(dims)
     d8 = tuple(np.int64(d) for d in dims) + (np.int64(1),) * (MAX_NZ_DIMS - len(dims))
-    launch(cp, _kernel(f"xp_nzidx_{pred}"), -(-n // (THREADS * COUNT_ITEMS)), THREADS,
-           (src, np.int64(n), offsets, out, total, np.int32(len(dims)),
-            np.int32(src % 16 == 0)) + d8)
+    launch(cp, _kernel("xp_nzidx"), -(-n // (THREADS * COUNT_ITEMS)), THREADS,
+           (flags, offsets, out, total, np.int32(len(dims)), np.int32(n < 2**32)) + d8)
 
 
 def _plan_nonzero(cp, shape, strides, dtype, xp):
@@ -570,9 +573,9 @@ def _plan_nonzero(cp, shape, strides, dtype, xp):
         return None
     src = dense(cp, shape, strides, dtype.itemsize, xp)
     pred = _PRED[dtype_name(dtype)]
-    offsets, total = _offsets(cp, src, n, THREADS * COUNT_ITEMS, f"xp_count_{pred}")
+    offsets, total, flags = _offsets(cp, src, n, THREADS * COUNT_ITEMS, f"xp_count_{pred}")
     dims = tuple(shape) if len(shape) <= MAX_NZ_DIMS else (n,)
-    _coords(cp, src, pred, dims, offsets, total, late(cp))
+    _coords(cp, flags, dims, offsets, total, late(cp))
     return len(dims)
 
 
@@ -609,16 +612,16 @@ def _plan_mask_select(cp, xshape, xstrides, dtype, mshape, mstrides, xp, mp):
     xc = dense(cp, xshape, xstrides, S, xp)
     if inner == 1:
         tile, count_kernel = mask_tile(S)
-        offsets, total = _offsets(cp, m, msize, tile, count_kernel)
+        offsets, total, flags = _offsets(cp, m, msize, tile, count_kernel)
         out = late(cp)
         launch(cp, _kernel(f"xp_compact_{S}"), -(-msize // tile), THREADS,
-               (m, xc, np.int64(msize), offsets, out, np.int32(m % 16 == 0)))
+               (flags, xc, np.int64(msize), offsets, out, np.int32(xc % 16 == 0)))
         return "elements"
-    offsets, total = _offsets(cp, m, msize, THREADS * COUNT_ITEMS, "xp_count_u8")
+    offsets, total, flags = _offsets(cp, m, msize, THREADS * COUNT_ITEMS, "xp_count_u8")
     if inner == 0:
         return "count"
     idx, out = late(cp), late(cp)
-    _coords(cp, m, "u8", (msize,), offsets, total, idx)
+    _coords(cp, flags, (msize,), offsets, total, idx)
     _move_rows(cp, xc, out, idx, total, msize, inner * S, False)
     return "rows"
 
@@ -665,9 +668,9 @@ def _plan_mask_fill(cp, mshape, mstrides, size, inner, item, xp, mp, vp, lo, hi)
 def _plan_mask_scatter(cp, mshape, mstrides, inner, item, xp, mp, vp):
     msize = math.prod(mshape)
     m = dense(cp, mshape, mstrides, 1, mp)
-    offsets, total = _offsets(cp, m, msize, THREADS * COUNT_ITEMS, "xp_count_u8")
+    offsets, total, flags = _offsets(cp, m, msize, THREADS * COUNT_ITEMS, "xp_count_u8")
     idx = late(cp)
-    _coords(cp, m, "u8", (msize,), offsets, total, idx)
+    _coords(cp, flags, (msize,), offsets, total, idx)
     _move_rows(cp, vp, xp, idx, total, msize, inner * item, True)
 
 
