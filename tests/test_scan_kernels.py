@@ -227,6 +227,17 @@ def test_row_unit_and_mask_tile():
         assert S.mask_tile(item) == (S.THREADS * S.COUNT_ITEMS, "xp_count_u8")
 
 
+def test_count_tiles_mirror_scan_cu():
+    """scan.py's COUNT_TILES (the counting grid) is the K each count kernel is built with."""
+    import re
+    from xp_cuda._kernels import SOURCE_DIR
+    src = (SOURCE_DIR / "scan.cu").read_text()
+    ks = {f"xp_count_{m[0]}": int(m[1])
+          for m in re.findall(r"^NZ_INSTANCES\((\w+), \w+, (\d+)\)$", src, re.M)}
+    ks["xp_count_u8_half"] = int(re.search(r"count_tiles<u8, IT_COUNT / 2, (\d+)>", src)[1])
+    assert len(ks) == 9 and {k: v for k, v in ks.items() if v != 1} == S.COUNT_TILES
+
+
 def test_module_imports_without_cupy():
     import subprocess
     import sys
@@ -1012,6 +1023,10 @@ template <class T> inline T __shfl_up_sync(unsigned, T v, int d, int width = 32)
 }
 template <class T> inline T __shfl_sync(unsigned, T v, int s, int width = 32) {
     return xchg(v, ((threadIdx.x & 31) & ~(width - 1)) + (s & (width - 1)));
+}
+template <class T> inline T __shfl_xor_sync(unsigned, T v, int m, int width = 32) {
+    const int lane = threadIdx.x & 31;
+    return xchg(v, (lane & ~(width - 1)) + ((lane ^ m) & (width - 1)));
 }
 inline unsigned __ballot_sync(unsigned, int pred) {
     WarpX& w = g_warps[threadIdx.x >> 5];

@@ -56,6 +56,9 @@ STRIP_BLOCKS = 2   # blocks an SM the segments aim at (segmented_strips)
 STRIP_SEGMENT_STEPS = 25  # what segments cost, in steps of one segment (segmented_strips)
 COUNT_ITEMS = 16   # IT_COUNT: elements per thread in a compaction tile
 MAX_NZ_DIMS = 8    # coordinates nonzero writes directly (more: linear indices, unravelled)
+# tiles a counting block takes (scan.cu, the K of NZ_INSTANCES and xp_count_u8_half): about 64
+# bytes of loads in flight a thread
+COUNT_TILES = {"xp_count_u8": 4, "xp_count_u16": 2, "xp_count_u8_half": 8}
 
 
 def lookback_vectors(out_itemsize: int) -> int:
@@ -547,7 +550,7 @@ def _offsets(cp, src: int, n: int, tile: int, count_kernel: str):
     tiles = -(-n // tile)
     counts = scratch(cp, 8 * (tiles + 1))
     flags = scratch(cp, 2 * THREADS * tiles)
-    launch(cp, _kernel(count_kernel), tiles, THREADS,
+    launch(cp, _kernel(count_kernel), -(-tiles // COUNT_TILES.get(count_kernel, 1)), THREADS,
            (src, np.int64(n), counts, flags, np.int32(src % 16 == 0)))
     if tiles == 1:
         return _zero_word(cp), read(cp, counts), flags
