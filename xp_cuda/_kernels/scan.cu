@@ -662,8 +662,8 @@ __device__ __forceinline__ int block_exscan_int(int c, int* s_warp, int* total) 
 }
 
 // A block counts K consecutive tiles: their loads are issued together, so a thread keeps about
-// 64 bytes in flight whatever P's width (one 16-byte load of bool flags a tile kept a mask's
-// count at 2.7 TB/s), and one barrier serves the K block sums.
+// 64 bytes in flight whatever P's width, and one barrier serves the K block sums. H200, 64M
+// elements, K = 1 -> K: bool 23.8 -> 22.6 us, the half tiles 35.7 -> 29.1, int16 36.0 -> 36.3.
 template <typename P, int IT, int K>
 __device__ __forceinline__ void count_tiles(const P* __restrict__ x, long long n,
                                             long long* __restrict__ counts,
