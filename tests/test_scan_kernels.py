@@ -902,7 +902,8 @@ def test_compaction_past_32_bit_indices():
     for g, r in zip(S.nonzero(cp, m.reshape(shape)), np.unravel_index(flat, shape)):
         np.testing.assert_array_equal(cp.asnumpy(g), r)
     np.testing.assert_array_equal(cp.asnumpy(S.nonzero(cp, m)[0]), flat)
-    x = cp.arange(n, dtype=cp.int64).astype(cp.uint8)  # each element its index mod 256
+    x = cp.empty(n, dtype=cp.uint8)  # each element its index mod 256 (256 divides n)
+    x.reshape(-1, 256)[...] = cp.arange(256, dtype=cp.uint8)
     np.testing.assert_array_equal(cp.asnumpy(S.mask_select(cp, x, m)),
                                   (flat % 256).astype(np.uint8))
     del m, x
