@@ -741,7 +741,21 @@ extern "C" __global__ void __launch_bounds__(1024) xp_tile_offsets(long long* co
 // nonzero: coordinates (ndim <= 8 rows of out, each `total` long) of the selected elements,
 // from pass 1's flag words, in a C-contiguous array of dims d0..d7 (ndim == 1: linear indices).
 // The dimensions are indexed by unrolled constants (a runtime index put them in a 64-byte stack
-// frame); n32: every linear index fits 32 bits, so the divisions run in 32 bits.
+// frame); n32: every linear index fits 32 bits, so the divisions run in 32 bits (I = unsigned).
+template <typename I>
+__device__ __forceinline__ void unravel(long long* o, I lin, long long total, int ndim,
+                                        const long long (&dims)[8]) {
+#pragma unroll
+    for (int d = 7; d > 0; --d) {
+        if (d < ndim) {
+            const I dd = (I)dims[d], qd = lin / dd;
+            o[(long long)d * total] = lin - qd * dd;
+            lin = qd;
+        }
+    }
+    *o = lin;
+}
+
 template <int IT>
 __device__ __forceinline__ void nz_index(const u16* __restrict__ flags,
                                          const long long* __restrict__ offsets,
@@ -760,30 +774,10 @@ __device__ __forceinline__ void nz_index(const u16* __restrict__ flags,
     __syncthreads();
     const long long base = tile * THREADS * IT;
     for (int q = threadIdx.x; q < cnt; q += THREADS) {
-        long long* o = out + off + q;
-        if (n32) {
-            unsigned lin = (unsigned)(base + s_idx[q]);
-#pragma unroll
-            for (int d = 7; d > 0; --d) {
-                if (d < ndim) {
-                    const unsigned dd = (unsigned)dims[d], qd = lin / dd;
-                    o[(long long)d * total] = lin - qd * dd;
-                    lin = qd;
-                }
-            }
-            *o = lin;
-        } else {
-            long long lin = base + s_idx[q];
-#pragma unroll
-            for (int d = 7; d > 0; --d) {
-                if (d < ndim) {
-                    const long long dd = dims[d], qd = lin / dd;
-                    o[(long long)d * total] = lin - qd * dd;
-                    lin = qd;
-                }
-            }
-            *o = lin;
-        }
+        if (n32)
+            unravel<unsigned>(out + off + q, (unsigned)(base + s_idx[q]), total, ndim, dims);
+        else
+            unravel<long long>(out + off + q, base + s_idx[q], total, ndim, dims);
     }
 }
 
