@@ -316,6 +316,32 @@ def test_word_column_programs_compile_with_nvrtc():
         assert f".entry {p_.name}(" in ptx
 
 
+def test_word_vector_programs_compile_with_nvrtc():
+    """Rows and whole arrays of an input of fusion_plan.WORD_KINDS combine their 16-byte
+    vectors as four words on the vector path; a fused operand (not the input itself) and
+    other kinds keep element by element; every such kernel compiles."""
+    from xp_cuda._kernels import nvrtc_compile
+    progs = []
+    for kind, dt in sorted(fp.WORD_KINDS):
+        isz = np.dtype(dt).itemsize
+        for shape, axes in (((2**22, 64), (1,)), ((8192, 8192), (0, 1)), ((48,), (0,))):
+            p = _program(kred.graph(kind, dt, "bool" if dt == "bool" else dt, shape, axes,
+                                    False), fake(shape, isz), name=f"v{len(progs)}")
+            r = p.plan.reductions[0]
+            assert (r.words, r.vec, r.colvec) == (4, 16 // isz, 1), (kind, dt, shape)
+            assert "unsigned int aw[4];" in p.kernel and ".v[q]" not in p.kernel
+            progs.append(p)
+    for kind, dt in (("sum", "int8"), ("max", "int32"), ("any", "int8"), ("all", "float32")):
+        r = _program(kred.graph(kind, dt, "bool" if kind in ("any", "all") else dt,
+                                (64, 64), (1,), False),
+                     fake((64, 64), np.dtype(dt).itemsize)).plan.reductions[0]
+        assert r.words == 0 and r.vec > 1, (kind, dt)
+    ptx = nvrtc_compile(kfusion.translation_unit(progs), name="vwords.cu",
+                        options=kfusion.OPTIONS)
+    for p_ in progs:
+        assert f".entry {p_.name}(" in ptx
+
+
 # ---- on a GPU, against NumPy ----------------------------------------------------------------
 needs_gpu = [pytest.mark.cuda,
              pytest.mark.skipif(cuda_device_count() == 0, reason="no usable CUDA GPU here")]
@@ -379,6 +405,47 @@ def test_arg_reduce_matches_numpy(rng, kind, dt):
 
 for _m in needs_gpu:
     test_arg_reduce_matches_numpy = _m(test_arg_reduce_matches_numpy)
+
+
+# rows of 1, 3, 4, 5 and 64 vectors (the word loop's steps and its rest), long rows split
+# across blocks (S > 1), and whole arrays
+WORD_SHAPES = [((37, 16), (1,)), ((29, 48), (1,)), ((33, 64), (1,)), ((7, 80), (1,)),
+               ((5, 1024), (1,)), ((3, 2**20), (1,)), ((257, 48), (0, 1)), ((2**21,), (0,))]
+
+
+@pytest.mark.parametrize("kind,dt", sorted(fp.WORD_KINDS))
+def test_word_vector_path_matches_numpy(rng, kind, dt):
+    """The vector path that combines words (any/all of bool, max/min of 8- and 16-bit
+    integers) against NumPy: one planted True in a row of False (any), one False in a row
+    of True (all), one planted extreme (max/min) at any byte of any word, the last element
+    included; 16-byte aligned and misaligned (the element-wise loop) views."""
+    import cupy as cp
+    for shape, axes in WORD_SHAPES:
+        a = _random(rng, shape, dt)
+        if dt == "bool":
+            a[...] = kind == "all"
+        rows = a.reshape(-1, a.shape[-1]) if len(axes) == 1 and a.ndim > 1 else a.reshape(1, -1)
+        n = rows.shape[1]
+        plant = rng.integers(0, n, rows.shape[0])
+        plant[-1] = n - 1
+        live = rng.random(rows.shape[0]) < 0.5  # rows left without a planted value
+        if dt == "bool":
+            rows[live, plant[live]] = kind != "all"
+        else:
+            info = np.iinfo(dt)
+            rows[live, plant[live]] = info.max if kind == "max" else info.min
+        for vn, v in (("c", a), ("off", a.reshape(-1)[1:])):
+            ax = axes if vn == "c" else (0,)
+            dv = cp.asarray(v)
+            acc = "bool" if dt == "bool" else dt
+            got = cp.asnumpy(kred.reduce_eager(cp, kind, dv, ax, False, dt, acc))
+            want = np.asarray(getattr(np, {"max": "max", "min": "min"}.get(kind, kind))(
+                v, axis=ax)).astype(acc)
+            np.testing.assert_array_equal(got, want, err_msg=f"{kind} {dt} {shape} {vn}")
+
+
+for _m in needs_gpu:
+    test_word_vector_path_matches_numpy = _m(test_word_vector_path_matches_numpy)
 
 
 @pytest.mark.parametrize("dt", ["float32", "float64"])

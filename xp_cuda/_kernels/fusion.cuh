@@ -28,6 +28,20 @@ struct XpCvt<complex<F>, complex<G>> {
 template <typename To, typename From>
 __device__ __forceinline__ To xp_cvt(const From& v) { return XpCvt<To, From>::f(v); }
 
+// A value of any type (a scalar, complex, or an accumulator struct) moved down o lanes of the
+// warp, four bytes at a time: the trees over the lanes of rows that one warp holds need no
+// shared memory and no barrier.
+template <typename T>
+__device__ __forceinline__ T xp_shfl_down_any(const T& v, int o) {
+  unsigned int w[(sizeof(T) + 3) / 4] = {};
+  memcpy(w, &v, sizeof(T));
+#pragma unroll
+  for (int i = 0; i < (int)((sizeof(T) + 3) / 4); ++i) w[i] = __shfl_down_sync(0xffffffffu, w[i], o);
+  T r;
+  memcpy(&r, w, sizeof(T));
+  return r;
+}
+
 // all/any: nonzero is true; NaN counts as true, as the spec says.
 template <typename T>
 __device__ __forceinline__ bool xp_truth(const T& v) { return v != (T)0; }

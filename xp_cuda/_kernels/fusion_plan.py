@@ -120,6 +120,10 @@ NARROW_COLUMN_KINDS = ("max", "min")  # and any (kind, dtype) of WORD_KINDS
 # 0.189-0.202 / 0.112 (0.156), of (2^22, 64) int16 0.224-0.226 / 0.191-0.192 (0.220), max of
 # (8192, 8192) int16 0.065-0.066 / 0.055-0.058 (0.052); any/all of (8192, 8192) bool within
 # the spread (0.033-0.038, torch 0.050-0.054).
+# The vector path of rows and of whole arrays (flat) combines the 16-byte vectors of such an
+# input as four words the same way, and splits the words into elements once at its end: any
+# of a bool took an extract, a test and an OR for each byte, which kept its loads from
+# staying in flight (see fusion_render.WORD_VEC_STEPS for the figures).
 WORD_KINDS = frozenset([(k, d) for k in ("max", "min") for d in ("int8", "uint8", "int16",
                                                                   "uint16")]
                        + [("any", "bool"), ("all", "bool")])
@@ -204,7 +208,8 @@ class ReducePlan:
     unroll: int = 4  # elements per step of the element-wise loop (see SCALAR_BYTES)
     colvec: int = 1  # columns (innermost axes kept): outputs per lane, read as one vector
     # per row from every input (flat_inputs); 1: one output per lane
-    words: int = 0  # 4-byte words of a lane's row that combine as words (WORD_KINDS); 0: none
+    words: int = 0  # 4-byte words of a lane's row (colvec > 1) or vector (the vector path)
+    # that combine as words (WORD_KINDS); 0: none
 
 
 @dataclass(frozen=True)
@@ -436,6 +441,8 @@ def plan_reduction(node, j, r, strides_ok, inputs, sms) -> ReducePlan:
         fin = xin
         if fin:
             vec = max(1, RED_VECTOR_BYTES // xwide)
+            if vec > 1 and x.op is Op.INPUT and (kind, x.dtype.name) in WORD_KINDS:
+                words = RED_VECTOR_BYTES // 4  # the vector path combines its words (below)
     return ReducePlan(j, r, kind, acc, node.dtype.name, tuple(axes), kept, P, M, row_like, G, S,
                       chunk, per, blocks, flat, fin, vec, scratch, unroll, colvec, words)
 

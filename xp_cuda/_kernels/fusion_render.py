@@ -766,7 +766,22 @@ def _reduce_section(vals, plan, red, node, max_out=None):
                 _reduce_scalar_loop(e, vals, red, x, kc, nd, acc)
                 if vec > 1:
                     e.line("}")
-            _tree(e, comb, red.row_like)
+            if red.row_like:
+                # a row's G <= 32 lanes are neighbours in one warp: the same fixed-order tree
+                # (lane l takes lane l + o) through shuffles, no barrier; each lane then reads
+                # only its own slot. H200, ms, two runs, smem tree / shuffles (torch): var over
+                # rows of 64 float32 (2^22 rows) 0.379-0.390 / 0.360-0.376 (1.89), argmax
+                # 0.337-0.341 / 0.325-0.328 (1.85), max over rows of 8192 int8 0.048 /
+                # 0.038-0.046 (0.090), min of int16 0.062 / 0.053-0.062 (0.074)
+                with e.block("if (G <= 32) {", close=None):
+                    with e.block("for (int o = G >> 1; o > 0; o >>= 1) {"):
+                        e.line(f"const {acc.ctype} t = xp_shfl_down_any(acc, o);")
+                        e.line(f"if (lane < o) acc = {comb}(acc, t);")
+                    e.line("sh[threadIdx.x] = acc;")
+                with e.block("} else {"):
+                    _tree(e, comb, True)
+            else:
+                _tree(e, comb, red.row_like)
             ride = "" if max_out is None else f" out{max_out}[p] = sh[threadIdx.x].m;"
             with e.block("if (S == 1) {", close=None):
                 if ride:
@@ -975,6 +990,8 @@ def _reduce_vector_path(e, vals, plan, red, x, acc):
     al = _aligned([(f"in{k}", V * plan.input(k).itemsize) for k in ins])
     al = f"{al} && (M % {V}) == 0"
     kept = bool(red.kept)
+    if red.words:
+        return _vector_words(e, red, x, acc, al, kept)
     bt = acc.item_type
 
     nxt = acc.next  # argmax/argmin: a vector's elements folded by next, then one comb
@@ -1034,6 +1051,56 @@ def _reduce_vector_path(e, vals, plan, red, x, acc):
             e.line(f"acc = {comb}(acc, t);")
         if acc.batched:
             e.line(f"acc = {comb}(acc, {acc.batch('xb')});")
+    e.indent -= 2
+
+
+# Vectors in flight a lane on the vector path of words (fusion_plan.WORD_KINDS). H200, ms, two
+# runs, element by element (VEC_STEPS) / words with 2, 4, 8 vectors in flight (torch): any over
+# rows of 64 bool (2^22 rows) 0.100-0.101 / 0.089-0.093, 0.085-0.087, 0.100-0.102 (1.25); all
+# 0.106-0.109 / 0.098-0.101, 0.085-0.086, 0.104-0.106 (1.27); max of (8192, 8192) int8 over all
+# axes 0.074-0.078 / 0.041-0.049, 0.049-0.054, 0.044-0.050 (0.059), over rows 0.072-0.078 /
+# 0.042-0.049, 0.048, 0.049-0.052 (0.090); min of int16 rows 0.080-0.086 / 0.064-0.067, 0.062,
+# 0.070-0.072 (0.074); any of (8192, 8192) bool within the spread (0.040-0.042 / 0.041, torch
+# 0.056).
+WORD_VEC_STEPS = 4
+
+
+def _vector_words(e, red, x, acc, al, kept):
+    """The vector branch of an input whose 16-byte vectors combine as red.words 4-byte words
+    (any/all of bool, max/min of 8- and 16-bit integers): WORD_VEC_STEPS vectors in flight, one
+    word operation a word, one accumulator a word position; at the end each accumulated word's
+    elements fold into `acc` (the kinds are exact and commutative: the order does not show;
+    all's words mark the bytes that were zero, so they never combine through its word op)."""
+    W, k, isz = red.words, x.attr.pos, np.dtype(x.dtype.name).itemsize
+    op, ident, elem = _WORD_OPS[(red.kind, x.dtype.name)]
+    pk = f"XpPack<unsigned int, {W}>"
+    N = WORD_VEC_STEPS
+    off = ["", " + G"] + [f" + {u} * G" for u in range(2, N)]
+    e.line(f"if ({al}) {{")
+    e.indent += 2
+    e.line(f"const long long base = {'p * (M / ' + str(red.vec) + ')' if kept else '0'};")
+    e.line(f"const long long vend = min(s * chunk + chunk, M) / {red.vec};")
+    e.line(f"long long jv = s * chunk / {red.vec} + lane;")
+    e.line(f"unsigned int aw[{W}];")
+    e.pragma("#pragma unroll")
+    e.line(f"for (int w = 0; w < {W}; ++w) aw[w] = {ident}u;")
+    with e.block(f"for (; jv{off[N - 1]} < vend; jv += {N} * G) {{"):
+        e.line(f"{pk} p{k}[{N}];")
+        for u in range(N):
+            e.line(f"p{k}[{u}] = reinterpret_cast<const {pk}*>(in{k})[base + jv{off[u]}];")
+        e.pragma("#pragma unroll")
+        with e.block(f"for (int u = 0; u < {N}; ++u) {{"):
+            e.pragma("#pragma unroll")
+            e.line(f"for (int w = 0; w < {W}; ++w) aw[w] = "
+                   f"{op.format(a='aw[w]', b=f'p{k}[u].v[w]')};")
+    with e.block("for (; jv < vend; jv += G) {"):
+        e.line(f"const {pk} q{k} = reinterpret_cast<const {pk}*>(in{k})[base + jv];")
+        e.pragma("#pragma unroll")
+        e.line(f"for (int w = 0; w < {W}; ++w) aw[w] = "
+               f"{op.format(a='aw[w]', b=f'q{k}.v[w]')};")
+    e.pragma("#pragma unroll")
+    e.line(f"for (int i = 0; i < {W * 4 // isz}; ++i) acc = {acc.comb}(acc, "
+           f"{elem.format(w=f'aw[i / {4 // isz}] >> ({8 * isz} * (i % {4 // isz}))')});")
     e.indent -= 2
 
 
