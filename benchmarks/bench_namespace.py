@@ -53,8 +53,8 @@ from typing import Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # xp_cuda from this checkout
 from _timing import (copy_gbps, environment, first_line, gpu_usable, missing_function,  # noqa: E402
-                     per_call_us, pipelined_us, print_table, time_gpu_budget, time_wall, warm_gpu,
-                     to_native, try_import, write_json)
+                     per_call_us, pipelined_us, print_table, settle_gpu, time_gpu_budget,
+                     time_wall, to_native, try_import, warm_gpu, write_json)
 
 
 # ---- sizes ------------------------------------------------------------------------------------
@@ -383,6 +383,7 @@ class Platform:
     time: Callable             # time(fn, warmup, reps) -> median seconds
     sync: Callable
     release: Callable = lambda: None
+    settle: Callable = lambda: None  # before each implementation's timing of a large case
 
     def native(self, r):
         """A result as the platform's lib array, for the checks."""
@@ -411,7 +412,7 @@ def gpu_platform(xp, notes: list) -> Platform:
 
     return Platform("cuda:0", cp, impls,
                     lambda fn, warmup, reps: time_gpu_budget(fn, warmup, reps),
-                    cp.cuda.Device(0).synchronize, release)
+                    cp.cuda.Device(0).synchronize, release, settle_gpu)
 
 
 def cpu_platform(xp) -> Platform:
@@ -485,6 +486,8 @@ def run_cases(plat: Platform, cases, sizes: Sizes, label: str, warmup: int, reps
                 _call(lambda: case.fn(impl.ns, a))
         plat.sync()
         for impl, a, res in ready:
+            if label == "large":
+                plat.settle()
             t, err = _call(lambda: plat.time(lambda: case.fn(impl.ns, a), warmup, reps))
             if err:
                 cells[impl.name] = err
