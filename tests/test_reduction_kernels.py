@@ -428,15 +428,20 @@ def test_word_vector_path_matches_numpy(rng, kind, dt):
         n = rows.shape[1]
         plant = rng.integers(0, n, rows.shape[0])
         plant[-1] = n - 1
-        live = rng.random(rows.shape[0]) < 0.5  # rows left without a planted value
+        live = rng.random(rows.shape[0]) < 0.5  # the rows given a planted value
         if dt == "bool":
             rows[live, plant[live]] = kind != "all"
         else:
             info = np.iinfo(dt)
             rows[live, plant[live]] = info.max if kind == "max" else info.min
-        for vn, v in (("c", a), ("off", a.reshape(-1)[1:])):
-            ax = axes if vn == "c" else (0,)
-            dv = cp.asarray(v)
+        d = cp.asarray(a)
+        # on the device: the array, a view one element in (misaligned), and rows repeated
+        # through a zero stride (both the element-wise loop)
+        views = [("c", a, d, axes), ("off", a.reshape(-1)[1:], d.reshape(-1)[1:], (0,))]
+        if a.ndim > 1:
+            views.append(("bcast", np.broadcast_to(a[-1:], a.shape),
+                          cp.broadcast_to(d[-1:], a.shape), axes))
+        for vn, v, dv, ax in views:
             acc = "bool" if dt == "bool" else dt
             got = cp.asnumpy(kred.reduce_eager(cp, kind, dv, ax, False, dt, acc))
             want = np.asarray(getattr(np, {"max": "max", "min": "min"}.get(kind, kind))(
