@@ -331,6 +331,11 @@ def test_word_vector_programs_compile_with_nvrtc():
             assert (r.words, r.vec, r.colvec) == (4, 16 // isz, 1), (kind, dt, shape)
             assert "unsigned int aw[4];" in p.kernel and ".v[q]" not in p.kernel
             progs.append(p)
+    # no axis reduced: a column section (colvec > 1) whose lanes take two bool a row keep
+    # their own words (none: two bytes are no word), not the vector path's four
+    r = _program(kred.graph("all", "bool", "bool", (6, 7, 33), (), False),
+                 fake((6, 7, 33), 1)).plan.reductions[0]
+    assert (r.colvec, r.words) == (2, 0)
     for kind, dt in (("sum", "int8"), ("max", "int32"), ("any", "int8"), ("all", "float32")):
         r = _program(kred.graph(kind, dt, "bool" if kind in ("any", "all") else dt,
                                 (64, 64), (1,), False),

@@ -441,8 +441,11 @@ def plan_reduction(node, j, r, strides_ok, inputs, sms) -> ReducePlan:
         fin = xin
         if fin:
             vec = max(1, RED_VECTOR_BYTES // xwide)
-            if vec > 1 and x.op is Op.INPUT and (kind, x.dtype.name) in WORD_KINDS:
-                words = RED_VECTOR_BYTES // 4  # the vector path combines its words (below)
+            if vec > 1 and colvec == 1 and x.op is Op.INPUT and \
+                    (kind, x.dtype.name) in WORD_KINDS:
+                # the vector path combines its words (above); not a column section's lanes
+                # (no axis reduced: every axis kept is both leading and trailing)
+                words = RED_VECTOR_BYTES // 4
     return ReducePlan(j, r, kind, acc, node.dtype.name, tuple(axes), kept, P, M, row_like, G, S,
                       chunk, per, blocks, flat, fin, vec, scratch, unroll, colvec, words)
 
