@@ -839,27 +839,39 @@ def _step_loads(e, k, pk, U):
            f"reinterpret_cast<const {pk}*>(in{k})[(jj + u * G) * PV + p];")
 
 
-def _colvec_words(e, red, x, V, U):
-    """The aligned loops of a column section whose lane combines its row's red.words 4-byte
-    words (fusion_plan.WORD_KINDS), then sets its V accumulators from them."""
-    W, k, isz = red.words, x.attr.pos, np.dtype(x.dtype.name).itemsize
+def _word_loops(e, red, x, step, n, loads, rest, rest_at):
+    """A lane's word accumulators aw[red.words] of an input of fusion_plan.WORD_KINDS: the
+    loop `step` (its n packs p{k}[u] issued by `loads`), then the loop `rest` over one pack
+    at index `rest_at`. Returns the kind's element-from-word template (_WORD_OPS)."""
+    W, k = red.words, x.attr.pos
     op, ident, elem = _WORD_OPS[(red.kind, x.dtype.name)]
     pk = f"XpPack<unsigned int, {W}>"
     e.line(f"unsigned int aw[{W}];")
     e.pragma("#pragma unroll")
     e.line(f"for (int w = 0; w < {W}; ++w) aw[w] = {ident}u;")
-    with e.block(f"for (; jj + {U - 1} * G < jend; jj += {U} * G) {{"):
-        _step_loads(e, k, pk, U)
+    with e.block(step):
+        loads()
         e.pragma("#pragma unroll")
-        with e.block(f"for (int u = 0; u < {U}; ++u) {{"):
+        with e.block(f"for (int u = 0; u < {n}; ++u) {{"):
             e.pragma("#pragma unroll")
             e.line(f"for (int w = 0; w < {W}; ++w) aw[w] = "
                    f"{op.format(a='aw[w]', b=f'p{k}[u].v[w]')};")
-    with e.block("for (; jj < jend; jj += G) {"):
-        e.line(f"const {pk} q{k} = reinterpret_cast<const {pk}*>(in{k})[jj * PV + p];")
+    with e.block(rest):
+        e.line(f"const {pk} q{k} = reinterpret_cast<const {pk}*>(in{k})[{rest_at}];")
         e.pragma("#pragma unroll")
         e.line(f"for (int w = 0; w < {W}; ++w) aw[w] = "
                f"{op.format(a='aw[w]', b=f'q{k}.v[w]')};")
+    return elem
+
+
+def _colvec_words(e, red, x, V, U):
+    """The aligned loops of a column section whose lane combines its row's red.words 4-byte
+    words (fusion_plan.WORD_KINDS), then sets its V accumulators from them."""
+    W, k, isz = red.words, x.attr.pos, np.dtype(x.dtype.name).itemsize
+    pk = f"XpPack<unsigned int, {W}>"
+    elem = _word_loops(e, red, x, f"for (; jj + {U - 1} * G < jend; jj += {U} * G) {{", U,
+                       lambda: _step_loads(e, k, pk, U), "for (; jj < jend; jj += G) {",
+                       "jj * PV + p")
     e.pragma("#pragma unroll")
     word = f"aw[(q * {isz}) / 4] >> (8 * ((q * {isz}) % 4))"
     e.line(f"for (int q = 0; q < {V}; ++q) acc[q] = {elem.format(w=word)};")
@@ -1072,7 +1084,6 @@ def _vector_words(e, red, x, acc, al, kept):
     elements fold into `acc` (the kinds are exact and commutative: the order does not show;
     all's words mark the bytes that were zero, so they never combine through its word op)."""
     W, k, isz = red.words, x.attr.pos, np.dtype(x.dtype.name).itemsize
-    op, ident, elem = _WORD_OPS[(red.kind, x.dtype.name)]
     pk = f"XpPack<unsigned int, {W}>"
     N = WORD_VEC_STEPS
     off = ["", " + G"] + [f" + {u} * G" for u in range(2, N)]
@@ -1081,23 +1092,13 @@ def _vector_words(e, red, x, acc, al, kept):
     e.line(f"const long long base = {'p * (M / ' + str(red.vec) + ')' if kept else '0'};")
     e.line(f"const long long vend = min(s * chunk + chunk, M) / {red.vec};")
     e.line(f"long long jv = s * chunk / {red.vec} + lane;")
-    e.line(f"unsigned int aw[{W}];")
-    e.pragma("#pragma unroll")
-    e.line(f"for (int w = 0; w < {W}; ++w) aw[w] = {ident}u;")
-    with e.block(f"for (; jv{off[N - 1]} < vend; jv += {N} * G) {{"):
+
+    def loads():
         e.line(f"{pk} p{k}[{N}];")
         for u in range(N):
             e.line(f"p{k}[{u}] = reinterpret_cast<const {pk}*>(in{k})[base + jv{off[u]}];")
-        e.pragma("#pragma unroll")
-        with e.block(f"for (int u = 0; u < {N}; ++u) {{"):
-            e.pragma("#pragma unroll")
-            e.line(f"for (int w = 0; w < {W}; ++w) aw[w] = "
-                   f"{op.format(a='aw[w]', b=f'p{k}[u].v[w]')};")
-    with e.block("for (; jv < vend; jv += G) {"):
-        e.line(f"const {pk} q{k} = reinterpret_cast<const {pk}*>(in{k})[base + jv];")
-        e.pragma("#pragma unroll")
-        e.line(f"for (int w = 0; w < {W}; ++w) aw[w] = "
-               f"{op.format(a='aw[w]', b=f'q{k}.v[w]')};")
+    elem = _word_loops(e, red, x, f"for (; jv{off[N - 1]} < vend; jv += {N} * G) {{", N, loads,
+                       "for (; jv < vend; jv += G) {", "base + jv")
     e.pragma("#pragma unroll")
     e.line(f"for (int i = 0; i < {W * 4 // isz}; ++i) acc = {acc.comb}(acc, "
            f"{elem.format(w=f'aw[i / {4 // isz}] >> ({8 * isz} * (i % {4 // isz}))')});")
