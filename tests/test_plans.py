@@ -14,7 +14,7 @@ import pytest
 
 import xp_cuda as xp
 from xp_cuda import _manipulation, _statistical
-from xp_cuda._devices import CPU, Device
+from xp_cuda._devices import CPU, Device, cpu_device_count
 from xp_cuda._backends._base import FAST_ANY_LAYOUT, RESHAPES
 from xp_cuda._validation import PLANS, option_type, planned
 
@@ -267,6 +267,40 @@ def test_any_layout_hot_path_keeps_the_checks():
         r = z + z
         assert isinstance(r, xp._array.Array) and r.shape == () and float(r) == 4.0
         assert (-z).shape == () and (z * 2.0).shape == ()
+
+
+def test_cpu_broadcasts_keep_their_checked_numpy_call():
+    """A broadcast of two cpu arrays whose checks passed keeps its plain NumPy call under the
+    spec layer's key (KEPT: dtypes and shapes): the next such call runs it, equal to NumPy,
+    from any strides; other shapes, dtypes and devices still go through the checks (a
+    simulated cpu:1 is refused by the kept call and takes the full path)."""
+    from xp_cuda._backends._base import KEPT
+    from xp_cuda.nonstandard import simulate_cpu_devices
+    col = _a(np.arange(1, 4).reshape(3, 1), np.int8)
+    row = _x(np.int16, (1, 5))
+    key = ("add", np.dtype(np.int8), (3, 1), np.dtype(np.int16), (1, 5))
+    KEPT.pop(key, None)
+    ref = np.asarray(col._data) + np.asarray(row._data)
+    for _ in range(2):  # keeps, then runs the kept call
+        got = col + row
+        assert got.dtype is xp.int16 and np.array_equal(got._data, ref)
+    assert key in KEPT
+    wide = _a(np.repeat(np.arange(1, 6), 2).reshape(1, 10), np.int16)
+    got = col + wide[:, ::2]  # the same key from a strided row: NumPy takes any strides
+    assert np.array_equal(got._data, ref)
+    with pytest.raises(ValueError, match="cannot be broadcast"):
+        col + _x(np.int16, (2, 5))
+    with pytest.raises(TypeError, match="cannot be promoted"):
+        _a(np.arange(3).reshape(3, 1), np.int64) + _x(np.uint64, (1, 5))
+    before = cpu_device_count()
+    try:
+        d1 = next(d for d in simulate_cpu_devices(max(before, 2)) if str(d) == "cpu:1")
+        c1, r1 = xp.asarray(col, device=d1), xp.asarray(row, device=d1)
+        assert KEPT[key]((c1._data, r1._data), d1) is None
+        got = c1 + r1
+        assert got.device == d1 and np.array_equal(got._data, ref)
+    finally:
+        simulate_cpu_devices(before)
 
 
 def test_kept_reductions_need_the_same_key_strides_and_device(monkeypatch):
