@@ -303,6 +303,45 @@ def test_cpu_broadcasts_keep_their_checked_numpy_call():
         simulate_cpu_devices(before)
 
 
+_M = np.arange(1, 13, dtype=np.float32).reshape(3, 4)
+_CPU_KEPT = {
+    "roll": (lambda m: xp.roll(m, (1, 2), axis=(0, 1)), lambda a: np.roll(a, (1, 2), (0, 1))),
+    "tile": (lambda m: xp.tile(m, (2, 1)), lambda a: np.tile(a, (2, 1))),
+    "repeat": (lambda m: xp.repeat(m, 2, axis=-1), lambda a: np.repeat(a, 2, axis=-1)),
+    "trace": (lambda m: xp.linalg.trace(m, offset=1), lambda a: np.trace(a, 1)),
+    "astype": (lambda m: xp.astype(m, xp.float64), lambda a: a.astype(np.float64)),
+    "vector_norm": (lambda m: xp.linalg.vector_norm(m, axis=-1, keepdims=True),
+                    lambda a: np.sqrt((a.astype(np.float64) ** 2).sum(-1, keepdims=True))),
+    "concat": (lambda m: xp.concat([m, m[:1, :]], axis=0),
+               lambda a: np.concatenate([a, a[:1]], 0)),
+    "stack": (lambda m: xp.stack([m, m + 1], axis=-1), lambda a: np.stack([a, a + 1], -1)),
+    "where": (lambda m: xp.where(m > 5, m, xp.zeros_like(m)),
+              lambda a: np.where(a > 5, a, 0)),
+    "searchsorted": (lambda m: xp.searchsorted(m[0, :], m[1, :] - 3.5, side="right"),
+                     lambda a: np.searchsorted(a[0], a[1] - 3.5, "right")),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_CPU_KEPT))
+def test_cpu_keeps_its_checked_calls(monkeypatch, name):
+    """Once a cpu call has passed the checks, the next one with the same key runs the kept
+    NumPy call (KEPT): the backend method is not called again, and the result is NumPy's."""
+    from xp_cuda._backends.cpu import CpuBackend
+    call, ref = _CPU_KEPT[name]
+    m = _a(_M.copy())
+    first = call(m)
+    seen = []
+    orig = getattr(CpuBackend, name)
+    monkeypatch.setattr(CpuBackend, name,
+                        lambda self, *a, **k: (seen.append(name), orig(self, *a, **k))[1])
+    again = call(m)
+    assert not seen, f"{name}: the second call went back to the backend"
+    want = np.asarray(ref(_M.copy()))
+    for got in (first, again):
+        assert got.shape == want.shape
+        np.testing.assert_allclose(np.asarray(got._data), want, rtol=1e-6)
+
+
 def test_kept_reductions_need_the_same_key_strides_and_device(monkeypatch):
     """The spec layer's hot path (KEPT, which the cuda backend fills) runs a kept reduction
     launch only for the validated plan key, the same strides and the same device; any other
