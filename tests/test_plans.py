@@ -317,6 +317,7 @@ _CPU_KEPT = {
     "stack": (lambda m: xp.stack([m, m + 1], axis=-1), lambda a: np.stack([a, a + 1], -1)),
     "where": (lambda m: xp.where(m > 5, m, xp.zeros_like(m)),
               lambda a: np.where(a > 5, a, 0)),
+    "matmul": (lambda m: m @ xp.matrix_transpose(m), lambda a: a @ a.T),
     "searchsorted": (lambda m: xp.searchsorted(m[0, :], m[1, :] - 3.5, side="right"),
                      lambda a: np.searchsorted(a[0], a[1] - 3.5, "right")),
 }

@@ -178,6 +178,18 @@ class CpuBackend(Backend):
         if plan_key is not None:
             keep_call(plan_key, _KeptRun(lambda d: method(d, *params), self.device))
 
+    def matmul(self, d1, d2, dtype, plan_key=None):
+        t = dtype._np
+        cast = d1.dtype != t or d2.dtype != t
+
+        def run(a, b):
+            out = np.matmul(a.astype(t, copy=False), b.astype(t, copy=False)) if cast else \
+                np.matmul(a, b)
+            return out if type(out) is np.ndarray else np.asarray(out)  # (1-D @ 1-D)
+        if plan_key is not None:  # kept for the spec layer's hot path (KEPT)
+            keep_call(plan_key, _KeptRun(run, self.device))
+        return run(d1, d2)
+
     def roll(self, data, shifts, axes, plan_key=None):
         self._keep(plan_key, super().roll, shifts, axes)
         return super().roll(data, shifts, axes)
