@@ -171,41 +171,14 @@ class CpuBackend(Backend):
     def __init__(self, device=CPU):
         self.device = device  # cpu, or a simulated cpu:N (the same NumPy, a distinct device)
 
-    def _keep(self, plan_key, method, *params):
-        """Keep ``method(data, *params)`` for the spec layer's hot path under ``plan_key``
-        (KEPT), as the cuda backend keeps its launches: the key fixes dtype, shape and
-        options, so the parameters the checks gave are the same for every call under it."""
-        if plan_key is not None:
-            keep_call(plan_key, _KeptRun(lambda d: method(d, *params), self.device))
-
-    def matmul(self, d1, d2, dtype, plan_key=None):
-        t = dtype._np
-        cast = d1.dtype != t or d2.dtype != t
-
-        def run(a, b):
-            out = np.matmul(a.astype(t, copy=False), b.astype(t, copy=False)) if cast else \
-                np.matmul(a, b)
-            return out if type(out) is np.ndarray else np.asarray(out)  # (1-D @ 1-D)
-        if plan_key is not None:  # kept for the spec layer's hot path (KEPT)
-            keep_call(plan_key, _KeptRun(run, self.device))
-        return run(d1, d2)
-
-    def roll(self, data, shifts, axes, plan_key=None):
-        self._keep(plan_key, super().roll, shifts, axes)
-        return super().roll(data, shifts, axes)
-
-    def tile(self, data, reps, plan_key=None):
-        self._keep(plan_key, super().tile, reps)
-        return super().tile(data, reps)
-
     def repeat(self, data, repeats, axis, plan_key=None):
-        if type(repeats) is int:  # (an array of repeats is data: never kept)
-            self._keep(plan_key, data.__class__.repeat, repeats, axis)
+        # an int count: the array's own method, kept for the spec layer's hot path (KEPT),
+        # which then skips repeat's checks (2.9-3.2 -> 1.5 us for 16 elements); an array of
+        # counts is data, never kept. (Kept calls of roll, tile, trace, vector_norm, matmul
+        # and astype saved nothing measurable: their checks were already one plan lookup.)
+        if type(repeats) is int and plan_key is not None:
+            keep_call(plan_key, _KeptRun(lambda d: d.repeat(repeats, axis), self.device))
         return super().repeat(data, repeats, axis)
-
-    def trace(self, data, offset, dtype, plan_key=None):
-        self._keep(plan_key, super().trace, offset, dtype)
-        return super().trace(data, offset, dtype)
 
     def elementwise(self, name, fn, operands, in_dtype, out_dtype, shape, plan_key=None):
         """One of the 65 functions: NumPy's `fn`, with the standard's fixes. operands: native
@@ -256,12 +229,7 @@ class CpuBackend(Backend):
     def vector_norm(self, data, axes, keepdims, ord, dtype, plan_key=None):
         """Backend.vector_norm, the 2-norm of real data over trailing axes without its moves:
         their transpose is the identity and |x|*|x| is x*x (~1 us of calls saved). The sum is
-        over the same flattened last axis, so the result is the same to the bit. Kept for the
-        spec layer's hot path under ``plan_key`` (its key holds ord)."""
-        self._keep(plan_key, self._vector_norm, axes, keepdims, ord, dtype)
-        return self._vector_norm(data, axes, keepdims, ord, dtype)
-
-    def _vector_norm(self, data, axes, keepdims, ord, dtype):
+        over the same flattened last axis, so the result is the same to the bit."""
         ndim = data.ndim
         if ord != 2 or data.dtype.kind == "c" or not axes or \
                 axes != tuple(range(ndim - len(axes), ndim)):
@@ -347,10 +315,7 @@ class CpuBackend(Backend):
         return out
 
     def astype(self, data, dtype, copy: bool, plan_key=None):
-        t = dtype._np
-        if plan_key is not None:  # (the everyday copying call: its plain method, kept)
-            keep_call(plan_key, _KeptRun(lambda d: d.astype(t), self.device))
-        return data.astype(t, copy=copy)  # no device to make current
+        return data.astype(dtype._np, copy=copy)  # no device to make current
 
     def where(self, cond, x1, x2, dtype, shape, plan_key=None):
         t = dtype._np  # a cast only where an operand's dtype differs (each astype ~0.1 us)
