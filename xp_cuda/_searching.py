@@ -118,7 +118,7 @@ def searchsorted(x1: Array, x2: Array | int | float, /, *,
     # dtypes, shapes and side decide the checks: once per combination (the sorter's values
     # are data and are checked on every call below)
     dev = x1._device
-    if s is None and x2._device is dev:  # a validated call kept whole (cuda)
+    if s is None and x2._device is dev:  # a validated call kept whole
         r = kept_result(key, (x1, x2), (a, v), dev)
         if r is not None:
             return r

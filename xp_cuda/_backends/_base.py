@@ -24,7 +24,8 @@ FAST: dict = {}
 # the device identity and, for two arrays, equal shapes.
 FAST_ANY_LAYOUT: dict = {}
 # Calls whose spec checks have passed and whose whole device work a backend kept (the cuda
-# backend, with one GPU visible): the spec layer's key of the call -> a kept call,
+# backend, with one GPU visible; the cpu backend its plain NumPy call for broadcasts, concat,
+# stack, where, searchsorted, repeat): the spec layer's key of the call -> a kept call,
 # kept(datas, device) -> the native result, or None where it does not apply (other strides,
 # alignment or device: the caller takes the full path). The key names the dtypes and shapes;
 # the kept call checks the rest. Bounded: cleared when KEPT_MAX keys are held (keys hold user
