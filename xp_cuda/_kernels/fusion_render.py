@@ -1002,8 +1002,15 @@ def _reduce_vector_path(e, vals, plan, red, x, acc):
     al = _aligned([(f"in{k}", V * plan.input(k).itemsize) for k in ins])
     al = f"{al} && (M % {V}) == 0"
     kept = bool(red.kept)
+    e.line(f"if ({al}) {{")
+    e.indent += 2
+    e.line(f"const long long base = {'p * (M / ' + str(V) + ')' if kept else '0'};")
+    e.line(f"const long long vend = min(s * chunk + chunk, M) / {V};")
+    e.line(f"long long jv = s * chunk / {V} + lane;")
     if red.words:
-        return _vector_words(e, red, x, acc, al, kept)
+        _vector_words(e, red, x, acc)
+        e.indent -= 2
+        return
     bt = acc.item_type
 
     nxt = acc.next  # argmax/argmin: a vector's elements folded by next, then one comb
@@ -1017,11 +1024,6 @@ def _reduce_vector_path(e, vals, plan, red, x, acc):
         else:
             e.line(f"acc = {comb}(acc, {acc.elem(v, f'(jv + u * G) * {V} + q')});")
 
-    e.line(f"if ({al}) {{")
-    e.indent += 2
-    e.line(f"const long long base = {'p * (M / ' + str(V) + ')' if kept else '0'};")
-    e.line(f"const long long vend = min(s * chunk + chunk, M) / {V};")
-    e.line(f"long long jv = s * chunk / {V} + lane;")
     N = BATCH_VEC_STEPS if acc.batched else VEC_STEPS
     off = ["", " + G"] + [f" + {u} * G" for u in range(2, N)]  # vector u's offset from jv
     with e.block(f"for (; jv{off[N - 1]} < vend; jv += {N} * G) {{"):
@@ -1077,9 +1079,10 @@ def _reduce_vector_path(e, vals, plan, red, x, acc):
 WORD_VEC_STEPS = 4
 
 
-def _vector_words(e, red, x, acc, al, kept):
-    """The vector branch of an input whose 16-byte vectors combine as red.words 4-byte words
-    (any/all of bool, max/min of 8- and 16-bit integers): WORD_VEC_STEPS vectors in flight, one
+def _vector_words(e, red, x, acc):
+    """The vector branch's loops (its geometry base, vend, jv set) for an input whose 16-byte
+    vectors combine as red.words 4-byte words (any/all of bool, max/min of 8- and 16-bit
+    integers): WORD_VEC_STEPS vectors in flight, one
     word operation a word, one accumulator a word position; at the end each accumulated word's
     elements fold into `acc` (the kinds are exact and commutative: the order does not show;
     all's words mark the bytes that were zero, so they never combine through its word op)."""
@@ -1087,11 +1090,6 @@ def _vector_words(e, red, x, acc, al, kept):
     pk = f"XpPack<unsigned int, {W}>"
     N = WORD_VEC_STEPS
     off = ["", " + G"] + [f" + {u} * G" for u in range(2, N)]
-    e.line(f"if ({al}) {{")
-    e.indent += 2
-    e.line(f"const long long base = {'p * (M / ' + str(red.vec) + ')' if kept else '0'};")
-    e.line(f"const long long vend = min(s * chunk + chunk, M) / {red.vec};")
-    e.line(f"long long jv = s * chunk / {red.vec} + lane;")
 
     def loads():
         e.line(f"{pk} p{k}[{N}];")
@@ -1102,7 +1100,6 @@ def _vector_words(e, red, x, acc, al, kept):
     e.pragma("#pragma unroll")
     e.line(f"for (int i = 0; i < {W * 4 // isz}; ++i) acc = {acc.comb}(acc, "
            f"{elem.format(w=f'aw[i / {4 // isz}] >> ({8 * isz} * (i % {4 // isz}))')});")
-    e.indent -= 2
 
 
 def _reduce_scalar_loop(e, vals, red, x, kc, nd, acc):
