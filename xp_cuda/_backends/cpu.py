@@ -171,13 +171,21 @@ class CpuBackend(Backend):
     def __init__(self, device=CPU):
         self.device = device  # cpu, or a simulated cpu:N (the same NumPy, a distinct device)
 
+    def _kept(self, plan_key, run, *datas):
+        """run(*datas), the plain NumPy call of a checked call, first kept for the spec
+        layer's hot path under ``plan_key`` (KEPT; None: not kept), as the cuda backend keeps
+        its launches."""
+        if plan_key is not None:
+            keep_call(plan_key, _KeptRun(run, self.device))
+        return run(*datas)
+
     def repeat(self, data, repeats, axis, plan_key=None):
         # an int count: the array's own method, kept for the spec layer's hot path (KEPT),
         # which then skips repeat's checks (2.9-4.0 -> 1.4 us for 16 elements); an array of
         # counts is data, never kept. (Kept calls of roll, tile, trace, vector_norm, matmul
         # and astype saved nothing measurable: their checks were already one plan lookup.)
-        if type(repeats) is int and plan_key is not None:
-            keep_call(plan_key, _KeptRun(lambda d: d.repeat(repeats, axis), self.device))
+        if type(repeats) is int:
+            return self._kept(plan_key, lambda d: d.repeat(repeats, axis), data)
         return super().repeat(data, repeats, axis)
 
     def elementwise(self, name, fn, operands, in_dtype, out_dtype, shape, plan_key=None):
@@ -265,9 +273,7 @@ class CpuBackend(Backend):
 
         def run(*ps):
             return np.concatenate(ps, axis=axis, dtype=t)
-        if plan_key is not None:
-            keep_call(plan_key, _KeptRun(run, self.device))
-        return run(*parts)
+        return self._kept(plan_key, run, *parts)
 
     def stack(self, parts, axis, dtype, plan_key=None):
         """Backend.stack as concat of each part viewed with the new axis (np.stack's own
@@ -276,9 +282,7 @@ class CpuBackend(Backend):
 
         def run(*ps):
             return np.concatenate([p[new] for p in ps], axis=axis, dtype=t)
-        if plan_key is not None:
-            keep_call(plan_key, _KeptRun(run, self.device))
-        return run(*parts)
+        return self._kept(plan_key, run, *parts)
 
     def searchsorted(self, a, v, side, dtype, plan_key=None):
         """Backend.searchsorted through the array's own method (np.searchsorted's wrapper
@@ -289,9 +293,7 @@ class CpuBackend(Backend):
             out = a.astype(t, copy=False).searchsorted(v.astype(t, copy=False), side)
             return out.astype(np.int64, copy=False) if type(out) is np.ndarray else \
                 np.asarray(out, dtype=np.int64)
-        if plan_key is not None:
-            keep_call(plan_key, _KeptRun(run, self.device))
-        return run(a, v)
+        return self._kept(plan_key, run, a, v)
 
     def take(self, data, idx, axis, plan_key=None):
         # NumPy's own take refuses an index outside [-n, n) as we do (mode "raise"), so signed
@@ -325,9 +327,7 @@ class CpuBackend(Backend):
             def run(c, a, b):
                 return np.where(c, a if a.dtype == t else a.astype(t),
                                 b if b.dtype == t else b.astype(t))
-        if plan_key is not None:  # kept for the spec layer's hot path (KEPT)
-            keep_call(plan_key, _KeptRun(run, self.device))
-        return run(cond, x1, x2)
+        return self._kept(plan_key, run, cond, x1, x2)
 
     def nonzero(self, data):
         return tuple([i if i.dtype == np.int64 else i.astype(np.int64) for i in data.nonzero()])
