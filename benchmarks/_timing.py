@@ -58,22 +58,32 @@ def copy_gbps(nbytes: int, warmup: int = 3, reps: int = 20) -> float:
     return 2 * nbytes / t / 1e9
 
 
+def _copy_for(seconds: float, src, dst, per_sync: int) -> None:
+    """Copy src into dst (CuPy arrays) for ``seconds``, per_sync copies a synchronisation."""
+    import time
+
+    import cupy as cp
+
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        for _ in range(per_sync):
+            dst.data.copy_from_device_async(src.data, src.nbytes)
+        cp.cuda.get_current_stream().synchronize()
+
+
+def _buffers(nbytes: int) -> tuple:
+    import cupy as cp
+
+    src = cp.random.randint(0, 256, size=nbytes, dtype=cp.uint8)
+    return src, cp.empty_like(src)
+
+
 def warm_gpu(seconds: float = 0.3, nbytes: int = 1 << 28) -> None:
     """Keep the GPU copying for ``seconds`` before timed work. Without it the first large case
     of a run measured 13% slower for the first two libraries timed (sum over all axes of
     (8192, 8192) float32 on the H200: 0.076 ms against 0.068 as any later case), whichever
     case came first: a state of the machine, not of the call."""
-    import time
-
-    import cupy as cp
-
-    src = cp.random.randint(0, 256, size=nbytes, dtype=cp.uint8)
-    dst = cp.empty_like(src)
-    end = time.perf_counter() + seconds
-    while time.perf_counter() < end:
-        for _ in range(16):
-            dst.data.copy_from_device_async(src.data, nbytes)
-        cp.cuda.get_current_stream().synchronize()
+    _copy_for(seconds, *_buffers(nbytes), 16)
 
 
 _SETTLE: list = []
@@ -84,19 +94,9 @@ def settle_gpu(seconds: float = 0.02, nbytes: int = 1 << 26) -> None:
     large case, so that each is timed in the state a busy GPU is in, whatever the case or the
     host work before it left (the first implementation timed after the previous case measured
     mean over all axes of (8192, 8192) float32 at 0.0765 ms in a whole run, 0.0680 alone)."""
-    import time
-
-    import cupy as cp
-
     if not _SETTLE:
-        src = cp.random.randint(0, 256, size=nbytes, dtype=cp.uint8)
-        _SETTLE.extend([src, cp.empty_like(src)])
-    src, dst = _SETTLE
-    end = time.perf_counter() + seconds
-    while time.perf_counter() < end:
-        for _ in range(4):
-            dst.data.copy_from_device_async(src.data, src.nbytes)
-        cp.cuda.get_current_stream().synchronize()
+        _SETTLE.extend(_buffers(nbytes))
+    _copy_for(seconds, *_SETTLE, 4)
 
 
 def environment() -> dict:
