@@ -11,6 +11,7 @@ OUTDIR/summary.json and stdout. Later steps run even when one fails; exit 1 if a
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import re
@@ -131,7 +132,12 @@ def main(argv=None) -> int:
                                        [py, str(ROOT / "tools" / "warm_cache.py")])
     summary["warm_kernels"].pop("output", None)
 
-    r = run_step(out, "cuda_tests", [py, "-m", "pytest", "-m", "cuda", "-q",
+    # With pytest-xdist, one worker a core (at most 16): most of the half's time is NVRTC
+    # compiling the layouts the tests make, and those compiles run side by side
+    # (tests/conftest.py runs a fills_gpu test alone).
+    workers = (["-n", str(min(16, os.cpu_count() or 1))]
+               if importlib.util.find_spec("xdist") is not None else [])
+    r = run_step(out, "cuda_tests", [py, "-m", "pytest", "-m", "cuda", "-q", *workers,
                                      "-p", "no:cacheprovider", "tests"])
     counts = pytest_counts(r.pop("output"))
     # A run where every cuda test skipped proves nothing on a GPU machine.
