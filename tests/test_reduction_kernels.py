@@ -789,3 +789,60 @@ def test_orientation_trades_the_groups_where_the_smallest_stride_lies():
     # broadcast (stride 0) and size-1 axes never decide
     assert orientation((6, 8), (0, f4), (1,)) is None
     assert orientation((1, 8, 3), (4, 12, 4), (2,)) is None
+
+
+# Split reductions whose partials count S is no multiple of the partials of a column the lanes
+# of the last block load in a round (fusion_render.PARTIAL_LOADS over the columns, times G):
+# the guarded tail of that loop. (kind, dtype, shape, axes)
+_SPLIT_TAILS = [("any", "bool", (1 << 20, 64), (0,)), ("all", "bool", (1 << 20, 64), (0,)),
+                ("sum", "float32", (300007, 64), (0,)), ("max", "int8", (1 << 20, 64), (0,)),
+                ("prod", "int32", (200003, 48), (0,)), ("sum", "float64", (3, 1000001), (1,))]
+
+
+def _split(kind, dt, shape, axes):
+    from xp_cuda._kernels import fusion_render as fr
+    isz = np.dtype(dt).itemsize
+    red = _program(kred.graph(kind, dt, dt if kind != "prod" else "int64", shape, axes, False),
+                   fake(shape, isz)).plan.reductions[0]
+    return red.S, red.G, max(1, fr.PARTIAL_LOADS // red.colvec)  # loads of a column a round
+
+
+def test_split_tail_cases_cross_the_guarded_tail():
+    """The cases below split (S > 1) and leave a partial round of the last block's loads."""
+    tails = 0
+    for kind, dt, shape, axes in _SPLIT_TAILS:
+        S, G, U = _split(kind, dt, shape, axes)
+        assert S > 1, (kind, dt, shape, S)
+        tails += S % (U * G) != 0
+    assert tails >= 3
+
+
+@pytest.mark.parametrize("case", _SPLIT_TAILS, ids=lambda c: f"{c[0]}-{c[1]}-{c[2]}")
+def test_split_partials_match_numpy(rng, case):
+    import cupy as cp
+    kind, dt, shape, axes = case
+    if dt == "bool":
+        x = rng.random(shape) < (0.999 if kind == "all" else 0.001)
+        x[-1, 5] = kind == "any"  # one column decided by the very last row
+    elif dt == "int8":
+        x = rng.integers(-100, 100, shape, dtype=dt)
+    elif dt == "int32":  # products of -1 and 1 and one 3 a column: exact in int64, not 0
+        x = rng.choice(np.array([-1, 1], dt), shape)
+        x[rng.integers(0, shape[0], shape[1]), np.arange(shape[1])] = 3
+    else:
+        x = rng.standard_normal(shape).astype(dt)
+    acc = "int64" if kind == "prod" else dt
+    got = cp.asnumpy(kred.reduce_eager(cp, kind, cp.asarray(x), axes, False, dt, acc))
+    if dt.startswith("float"):  # against float64 sums (NumPy's float32 sum down a column
+        # adds row after row: its error, about 1e-2 here, is the reference's, not ours)
+        ref = np.sum(x, axis=axes, dtype=np.float64)
+        np.testing.assert_allclose(got, ref, rtol=1e-6 if dt == "float32" else 1e-12,
+                                   atol=5e-3 if dt == "float32" else 1e-9)
+        return
+    ref = {"any": np.any, "all": np.all, "max": np.max,
+           "prod": np.prod}[kind](x.astype(acc) if kind == "prod" else x, axis=axes)
+    np.testing.assert_array_equal(got, ref)
+
+
+for _m in needs_gpu:
+    test_split_partials_match_numpy = _m(test_split_partials_match_numpy)

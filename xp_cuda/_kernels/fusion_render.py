@@ -803,8 +803,7 @@ def _reduce_section(vals, plan, red, node, max_out=None):
                 e.line(f"acc = {ident};")
                 with e.block("if (last) {"):
                     e.line("__threadfence();")
-                    e.line("for (long long k = lane; k < S; k += G)")
-                    e.line(f"  acc = {comb}(acc, xp_ldcg(part{r} + p * S + k));")
+                    _partials(e, ["acc"], comb, [f"part{r} + p * S"], red.kind)
                 _tree(e, comb, red.row_like)
                 with e.block("if (last && lane == 0) {"):
                     e.line(f"out{j}[p] = {fin.format('sh[threadIdx.x]')};{ride}")
@@ -962,18 +961,54 @@ def _colvec_section(vals, plan, red, node):
                 e.line("__syncthreads();")
                 e.line("const bool last = xp_flag[grp] != 0;")
                 for q in range(V):
-                    e.line(f"acc[0] = {ident};")
-                    with e.block("if (last) {"):
-                        e.line("__threadfence();")
-                        e.line("for (long long k = lane; k < S; k += G)")
-                        e.line(f"  acc[0] = {comb}(acc[0], "
-                               f"xp_ldcg(part{r} + (p * {V} + {q}) * S + k));")
-                    _tree(e, comb, False, "acc[0]")
+                    e.line(f"acc[{q}] = {ident};")
+                with e.block("if (last) {"):
+                    e.line("__threadfence();")
+                    _partials(e, [f"acc[{q}]" for q in range(V)], comb,
+                              [f"part{r} + (p * {V} + {q}) * S" for q in range(V)], red.kind)
+                for q in range(V):
+                    _tree(e, comb, False, f"acc[{q}]")
                     e.line(f"if (last && lane == 0) out{j}[p * {V} + {q}] = "
                            f"{fin.format('sh[threadIdx.x]')};")
                 e.line(f"if (last && lane == 0) cnt{r}[p] = 0;")
             e.line("__syncthreads();")
     return e.text()
+
+
+# The partials a lane of the last block loads before it combines any, over the columns of its
+# work item (a lane of 4 columns loads each column's next, 4 in flight): with one load at a
+# time each waited for its L2 round trip before the next was issued, and a split of S
+# partials over G lanes took S / G round trips a column after every other block had finished.
+# H200, ms, one load / now (torch): any over axis 0 of (2^22, 64) bool (792 partials, 16
+# lanes, 4 columns a lane) 0.119 / 0.088-0.090 (0.207), all 0.118 / 0.088, max of int8
+# 0.105 / 0.088, any over axis 0 of (8192, 8192) bool 0.027 / 0.026; argmax of (2^22, 64)
+# float32 (one column a lane, two loads) 0.297-0.302 / 0.267-0.276 (0.49), of (8192, 8192)
+# 0.080 / 0.071-0.072; sum within 0.5%. Two columns' loads a lane of 4 columns (8 in flight)
+# ran max of int8 at 0.098, four loads of one column argmax at 0.265 but var at 0.451.
+PARTIAL_LOADS = 2
+# ... but one for accumulators of this many bytes or more (var/std's XpMom): two took var from
+# 48 registers to 58, one block an SM fewer (var over axis 0 of (8192, 8192) 0.076 -> 0.077).
+PARTIAL_ONE_BYTES = 24
+
+
+def _partials(e, targets, comb, bases, kind):
+    """Combine the partials base[k] (k = lane, lane + G, ... < S) of each of `bases` into its
+    target (a list each), in k's order, PARTIAL_LOADS loads (at least one of each base) in
+    flight before any is combined."""
+    U = 1 if STRUCT_ACC.get(kind, 0) >= PARTIAL_ONE_BYTES else max(1, PARTIAL_LOADS // len(bases))
+    for t, base in enumerate(bases):
+        e.line(f"const auto* xp_q{t} = {base};")
+    with e.block(f"for (int k = lane; k < (int)S; k += {U} * G) {{"):
+        e.line("const int n = (int)S - k;")
+        for t in range(len(bases)):
+            e.line(f"const auto v{t}_0 = xp_ldcg(xp_q{t} + k);")
+            for u in range(1, U):
+                e.line(f"const auto v{t}_{u} = {u} * G < n ? xp_ldcg(xp_q{t} + k + {u} * G) "
+                       f": v{t}_0;")
+        for t, target in enumerate(targets):
+            e.line(f"{target} = {comb}({target}, v{t}_0);")
+            for u in range(1, U):
+                e.line(f"if ({u} * G < n) {target} = {comb}({target}, v{t}_{u});")
 
 
 def _tree(e, comb, row_like, value="acc"):
