@@ -462,7 +462,7 @@ def test_every_kernel_name_has_a_compile_unit():
     assert not missing, f"kernel names without an instantiation line in sort.cu: {missing}"
     for w in K.UNIQUE_WIDTHS:
         assert f"SORTUNIQ({w}," in units[f"xp_sortuniq_runs_{w}"]
-        for k in ("keys", "wtiles", "wruns"):
+        for k in ("keys", "wtiles", "wruns", "wvals"):
             assert units[f"xp_sortuniq_{k}_{w}"] == units[f"xp_sortuniq_runs_{w}"]
 
 

@@ -378,8 +378,12 @@ WARPSORT(8, u64, 2)
 // int64 positions that xp_osort_gather turns into the original bits) and int64 indices.
 // Positions travel as int32 (n < 2**30: the status word holds a count in 30 bits).
 
+#ifndef LWARPS
 #define LWARPS 16
+#endif
+#ifndef LITEMS
 #define LITEMS 8
+#endif
 #define LT (32 * LWARPS * LITEMS)
 #define OS_AGG 0x40000000u  // the word holds the tile's own count of the digit
 #define OS_INC 0x80000000u  // the word holds the count in this and every earlier tile
@@ -1417,6 +1421,9 @@ __device__ __forceinline__ void sortuniq_wruns(
 
 // runs: at least 3 blocks per SM (768 threads); unbounded, ptxas gave 64-bit keys 95 registers
 // (2 blocks) or 64 with spills.
+#ifndef UQ_VALS_BLOCKS
+#define UQ_VALS_BLOCKS 4
+#endif
 #define SORTUNIQ(W, K)                                                                            \
     extern "C" __global__ void __launch_bounds__(256)                                             \
     xp_sortuniq_keys_##W(const K* x, K* keys, long long n, int mode, int vec, u64* zfirst,        \
@@ -1444,6 +1451,12 @@ __device__ __forceinline__ void sortuniq_wruns(
                           long long* nuniq, const ulonglong2* incls, long long rpw) {             \
         sortuniq_wruns<K>(s, s_is_key, perm, x, zfirst, n, mode, values, indices, counts,         \
                           inverse, nuniq, incls, rpw);                                            \
+    }                                                                                             \
+    extern "C" __global__ void __launch_bounds__(256, UQ_VALS_BLOCKS)                             \
+    xp_sortuniq_wvals_##W(const K* s, const K* x, const u64* zfirst, long long n, int mode,       \
+                          K* values, long long* nuniq, const ulonglong2* incls, long long rpw) {  \
+        sortuniq_wruns<K>(s, 1, nullptr, x, zfirst, n, mode, values, nullptr, nullptr, nullptr,   \
+                          nuniq, incls, rpw);                                                     \
     }
 
 SORTUNIQ(4, u32)

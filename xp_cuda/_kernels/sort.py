@@ -135,7 +135,7 @@ def kernel_names() -> list[str]:
             + [f"xp_osort_{k}_{w}" for k in ("hist", "pass", "gather") for w in KEY_WIDTHS]
             + [f"xp_unique_{k}{b}" for k in ("hist", "scan", "inverse") for b in (8, 16)]
             + ["xp_unique_hist_bool"]
-            + [f"xp_sortuniq_{k}_{w}" for k in ("keys", "wtiles", "runs", "wruns")
+            + [f"xp_sortuniq_{k}_{w}" for k in ("keys", "wtiles", "runs", "wruns", "wvals")
                for w in UNIQUE_WIDTHS] + ["xp_sortuniq_scan"]
             + [f"xp_hashuniq_{k}_{w}" for k in ("count", "finish", "inverse")
                for w in UNIQUE_WIDTHS]
@@ -155,7 +155,8 @@ def units() -> dict:
               "SEARCHSORTED": ["xp_searchsorted_{0}"],
               "ISIN": ["xp_isin_{0}"],
               "SORTUNIQ": ["xp_sortuniq_keys_{0}", "xp_sortuniq_wtiles_{0}",
-                           "xp_sortuniq_runs_{0}", "xp_sortuniq_wruns_{0}"],
+                           "xp_sortuniq_runs_{0}", "xp_sortuniq_wruns_{0}",
+                           "xp_sortuniq_wvals_{0}"],
               "HASHUNIQ": [f"xp_hashuniq_{k}_{{0}}" for k in ("count", "finish", "inverse")]}
     return instance_units(source("sort.cu"), macros)
 
@@ -256,7 +257,11 @@ def segmented_sort(cp, x, want_values: bool, want_indices: bool):
     return values, indices
 
 
-OSORT_TILE = 4096  # sort.cu: LT, the tile of the long-row radix sort (16 warps x 8 items)
+# sort.cu: LT, the tile of the long-row radix sort (16 warps x 8 items; LWARPS and LITEMS
+# there may be set with -D for a sweep: H200, 16M float32 in one row, ms, (warps, items)
+# (16, 8) 0.859, (32, 8) 0.855, (16, 16) 0.957, (8, 16) 0.987, (16, 12) 1.030, (8, 24) 1.284;
+# CuPy's (CUB's) sort of the same row 0.516: the tile is not what keeps it at half CUB's rate)
+OSORT_TILE = 4096
 OSORT_N_MAX = 2**30  # sort.cu: rows below this (its status words count in 30 bits)
 _OS_WANT_VALUES, _OS_WANT_INDICES = 1, 2  # sort.cu: OS_WANT_VALUES, OS_WANT_INDICES
 _OS_THREADS = 32 * 16  # sort.cu: 32 * LWARPS
@@ -822,12 +827,23 @@ def _sorted_unique_direct(cp, flat, want_values_only: bool, want_index: bool,
         (blocks,), (_UQ_THREADS,),
         (s, np.int32(s_is_key), np.int64(n), np.int32(mode), np.int64(rpw), aggs))
     _kernel("xp_sortuniq_scan")((1,), (1024,), (aggs, incls, np.int64(warps)))
-    _kernel(f"xp_sortuniq_wruns_{width}")(
-        (blocks,), (_UQ_THREADS,),
-        (s, np.int32(s_is_key), perm if perm is not None else null, flat, zfirst, np.int64(n),
-         np.int32(mode), values, indices if want_index else null,
-         counts if want_counts else null, inverse if want_inverse else null,
-         np.uint64(ptr), incls, np.int64(rpw)))
+    # values only: the runs pass compiled without the other outputs' code (sort.cu,
+    # xp_sortuniq_wvals: 64 registers, 4 blocks an SM where wruns has 77 and 3). H200, 16M
+    # float32 of 15M distinct values, the three passes after the sort: 0.104 -> 0.095 ms;
+    # float64 (8M) 0.082 -> 0.078, int32 (8644 values) 0.089 -> 0.079; the whole
+    # unique_values in three rounds 0.665-0.722 -> 0.648-0.701 (a noisy machine)
+    if want_values_only and s_is_key:
+        _kernel(f"xp_sortuniq_wvals_{width}")(
+            (blocks,), (_UQ_THREADS,),
+            (s, flat, zfirst, np.int64(n), np.int32(mode), values, np.uint64(ptr), incls,
+             np.int64(rpw)))
+    else:
+        _kernel(f"xp_sortuniq_wruns_{width}")(
+            (blocks,), (_UQ_THREADS,),
+            (s, np.int32(s_is_key), perm if perm is not None else null, flat, zfirst,
+             np.int64(n), np.int32(mode), values, indices if want_index else null,
+             counts if want_counts else null, inverse if want_inverse else null,
+             np.uint64(ptr), incls, np.int64(rpw)))
     k = read_now(cp, ptr, stream)  # the one device-to-host transfer
     return _unique_parts(k, n, values, indices, inverse, counts)
 
