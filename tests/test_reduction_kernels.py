@@ -791,30 +791,37 @@ def test_orientation_trades_the_groups_where_the_smallest_stride_lies():
     assert orientation((1, 8, 3), (4, 12, 4), (2,)) is None
 
 
-# Split reductions whose partials count S is no multiple of the partials of a column the lanes
-# of the last block load in a round (fusion_render.PARTIAL_LOADS over the columns, times G):
-# the guarded tail of that loop. (kind, dtype, shape, axes)
+# Split reductions: the last block's lanes load the partials of every column of their work item
+# before combining any, argmax/argmin two of one column at a time (fusion_render.
+# partial_loads), whose guarded second load runs past S where S is no multiple of 2 G. The
+# other cases split over several columns a lane (bool, int8) or one. (kind, dtype, shape, axes)
 _SPLIT_TAILS = [("any", "bool", (1 << 20, 64), (0,)), ("all", "bool", (1 << 20, 64), (0,)),
                 ("sum", "float32", (300007, 64), (0,)), ("max", "int8", (1 << 20, 64), (0,)),
-                ("prod", "int32", (200003, 48), (0,)), ("sum", "float64", (3, 1000001), (1,))]
+                ("prod", "int32", (200003, 48), (0,)), ("sum", "float64", (3, 1000001), (1,)),
+                ("argmax", "float32", (300007, 64), (0,)), ("argmin", "int16", (200003, 48), (0,)),
+                ("argmax", "float64", (3, 1000001), (1,))]
 
 
-def _split(kind, dt, shape, axes):
-    from xp_cuda._kernels import fusion_render as fr
+def _split_plan(kind, dt, shape, axes):
     isz = np.dtype(dt).itemsize
-    red = _program(kred.graph(kind, dt, dt if kind != "prod" else "int64", shape, axes, False),
-                   fake(shape, isz)).plan.reductions[0]
-    return red.S, red.G, max(1, fr.PARTIAL_LOADS // red.colvec)  # loads of a column a round
+    if kind in ("argmax", "argmin"):
+        g = kred.arg_graph(kind, dt, shape, axes[0], False)
+    else:
+        g = kred.graph(kind, dt, dt if kind != "prod" else "int64", shape, axes, False)
+    return _program(g, fake(shape, isz)).plan.reductions[0]
 
 
 def test_split_tail_cases_cross_the_guarded_tail():
-    """The cases below split (S > 1) and leave a partial round of the last block's loads."""
+    """The cases below split (S > 1); those of two loads a round leave a partial round."""
+    from xp_cuda._kernels import fusion_render as fr
     tails = 0
     for kind, dt, shape, axes in _SPLIT_TAILS:
-        S, G, U = _split(kind, dt, shape, axes)
-        assert S > 1, (kind, dt, shape, S)
-        tails += S % (U * G) != 0
-    assert tails >= 3
+        red = _split_plan(kind, dt, shape, axes)
+        U = fr.partial_loads(kind, red.colvec)
+        assert red.S > 1, (kind, dt, shape, red.S)
+        assert (U > 1) == (kind in ("argmax", "argmin")), (kind, U)
+        tails += U > 1 and red.S % (U * red.G) != 0
+    assert tails == 3
 
 
 @pytest.mark.parametrize("case", _SPLIT_TAILS, ids=lambda c: f"{c[0]}-{c[1]}-{c[2]}")
@@ -824,13 +831,20 @@ def test_split_partials_match_numpy(rng, case):
     if dt == "bool":
         x = rng.random(shape) < (0.999 if kind == "all" else 0.001)
         x[-1, 5] = kind == "any"  # one column decided by the very last row
-    elif dt == "int8":
+    elif dt in ("int8", "int16"):  # few values: ties everywhere, the first one counts
         x = rng.integers(-100, 100, shape, dtype=dt)
     elif dt == "int32":  # products of -1 and 1 and one 3 a column: exact in int64, not 0
         x = rng.choice(np.array([-1, 1], dt), shape)
         x[rng.integers(0, shape[0], shape[1]), np.arange(shape[1])] = 3
     else:
         x = rng.standard_normal(shape).astype(dt)
+    if kind in ("argmax", "argmin"):
+        if dt.startswith("float"):  # ties: a repeated extreme, first in a late partial
+            x = np.round(x, 1)
+        got = cp.asnumpy(kred.arg_reduce(cp, kind, cp.asarray(x), axes[0], False))
+        ref = getattr(np, kind)(x, axis=axes[0])
+        np.testing.assert_array_equal(got, ref)
+        return
     acc = "int64" if kind == "prod" else dt
     got = cp.asnumpy(kred.reduce_eager(cp, kind, cp.asarray(x), axes, False, dt, acc))
     if dt.startswith("float"):  # against float64 sums (NumPy's float32 sum down a column

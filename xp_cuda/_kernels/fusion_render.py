@@ -981,25 +981,36 @@ def _colvec_section(vals, plan, red, node):
 # partials over G lanes took S / G round trips a column after every other block had finished.
 # H200, ms, one load / now (torch): any over axis 0 of (2^22, 64) bool (792 partials, 16
 # lanes, 4 columns a lane) 0.119 / 0.088-0.090 (0.207), all 0.118 / 0.088, max of int8
-# 0.105 / 0.088, any over axis 0 of (8192, 8192) bool 0.027 / 0.026; argmax of (2^22, 64)
-# float32 (one column a lane, two loads) 0.297-0.302 / 0.267-0.276 (0.49), of (8192, 8192)
-# 0.080 / 0.071-0.072; sum within 0.5%. Two columns' loads a lane of 4 columns (8 in flight)
-# ran max of int8 at 0.098, four loads of one column argmax at 0.265 but var at 0.451.
+# 0.105 / 0.088, any over axis 0 of (8192, 8192) bool 0.027 / 0.026.
+# A lane of one column loads PARTIAL_LOADS of it at a time for argmax/argmin (16-byte XpArg
+# partials) only: argmax of (2^22, 64) float32 0.302 / 0.273 (torch 0.49), of (8192, 8192)
+# 0.080 / 0.072. Not for the other kinds: two loads changed the registers of the whole kernel
+# (the main loop's too) and with them its speed, mostly for the worse. H200, ms, three rounds
+# a side, one load / two, (2^22, 64) over axis 0: sum of int16 0.209 / 0.278, any of int16
+# 0.207 / 0.266, all 0.183 / 0.194, sum of float64 0.494 / 0.516, of (2^21, 64) complex128
+# 0.499 / 0.535, prod of int16 0.276 / 0.206 (the one gain), sum and max of float32 and
+# int16 within 0.3%; (8192, 8192) within 2%. var/std (24-byte XpMom): two took var from 48
+# registers to 58, one block an SM fewer (over axis 0 of (8192, 8192) 0.076 -> 0.077).
 PARTIAL_LOADS = 2
-# ... but one for accumulators of this many bytes or more (var/std's XpMom): two took var from
-# 48 registers to 58, one block an SM fewer (var over axis 0 of (8192, 8192) 0.076 -> 0.077).
-PARTIAL_ONE_BYTES = 24
+PARTIAL_LOAD_KINDS = frozenset(["argmax", "argmin"])
+
+
+def partial_loads(kind: str, columns: int) -> int:
+    """The partials of each of a lane's `columns` columns the last block's lane loads at a
+    time (see PARTIAL_LOADS)."""
+    return PARTIAL_LOADS if kind in PARTIAL_LOAD_KINDS and columns == 1 else 1
 
 
 def _partials(e, targets, comb, bases, kind):
     """Combine the partials base[k] (k = lane, lane + G, ... < S) of each of `bases` into its
-    target (a list each), in k's order, PARTIAL_LOADS loads (at least one of each base) in
-    flight before any is combined."""
-    U = 1 if STRUCT_ACC.get(kind, 0) >= PARTIAL_ONE_BYTES else max(1, PARTIAL_LOADS // len(bases))
+    target (a list each), in k's order, with partial_loads(kind, len(bases)) loads of each
+    base in flight before any is combined."""
+    U = partial_loads(kind, len(bases))
     for t, base in enumerate(bases):
         e.line(f"const auto* xp_q{t} = {base};")
     with e.block(f"for (int k = lane; k < (int)S; k += {U} * G) {{"):
-        e.line("const int n = (int)S - k;")
+        if U > 1:
+            e.line("const int n = (int)S - k;")
         for t in range(len(bases)):
             e.line(f"const auto v{t}_0 = xp_ldcg(xp_q{t} + k);")
             for u in range(1, U):
