@@ -1080,10 +1080,10 @@ def test_hash_unique_serves_one_more_integer_beside_the_table(cp, dtype):
 @pytest.mark.skipif(_NO_GPU, reason="no usable CUDA GPU here")
 @pytest.mark.parametrize("dtype", ["float32", "int64"])
 def test_sorted_unique_after_either_verdict(cp, dtype):
-    """Long inputs the table serves and refuses, alternating: the key pass is enqueued behind
-    the table's verdict when the last input was refused (gated: no keys where the table then
-    answers) and after it otherwise (a refusal not foreseen). Every order of the two, each
-    result NumPy's."""
+    """Long inputs of few values and of many, alternating: after many values the next input
+    goes straight to the sort (few values then take the sort once, and their count sends the
+    next to the table), after few it tries the table (many values: refused, then sorted).
+    Every order of the two, each result NumPy's; the guess follows the last count."""
     dt = np.dtype(dtype)
     rng = np.random.default_rng(_seed("after_either_verdict", dtype))
     n = 1_500_003

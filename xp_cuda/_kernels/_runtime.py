@@ -1161,29 +1161,6 @@ def read_now(cp, ptr: int, stream: int) -> int:
     return ctypes.c_int64.from_address(cell).value
 
 
-def read_start(cp, ptr: int, stream: int):
-    """read_now in two halves: the async copy of the int64 at ``ptr`` and an event after it
-    are enqueued now; the returned ``wait()`` waits on that event only and returns the value.
-    Work the caller enqueues between them runs on, behind the copy, while the host waits
-    (the set functions queue the sort's key pass behind the hash table's verdict)."""
-    cell = _pinned_cell(cp)
-    rt = cp.cuda.runtime
-    dev = rt.getDevice()
-    events = getattr(_tls, "events", None)
-    if events is None or events[0] is not cp:
-        events = _tls.events = (cp, {})
-    ev = events[1].get(dev)
-    if ev is None:
-        ev = events[1][dev] = rt.eventCreateWithFlags(2)  # cudaEventDisableTiming
-    rt.memcpyAsync(cell, ptr, 8, MEMCPY_D2H, stream)
-    rt.eventRecord(ev, stream)
-
-    def wait() -> int:
-        rt.eventSynchronize(ev)
-        return ctypes.c_int64.from_address(cell).value
-    return wait
-
-
 from collections import OrderedDict  # noqa: E402  (this section's; the module's head is shared)
 
 PROGRAM_CACHE_SIZE = 512  # launches and Programs kept (least recently used dropped first)
@@ -1239,13 +1216,12 @@ def program(cp, key, residues: tuple, run) -> Program:
     return prog
 
 
-def replay(cp, prog: Program, slots: tuple, phase: int = 0, wait_later: bool = False):
+def replay(cp, prog: Program, slots: tuple, phase: int = 0):
     """Enqueue phase ``phase`` of ``prog`` on the current stream with the slot values ``slots``
     (phase 0: the caller's; a later phase: the slots phase 0 returned, then the late slots in
     the order they were asked for). Returns (the value read at the phase's end or None, the
     slots with the scratch address, the scratch memory: keep it until the last phase is
-    enqueued; the pool reuses it in stream order afterwards). ``wait_later``: the read is
-    read_start's, and its ``wait`` is returned in the value's place."""
+    enqueued; the pool reuses it in stream order afterwards)."""
     cuda = cp.cuda
     stream = cuda.get_current_stream().ptr
     mem = None
@@ -1274,8 +1250,7 @@ def replay(cp, prog: Program, slots: tuple, phase: int = 0, wait_later: bool = F
             cuda.runtime.memsetAsync((slots[dk] if dk >= 0 else 0) + do, v, n, stream)
         else:
             _, sk, so = st
-            value = (read_start if wait_later else read_now)(
-                cp, (slots[sk] if sk >= 0 else 0) + so, stream)
+            value = read_now(cp, (slots[sk] if sk >= 0 else 0) + so, stream)
     return value, slots, mem
 
 

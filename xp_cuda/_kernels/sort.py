@@ -689,15 +689,12 @@ def _plan_hash_unique(cp, n, dt, want_index, want_inverse, want_counts, xp, vp, 
     read(cp, p + 8)  # the one device-to-host transfer
 
 
-def hash_unique(cp, flat, want_index: bool, want_inverse: bool, want_counts: bool,
-                then=None):
+def hash_unique(cp, flat, want_index: bool, want_inverse: bool, want_counts: bool):
     """sorted_unique's results for the 1-D C-contiguous flat (a SORTED_UNIQUE_DTYPES dtype,
     n >= 1) when it holds at most HQ_MAX distinct keys and no NaN, from hash tables (no sort);
     None otherwise (the caller sorts). The same results as the sort: values bit-exact (a
     float zero has its first occurrence's sign). Reads one number back (the unique count, -1
     for "sort instead"); a refusal costs the counting kernel's first rounds and that read.
-    ``then(gate)``, where given, enqueues work behind the read before the host
-    waits on it; ``gate`` is the device address of the abort word (nonzero: refused).
     Few values are copied out of the HQ_MAX + 1 buffers (keep_whole). A recorded program per
     (length, dtype, parts asked)."""
     n, dt, x = flat.size, flat.dtype, flat.data.ptr
@@ -710,13 +707,9 @@ def hash_unique(cp, flat, want_index: bool, want_inverse: bool, want_counts: boo
     indices: Any = alloc((HQ_MAX + 1,), _I64) if want_index else None
     ucounts: Any = alloc((HQ_MAX + 1,), _I64) if want_counts else None
     inverse: Any = alloc((n,), _I64) if want_inverse else None
-    k, slots, mem = replay(cp, prog, (x, values.data.ptr, indices.data.ptr if want_index else 0,
-                                      ucounts.data.ptr if want_counts else 0,
-                                      inverse.data.ptr if want_inverse else 0),
-                           wait_later=then is not None)
-    if then is not None:
-        then(slots[-1])  # the abort word: the scratch's first (HashUniquePlan)
-        k = k()
+    k, _, mem = replay(cp, prog, (x, values.data.ptr, indices.data.ptr if want_index else 0,
+                                  ucounts.data.ptr if want_counts else 0,
+                                  inverse.data.ptr if want_inverse else 0))
     del mem  # the scratch goes back to the pool behind everything enqueued on it
     if k < 0:
         return None
@@ -741,13 +734,22 @@ def _unique_parts(k: int, cap: int, values, indices, inverse, counts) -> dict:
     return out
 
 
-_REFUSED = [True]  # whether the table refused the last long input (_sorted_unique_direct)
+# Whether the last long input held more distinct values than the table takes (HQ_MAX): then
+# the next goes straight to the sort, without the table's try. A try that ends in a refusal
+# costs the counting kernel's first rounds, its verdict's round trip to the host, and the key
+# pass behind it (H200, 16M float32 of 16M values, events around each step: the count 32 us,
+# the key pass 36 us only after the verdict, the sort's first launch after that). The sort's
+# own count of values teaches the next call (k <= HQ_MAX: the table may serve it); results
+# never depend on the guess, only the time: a long input of few values after one of many
+# takes the sort once (16M float32 of 1000 values: about 0.6 ms where the table takes 0.15),
+# one of many after few pays one refusal. The first long input of a process tries the table.
+_REFUSED = [False]
 
 
 def _sorted_unique_direct(cp, flat, want_values_only: bool, want_index: bool,
                           want_inverse: bool, want_counts: bool) -> dict:
     """sorted_unique planned and launched on each call: the empty input, and n > L_MAX (the
-    "keys" path: CuPy's radix sort between our kernels, a sync of its own)."""
+    "keys" path: CuPy's radix sort between our kernels)."""
     assert not (want_values_only and (want_index or want_inverse or want_counts))
     flat = cp.ascontiguousarray(flat).reshape(-1)
     dt = flat.dtype
@@ -762,44 +764,17 @@ def _sorted_unique_direct(cp, flat, want_values_only: bool, want_index: bool,
         return out
     width = dt.itemsize
     mode = key_mode(dt)
-    stream = cp.cuda.get_current_stream().ptr
     alloc = allocator(cp)  # ~1 us a buffer, where cp.empty takes ~3
-
-    def head():  # the scratch, its head zeroed (the look-back flags go unused)
-        scratch = alloc((plan.scratch_bytes,), _U8)
-        cp.cuda.runtime.memsetAsync(scratch.data.ptr, 0, _UQ_HEAD, stream)
-        return scratch
     perm = None
-    if plan.sort == "keys":  # a long input: few distinct values need no sort
-        made: list = []
-
-        def keys(gate):  # the key pass; with a gate, none where the table answered
-            scratch = head()
-            s = alloc((n,), np.dtype(f"u{width}"))
-            _kernel(f"xp_sortuniq_keys_{width}")(
-                (grid(cp, max(1, n // (16 // width)), 256, 8),), (256,),
-                (flat, s, np.int64(n), np.int32(mode), np.int32(flat.data.ptr % 16 == 0),
-                 np.uint64(scratch.data.ptr + 8), np.uint64(gate)))
-            made.extend((scratch, s))
-        # Where the last long input went to the sort, the key pass is enqueued behind the
-        # table's verdict before the host waits on it: the GPU makes the keys while the host
-        # reads the verdict and calls the sort (H200, 16M distinct float32, three rounds:
-        # unique_values 0.675-0.683 -> 0.649-0.656 ms, unique_counts 0.707-0.718 ->
-        # 0.682-0.690; torch 0.515-0.527 and 0.586-0.594). Where the table answered last, it
-        # is not (an input the table serves would pay the enqueue and the gated launch for
-        # nothing); the prediction only moves work, results never depend on it.
-        got = hash_unique(cp, flat, want_index, want_inverse, want_counts,
-                          keys if _REFUSED[0] else None)
-        _REFUSED[0] = got is None
+    if plan.sort == "keys" and not _REFUSED[0]:  # few distinct values, guessed: no sort
+        got = hash_unique(cp, flat, want_index, want_inverse, want_counts)
         if got is not None:
             return got
-        if not made:
-            keys(0)
-        scratch, s = made
-    else:
-        scratch = head()
+        _REFUSED[0] = True
+    stream = cp.cuda.get_current_stream().ptr
+    scratch = alloc((plan.scratch_bytes,), _U8)
     ptr = scratch.data.ptr
-    zfirst = np.uint64(ptr + 8)
+    cp.cuda.runtime.memsetAsync(ptr, 0, _UQ_HEAD, stream)  # the look-back flags go unused
     if plan.sort == "block":
         res = segmented_sort(cp, flat.reshape(1, n), True, plan.perm)
         assert res is not None  # plan_unique checked the tier fits
@@ -807,7 +782,12 @@ def _sorted_unique_direct(cp, flat, want_values_only: bool, want_index: bool,
         if plan.perm:
             perm = res[1].reshape(-1)
         s_is_key = 0
-    else:  # the keys: made behind the table's verdict, or after an unforeseen refusal
+    else:  # the keys (and the first zero's index, at ptr + 8), sorted
+        s = alloc((n,), np.dtype(f"u{width}"))
+        launch(cp, _kernel(f"xp_sortuniq_keys_{width}"),
+               grid(cp, max(1, n // (16 // width)), 256, 8), 256,
+               (flat.data.ptr, s.data.ptr, n, np.int32(mode),
+                np.int32(flat.data.ptr % 16 == 0), ptr + 8, 0))
         if plan.perm:
             s, perm = _sort_pairs(cp, s)
         else:
@@ -817,34 +797,34 @@ def _sorted_unique_direct(cp, flat, want_values_only: bool, want_index: bool,
     indices: Any = alloc((n,), _I64) if want_index else None
     counts: Any = alloc((n,), _I64) if want_counts else None
     inverse: Any = alloc((n,), _I64) if want_inverse else None
-    null = np.uint64(0)
-    aggs, incls = np.uint64(ptr + plan.aggs_off), np.uint64(ptr + plan.incls_off)
+    aggs, incls = ptr + plan.aggs_off, ptr + plan.incls_off
     # the warps' prefixes in two passes (sort.cu, xp_sortuniq_wtiles, then one block's scan),
     # then the runs pass over the same warps' rows
     warps, rpw = runs_warps(n, device_info(cp).sm_count)
     blocks = -(-warps * 32 // _UQ_THREADS)
-    _kernel(f"xp_sortuniq_wtiles_{width}")(
-        (blocks,), (_UQ_THREADS,),
-        (s, np.int32(s_is_key), np.int64(n), np.int32(mode), np.int64(rpw), aggs))
-    _kernel("xp_sortuniq_scan")((1,), (1024,), (aggs, incls, np.int64(warps)))
+    sp = s.data.ptr
+    launch(cp, _kernel(f"xp_sortuniq_wtiles_{width}"), blocks, _UQ_THREADS,
+           (sp, np.int32(s_is_key), n, np.int32(mode), rpw, aggs))
+    launch(cp, _kernel("xp_sortuniq_scan"), 1, 1024, (aggs, incls, warps))
     # values only: the runs pass compiled without the other outputs' code (sort.cu,
     # xp_sortuniq_wvals: 64 registers, 4 blocks an SM where wruns has 77 and 3). H200, 16M
     # float32 of 15M distinct values, the three passes after the sort: 0.104 -> 0.095 ms;
     # float64 (8M) 0.082 -> 0.078, int32 (8644 values) 0.089 -> 0.079; the whole
     # unique_values in three rounds 0.665-0.722 -> 0.648-0.701 (a noisy machine)
     if want_values_only and s_is_key:
-        _kernel(f"xp_sortuniq_wvals_{width}")(
-            (blocks,), (_UQ_THREADS,),
-            (s, flat, zfirst, np.int64(n), np.int32(mode), values, np.uint64(ptr), incls,
-             np.int64(rpw)))
+        launch(cp, _kernel(f"xp_sortuniq_wvals_{width}"), blocks, _UQ_THREADS,
+               (sp, flat.data.ptr, ptr + 8, n, np.int32(mode), values.data.ptr, ptr, incls,
+                rpw))
     else:
-        _kernel(f"xp_sortuniq_wruns_{width}")(
-            (blocks,), (_UQ_THREADS,),
-            (s, np.int32(s_is_key), perm if perm is not None else null, flat, zfirst,
-             np.int64(n), np.int32(mode), values, indices if want_index else null,
-             counts if want_counts else null, inverse if want_inverse else null,
-             np.uint64(ptr), incls, np.int64(rpw)))
+        def addr(a):
+            return 0 if a is None else a.data.ptr
+        launch(cp, _kernel(f"xp_sortuniq_wruns_{width}"), blocks, _UQ_THREADS,
+               (sp, np.int32(s_is_key), addr(perm), flat.data.ptr, ptr + 8, n,
+                np.int32(mode), values.data.ptr, addr(indices), addr(counts), addr(inverse),
+                ptr, incls, rpw))
     k = read_now(cp, ptr, stream)  # the one device-to-host transfer
+    if plan.sort == "keys":
+        _REFUSED[0] = k > HQ_MAX
     return _unique_parts(k, n, values, indices, inverse, counts)
 
 
