@@ -463,6 +463,8 @@ class UniquePlan:
     scratch_bytes: int
 
 
+@functools.lru_cache(maxsize=256)  # ~3 us a call saved: a long unique's host time before its
+# first launch is time its GPU waits
 def plan_unique(n: int, dtype, want_index: bool, want_inverse: bool,
                 smem_limit: int = _SMEM_OPTIN) -> UniquePlan:
     """The UniquePlan of sorted_unique for n elements of dtype (a SORTED_UNIQUE_DTYPES one).
@@ -570,6 +572,9 @@ def sorted_unique(cp, flat, want_values_only: bool, want_index: bool, want_inver
     n <= L_MAX: a recorded program per geometry; longer inputs try hash_unique first (at most
     HQ_MAX distinct values and no NaN: no sort)."""
     assert not (want_values_only and (want_index or want_inverse or want_counts))
+    if flat.size > L_MAX:  # never the block path (plan_unique): no program to look up
+        return _sorted_unique_direct(cp, flat, want_values_only, want_index, want_inverse,
+                                     want_counts)
     shape, strides, dt, fp = flat.shape, flat.strides, flat.dtype, flat.data.ptr
     prog = program(cp, ("sorted_unique", shape, strides, dt, want_index, want_inverse,
                         want_counts), (fp & 15, 0, 0, 0, 0),
@@ -751,7 +756,8 @@ def _sorted_unique_direct(cp, flat, want_values_only: bool, want_index: bool,
     """sorted_unique planned and launched on each call: the empty input, and n > L_MAX (the
     "keys" path: CuPy's radix sort between our kernels)."""
     assert not (want_values_only and (want_index or want_inverse or want_counts))
-    flat = cp.ascontiguousarray(flat).reshape(-1)
+    if flat.ndim != 1 or not flat.flags.c_contiguous:
+        flat = cp.ascontiguousarray(flat).reshape(-1)
     dt = flat.dtype
     n = flat.size
     plan = plan_unique(n, dt, want_index, want_inverse, _smem_limit(cp) if n else _SMEM_OPTIN)
