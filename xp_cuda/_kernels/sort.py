@@ -570,7 +570,8 @@ def sorted_unique(cp, flat, want_values_only: bool, want_index: bool, want_inver
     the sign of flat's first zero. Reads one number back to the host (how many unique values).
     Results of few unique values (keep_whole) are copied out of the n-element buffers.
     n <= L_MAX: a recorded program per geometry; longer inputs try hash_unique first (at most
-    HQ_MAX distinct values and no NaN: no sort)."""
+    HQ_MAX distinct values and no NaN: no sort) unless the last long input held more values
+    than that (_REFUSED)."""
     assert not (want_values_only and (want_index or want_inverse or want_counts))
     if flat.size > L_MAX:  # never the block path (plan_unique): no program to look up
         return _sorted_unique_direct(cp, flat, want_values_only, want_index, want_inverse,
