@@ -1065,13 +1065,10 @@ ISIN(8, u64)
 // keys[i] = to_key(x[i]); *zfirst = ~(the first index of a float zero of either sign), 0 when
 // there is none (stored inverted so a zeroed word means "none" and atomicMax finds the first).
 // 16-byte vectors when x is aligned (the key buffer always is).
-// gate (may be null): the hash table's abort word; 0 there (the table answered) makes no keys.
 template <typename K>
 __device__ __forceinline__ void sortuniq_keys(const K* __restrict__ x, K* __restrict__ keys,
                                               long long n, int mode, int vec,
-                                              u64* __restrict__ zfirst,
-                                              const unsigned* __restrict__ gate) {
-    if (gate && *gate == 0u) return;
+                                              u64* __restrict__ zfirst) {
     constexpr int V = 16 / (int)sizeof(K);
     const K S = sign_bit<K>();
     const bool fl = mode == MODE_FLOAT;
@@ -1426,9 +1423,8 @@ __device__ __forceinline__ void sortuniq_wruns(
 #endif
 #define SORTUNIQ(W, K)                                                                            \
     extern "C" __global__ void __launch_bounds__(256)                                             \
-    xp_sortuniq_keys_##W(const K* x, K* keys, long long n, int mode, int vec, u64* zfirst,        \
-                         const unsigned* gate) {                                                  \
-        sortuniq_keys<K>(x, keys, n, mode, vec, zfirst, gate);                                    \
+    xp_sortuniq_keys_##W(const K* x, K* keys, long long n, int mode, int vec, u64* zfirst) {      \
+        sortuniq_keys<K>(x, keys, n, mode, vec, zfirst);                                          \
     }                                                                                             \
     extern "C" __global__ void __launch_bounds__(256)                                             \
     xp_sortuniq_wtiles_##W(const K* s, int s_is_key, long long n, int mode, long long rpw,        \

@@ -752,12 +752,17 @@ def _unique_parts(k: int, cap: int, values, indices, inverse, counts) -> dict:
 _REFUSED = [False]
 
 
+def _addr(a) -> int:
+    """A device buffer's address, 0 for an output not asked for (the kernels skip it)."""
+    return 0 if a is None else a.data.ptr
+
+
 def _sorted_unique_direct(cp, flat, want_values_only: bool, want_index: bool,
                           want_inverse: bool, want_counts: bool) -> dict:
     """sorted_unique planned and launched on each call: the empty input, and n > L_MAX (the
     "keys" path: CuPy's radix sort between our kernels)."""
     assert not (want_values_only and (want_index or want_inverse or want_counts))
-    if flat.ndim != 1 or not flat.flags.c_contiguous:
+    if flat.ndim != 1 or not flat._c_contiguous:
         flat = cp.ascontiguousarray(flat).reshape(-1)
     dt = flat.dtype
     n = flat.size
@@ -794,7 +799,7 @@ def _sorted_unique_direct(cp, flat, want_values_only: bool, want_index: bool,
         launch(cp, _kernel(f"xp_sortuniq_keys_{width}"),
                grid(cp, max(1, n // (16 // width)), 256, 8), 256,
                (flat.data.ptr, s.data.ptr, n, np.int32(mode),
-                np.int32(flat.data.ptr % 16 == 0), ptr + 8, 0))
+                np.int32(flat.data.ptr % 16 == 0), ptr + 8))
         if plan.perm:
             s, perm = _sort_pairs(cp, s)
         else:
@@ -823,11 +828,9 @@ def _sorted_unique_direct(cp, flat, want_values_only: bool, want_index: bool,
                (sp, flat.data.ptr, ptr + 8, n, np.int32(mode), values.data.ptr, ptr, incls,
                 rpw))
     else:
-        def addr(a):
-            return 0 if a is None else a.data.ptr
         launch(cp, _kernel(f"xp_sortuniq_wruns_{width}"), blocks, _UQ_THREADS,
-               (sp, np.int32(s_is_key), addr(perm), flat.data.ptr, ptr + 8, n,
-                np.int32(mode), values.data.ptr, addr(indices), addr(counts), addr(inverse),
+               (sp, np.int32(s_is_key), _addr(perm), flat.data.ptr, ptr + 8, n,
+                np.int32(mode), values.data.ptr, _addr(indices), _addr(counts), _addr(inverse),
                 ptr, incls, rpw))
     k = read_now(cp, ptr, stream)  # the one device-to-host transfer
     if plan.sort == "keys":
