@@ -77,6 +77,23 @@ def test_prod_accumulates_wide(dt, want):
         assert (r.dtype, r.result) == (acc, dt)
 
 
+def test_wide_column_product_step():
+    """A float32 column product steps by SCALAR_BYTES of its float64 accumulator (4 elements,
+    all loaded before the tree); sums, other dtypes and rows keep the input's step."""
+    def step(kind, dt, shape, axes):
+        p = _program(kred.graph(kind, dt, dt, shape, axes, False),
+                     fake(shape, np.dtype(dt).itemsize))
+        return p.plan.reductions[0].unroll, p.kernel
+    for shape in ((64, 2**20), (8192, 8192), (2**22, 64)):
+        U, src = step("prod", "float32", shape, (0,))
+        assert U == fp.SCALAR_BYTES // 8 == 4 and "jj + 3 * G < jend; jj += 4 * G" in src
+        assert step("sum", "float32", shape, (0,))[0] == fp.SCALAR_BYTES // 4
+        assert step("prod", "float64", shape, (0,))[0] == 4
+    # int32 products widen to int64 but keep their input's step; so do rows
+    assert step("prod", "int32", (8192, 8192), (0,))[0] == 8
+    assert step("prod", "float32", (64, 4096), (1,))[0] == 8
+
+
 def test_arg_graph_axes_and_shapes():
     g, out = kred.arg_graph("argmin", "float64", (3, 4, 5), 1, True)
     assert out.op is Op.REDUCE and out.attr.axes == (1,) and out.shape == (3, 1, 5)
