@@ -404,6 +404,12 @@ class _DevArray:
         t.flags = types.SimpleNamespace(c_contiguous=False)
         return t
 
+    def as_strided(self, shape, strides):
+        """The view of the same memory with this shape and these strides."""
+        t = self.transpose(range(len(self.shape)))
+        t.shape, t.strides = tuple(shape), tuple(strides)
+        return t
+
 
 def _stand_in(monkeypatch):
     launches = []
@@ -412,7 +418,9 @@ def _stand_in(monkeypatch):
         zeros=lambda n, dtype: _DevArray((n,), dtype),
         empty=lambda n, dtype: _DevArray((n,), dtype),
         cuda=types.SimpleNamespace(get_current_stream=lambda: stream,
-                                   runtime=types.SimpleNamespace(getDevice=lambda: 0)))
+                                   runtime=types.SimpleNamespace(getDevice=lambda: 0)),
+        lib=types.SimpleNamespace(stride_tricks=types.SimpleNamespace(
+            as_strided=lambda a, shape, strides: a.as_strided(shape, strides))))
     kernel = types.SimpleNamespace(kernel=types.SimpleNamespace(ptr=1234))
     monkeypatch.setattr(kfusion, "load_kernels",
                         lambda pairs, options, prepared=None: [kernel] * len(pairs))
@@ -480,8 +488,10 @@ def test_reduce_eager_builds_and_caches_one_launch(monkeypatch):
     launch = next(iter(R._programs.values()))
     assert "xp_cvt<long long>" in launch.source and "reduction 0: sum" in launch.source
     # x's smallest stride is on kept axis 1: the kernel reads x as (6, 4, 5), axes (0, 1),
-    # a column-like reduction; the result keeps the caller's shape
+    # a column-like reduction, whose reduced axes merge: (24, 5) over axis 0 (no division of
+    # the reduced index a load); the result keeps the caller's shape
     assert launch.out_specs[0][0] == (1, 5, 1)
+    assert "reduction 0: sum" in launch.source and "rju0_" not in launch.source
     kred.reduce_eager(cp, "sum", x, (0, 2), True, "int8", "int64")
     assert len(R._programs) == 1 and len(launches) == 2
     with pytest.raises(ValueError, match="dtype"):

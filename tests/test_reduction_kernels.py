@@ -200,6 +200,7 @@ class _FakeCp:
     def __init__(self):
         self.calls = []
         self.cuda = types.SimpleNamespace(runtime=types.SimpleNamespace(getDevice=lambda: 0))
+        self.lib = np.lib  # stride_tricks.as_strided: merged axes (merge_dims) are a view
 
     def empty(self, shape, dtype):
         self.calls.append(("empty", shape, dtype))
@@ -229,9 +230,16 @@ def test_empty_cases_need_no_kernel():
 def test_new_kinds_share_the_bounded_cache(monkeypatch):
     built = []
 
+    class Launch:  # reports the shape the real launch allocates (out_specs)
+        def __init__(self, kind, shape):
+            self.kind, self.out_specs = kind, [(shape, None)]
+
+        def __call__(self, ins, values):
+            return [(self.kind, self.out_specs[0][0])]
+
     def launch(cp, g, out, x):
         built.append(out.attr.kind)
-        return lambda ins, values: [(out.attr.kind, out.shape)]
+        return Launch(out.attr.kind, out.shape)
     monkeypatch.setattr(kred, "_launch", launch)
     monkeypatch.setattr(R, "_programs", type(R._programs)())
     cp = _FakeCp()
@@ -877,3 +885,84 @@ def test_split_partials_match_numpy(rng, case):
 
 for _m in needs_gpu:
     test_split_partials_match_numpy = _m(test_split_partials_match_numpy)
+
+
+def test_merge_dims_joins_neighbours_memory_walks_as_one():
+    """Neighbouring axes of one group (both reduced or both kept) merge where one has length 1
+    or the outer stride is the inner one's span; the kept axes keep their order."""
+    from xp_cuda._kernels.reduction import merge_dims
+    f4 = 4
+    c3 = (64 * 16384 * f4, 16384 * f4, f4)
+    assert merge_dims((64, 64, 16384), c3, (0, 1)) == ((4096, 16384), (16384 * f4, f4), (0,))
+    assert merge_dims((64, 64, 16384), c3, (1, 2)) == ((64, 64 * 16384), c3[:1] + (f4,), (1,))
+    assert merge_dims((64, 64, 16384), c3, (0, 2)) is None  # no two neighbours of one group
+    assert merge_dims((2, 3, 4, 5), (240, 80, 20, 4), (1, 2)) == ((2, 12, 5), (240, 20, 4),
+                                                                    (1,))
+    # every axis kept (no reduction) or reduced: one axis
+    assert merge_dims((4, 5, 6), (120, 24, 4), ()) == ((120,), (4,), ())
+    assert merge_dims((4, 5, 6), (120, 24, 4), (0, 1, 2)) == ((120,), (4,), (0,))
+    # a length-1 axis joins its group's neighbour whatever its stride (keepdims-like input)
+    assert merge_dims((8, 1, 16), (64, 999, 4), (0,)) == ((8, 16), (64, 4), (0,))
+    assert merge_dims((1, 8), (7, 4), (0, 1)) == ((8,), (4,), (0,))
+    # every other column of rows of 16 float32: evenly spaced, one axis; the first 4: not
+    assert merge_dims((8, 8), (64, 8), (0, 1)) == ((64,), (8,), (0,))
+    assert merge_dims((8, 4), (64, 4), (0, 1)) is None
+    # transposed, broadcast, reversed
+    assert merge_dims((6, 8), (f4, 6 * f4), (0, 1)) is None
+    assert merge_dims((4, 5), (0, 4), (0, 1)) is None
+    assert merge_dims((4, 5), (0, 0), (0, 1)) == ((20,), (0,), (0,))
+    assert merge_dims((4, 5), (-20, -4), ()) == ((20,), (-4,), ())
+    assert merge_dims((7,), (4,), (0,)) is None
+
+
+# (shape, axes) whose neighbouring axes merge (merge_dims), on views that merge and that don't
+_MERGED = [((6, 7, 33), (0, 1)), ((4, 5, 6, 7), (1, 2)), ((3, 4, 5, 6), (0, 1, 3)),
+           ((64, 64, 1000), (0, 1)), ((5, 1, 9), (0,)), ((2, 3, 4), (0, 1, 2)), ((3, 4, 5), ())]
+
+
+@pytest.mark.parametrize("dt", ["float32", "int16", "float64", "bool"])
+def test_merged_axes_match_numpy(rng, dt):
+    """Reductions over axes that merge (and views of the same where they don't) equal NumPy's,
+    keepdims included: sum, prod, max, any, var, vector_norm and argmax."""
+    import xp_cuda as xp
+    from helpers import to_numpy
+    dev = Device("cuda", 0)
+    tol = {"float32": 1e-5, "float64": 1e-12}.get(dt)  # float32 sums round in float32
+    views = {"c": lambda t: t, "T": lambda t: t.mT if t.ndim == 2 else xp.permute_dims(
+        t, tuple(reversed(range(t.ndim)))), "step": lambda t: t[::2, ::-3, ...],
+        "neg": lambda t: t[..., ::-1]}
+    for shape, axes in _MERGED:
+        # floats near 1: products of thousands stay in range
+        a = _random(rng, shape, dt) if dt in ("bool", "int16") else (
+            1 + 0.01 * rng.standard_normal(shape)).astype(dt)
+        x0 = xp.asarray(a, device=dev)
+        for vn, v in _views(a):
+            x = views[vn](x0)
+            assert x.shape == v.shape
+            for keep in (False, True):
+                msg = f"{dt} {shape} {axes} {vn} keepdims={keep}"
+                w = v.astype(np.float64) if dt.startswith("float") else v
+                calls = (("any", np.any),) if dt == "bool" else (
+                    ("sum", np.sum), ("prod", np.prod), ("max", np.max))
+                for name, ref in calls:
+                    got = to_numpy(getattr(xp, name)(x, axis=axes, keepdims=keep))
+                    want = ref(w, axis=axes, keepdims=keep)
+                    assert got.shape == want.shape, msg
+                    if dt.startswith("float"):
+                        np.testing.assert_allclose(got, want, rtol=tol, err_msg=msg)
+                    else:
+                        np.testing.assert_array_equal(got, want, err_msg=msg)
+                if dt.startswith("float") and axes:
+                    got = to_numpy(xp.var(x, axis=axes, keepdims=keep))
+                    want = np.var(w, axis=axes, keepdims=keep)
+                    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-12, err_msg=msg)
+                    got = to_numpy(xp.linalg.vector_norm(x, axis=axes, keepdims=keep))
+                    want = np.sqrt(np.sum(w * w, axis=axes, keepdims=keep))
+                    np.testing.assert_allclose(got, want, rtol=tol, err_msg=msg)
+            if dt != "bool":  # one reduced axis: its kept neighbours merge
+                got = to_numpy(xp.argmax(x, axis=v.ndim - 1))
+                np.testing.assert_array_equal(got, np.argmax(v, axis=v.ndim - 1), err_msg=msg)
+
+
+for _m in needs_gpu:
+    test_merged_axes_match_numpy = _m(test_merged_axes_match_numpy)

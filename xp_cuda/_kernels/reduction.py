@@ -131,12 +131,43 @@ def _layout_launch(cp, key, x, axes, keepdims, out_name, empty_range, build):
             raise ValueError(f"{empty_range} of an empty range has no value")
         return None, cp.full(out_shape(shape, axes, keepdims), empty_range, dtype=out_name)
     perm = orientation(shape, x.strides, axes)
-    if perm is None:
-        return keep(key, build(x, tuple(axes))), None
-    launch = build(x.transpose(perm), tuple(perm.index(a) for a in axes))
-    if keepdims:  # the kernel writes its output flat: only where the 1s stand differs
-        launch.out_specs = [(out_shape(shape, axes, True), dt) for _, dt in launch.out_specs]
+    xv, ax = (x, tuple(axes)) if perm is None else (
+        x.transpose(perm), tuple(perm.index(a) for a in axes))
+    merged = merge_dims(xv.shape, xv.strides, ax)
+    if merged is not None:  # a view of the same memory: the launch reads only its address
+        mshape, mstrides, ax = merged
+        xv = cp.lib.stride_tricks.as_strided(xv, mshape, mstrides)
+    launch = build(xv, ax)
+    if merged is not None or (perm is not None and keepdims):
+        # the kernel writes its output flat, in the kept axes' order: only the shape differs
+        launch.out_specs = [(out_shape(shape, axes, keepdims), dt)
+                            for _, dt in launch.out_specs]
     return keep(key, launch), None
+
+
+def merge_dims(shape, strides, axes):
+    """(shape, strides, axes) of the same reduction over fewer axes, or None when no two
+    neighbouring axes merge: two neighbours merge when both are reduced or both kept, and one
+    of them has length 1 or the outer one's stride is the inner one's span (memory walks them
+    as one). The kept axes keep their order, so the flat output is the same. Each reduced
+    axis beyond one cost the kernels a 64-bit division and remainder a load (H200, prod over
+    axes (0, 1) of a (64, 64, 16384) float32: 0.175 ms, over axis 0 of (4096, 16384): 0.079)."""
+    if len(shape) < 2:
+        return None
+    red = set(axes)
+    dims = [[shape[0], strides[0], 0 in red]]
+    for a in range(1, len(shape)):
+        n, st, r = shape[a], strides[a], a in red
+        d = dims[-1]
+        if d[2] == r and (n == 1 or d[0] == 1 or d[1] == st * n):
+            d[1] = d[1] if n == 1 else st
+            d[0] *= n
+        else:
+            dims.append([n, st, r])
+    if len(dims) == len(shape):
+        return None
+    return (tuple(d[0] for d in dims), tuple(d[1] for d in dims),
+            tuple(i for i, d in enumerate(dims) if d[2]))
 
 
 def orientation(shape, strides, axes):
