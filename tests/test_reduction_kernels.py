@@ -79,19 +79,27 @@ def test_prod_accumulates_wide(dt, want):
 
 def test_wide_column_product_step():
     """A float32 column product steps by SCALAR_BYTES of its float64 accumulator (4 elements,
-    all loaded before the tree); sums, other dtypes and rows keep the input's step."""
-    def step(kind, dt, shape, axes):
+    all loaded before the tree), two outputs a lane where there are enough columns; sums,
+    other dtypes and rows keep the input's step and one output a lane."""
+    def plan(kind, dt, shape, axes, strides=None):
         p = _program(kred.graph(kind, dt, dt, shape, axes, False),
-                     fake(shape, np.dtype(dt).itemsize))
-        return p.plan.reductions[0].unroll, p.kernel
-    for shape in ((64, 2**20), (8192, 8192), (2**22, 64)):
-        U, src = step("prod", "float32", shape, (0,))
-        assert U == fp.SCALAR_BYTES // 8 == 4 and "jj + 3 * G < jend; jj += 4 * G" in src
-        assert step("sum", "float32", shape, (0,))[0] == fp.SCALAR_BYTES // 4
-        assert step("prod", "float64", shape, (0,))[0] == 4
+                     fake(shape, np.dtype(dt).itemsize, strides))
+        r = p.plan.reductions[0]
+        return r.unroll, r.colvec, p.kernel
+    for shape, cv in (((64, 2**20), 2), ((8192, 8192), 2), ((2**22, 64), 1), ((64, 1001), 1)):
+        U, colvec, src = plan("prod", "float32", shape, (0,))
+        assert (U, colvec) == (fp.SCALAR_BYTES // 8, cv) == (4, cv)
+        assert "jj + 3 * G < jend; jj += 4 * G" in src
+        assert plan("sum", "float32", shape, (0,))[:2] == (fp.SCALAR_BYTES // 4, 1)
+        assert plan("prod", "float64", shape, (0,))[:2] == (4, 1)
     # int32 products widen to int64 but keep their input's step; so do rows
-    assert step("prod", "int32", (8192, 8192), (0,))[0] == 8
-    assert step("prod", "float32", (64, 4096), (1,))[0] == 8
+    assert plan("prod", "int32", (8192, 8192), (0,))[:2] == (8, 1)
+    assert plan("prod", "float32", (64, 4096), (1,))[0] == 8
+    # strided rows (a stack's diagonals) step STRIDED_ROW_STEP elements of any width
+    for dt in ("int8", "float32", "float64"):
+        isz = np.dtype(dt).itemsize
+        U, _, _ = plan("sum", dt, (16384, 64), (1,), (64 * 64 * isz, 65 * isz))
+        assert U == fp.STRIDED_ROW_STEP == 4
 
 
 def test_arg_graph_axes_and_shapes():

@@ -75,6 +75,10 @@ RED_VECTOR_BYTES = 16  # the reduction's vector path reads 16-byte vectors, two 
 # lane, 4 to 16 elements a step: a memory-bound loop needs ~20 KiB in flight per SM, and four
 # 1-byte loads per thread left any(axis=0) of a (8192, 8192) bool at 0.28 of the copy rate.
 SCALAR_BYTES = 32
+# ... but a strided row (trace's diagonal) steps 4 elements, whatever their width, for more
+# lanes a row: H200, float32 trace, ms 8 a step / 4, three rounds: (16384, 64, 64)
+# 0.037-0.042 / 0.035-0.040, (262144, 8, 8) 0.036-0.038 / 0.029-0.034; 16 a step 4-8% slower
+STRIDED_ROW_STEP = 4
 # Reductions that keep the innermost axes (sum over axis 0) give each lane COL_VECTOR
 # neighbouring outputs, read as one vector per row (16 bytes at most), as torch's reduction
 # kernel vectorises its outputs: a warp reading 32 neighbouring 1-byte columns moved one
@@ -87,6 +91,12 @@ COL_VECTOR_ITEM = 2
 # ... and for at least this many groups: wide rows only (any(axis=0) of a tall (2^22, 64) bool
 # ran 0.195 ms one output a lane, 0.29 ms two, torch 0.21)
 COL_VECTOR_GROUPS = 256
+# ... and 2 outputs a lane (8-byte vectors) for float32 columns whose product accumulates in
+# float64 (WIDER_PRODUCT): H200, prod over axis 0 of float32, ms one output a lane / 2 / 4
+# (each against one in alternating processes, three rounds): (64, 2^20) 0.083-0.086 /
+# 0.078-0.082 / 0.083-0.088, (256, 2^18) 0.083-0.087 / 0.076-0.080 / 0.079-0.086,
+# (8192, 8192) 0.079-0.084 / 0.077-0.081 / 0.084-0.089
+WIDE_PRODUCT_VECTOR = 2
 # ... except max and min of few narrow columns (an accumulator of the input's width). Lanes
 # of 2-byte columns (int16, uint16) read one 16-byte vector of 8 outputs a row. H200, ms, two
 # runs, one output a lane / 8 (torch): max of (2^22, 64) 0.387-0.393 / 0.229-0.231 (0.223),
@@ -391,17 +401,21 @@ def plan_reduction(node, j, r, strides_ok, inputs, sms) -> ReducePlan:
     unroll = min(16, max(4, SCALAR_BYTES // itemsize(x.dtype.name)))
     if row_like and not flat:
         # strided rows (a diagonal, a column view): lanes of whole unrolled steps, so short
-        # rows keep their loads in flight and a block holds more of them
+        # rows keep their loads in flight and a block holds more of them. STRIDED_ROW_STEP
+        # elements a step whatever their width: each load is a sector of its own
+        unroll = STRIDED_ROW_STEP
         G = min(256, 1 << (max(1, M // unroll).bit_length() - 1))
     elif row_like:  # lanes by the bytes of the widest input read
         G = row_lanes(M, xwide or itemsize(x.dtype.name), ROW_BLOCK_BYTES[kind in STRUCT_ACC])
     colvec = 1
     cfin: tuple = ()
+    acc = accumulation_dtype(node)
+    wide_product = kind == "prod" and WIDER_PRODUCT.get(x.dtype.name) == acc
     if not row_like and kind not in STRUCT_ACC and kept == tuple(range(nd - len(kept), nd)) \
             and contiguous(x, x.shape, strides_ok):
         cfin = xin
-        if (xwide or 16) <= COL_VECTOR_ITEM:
-            colvec = COL_VECTOR
+        if (xwide or 16) <= COL_VECTOR_ITEM or wide_product:
+            colvec = WIDE_PRODUCT_VECTOR if wide_product else COL_VECTOR
             while colvec > 1 and (P % colvec or P // colvec < COL_VECTOR_GROUPS):
                 colvec //= 2
             if colvec == 1 and xwide in NARROW_COLUMN_BYTES and (
@@ -425,14 +439,13 @@ def plan_reduction(node, j, r, strides_ok, inputs, sms) -> ReducePlan:
         chunk = -(-chunk // 16) * 16
     if chunk:
         S = -(-M // chunk)
-    acc = accumulation_dtype(node)
     part = (P * S * (STRUCT_ACC[kind] // 8), "uint64") if kind in STRUCT_ACC else (P * S, acc)
     scratch = (part, (P, "uint32")) if S > 1 else (None, None)
     per = THREADS // G
     blocks = max(1, min(MAX_GRID, -(-(P * S) // per) if row_like else -(-PV // per) * S))
     if colvec > 1:  # rows a step: the same bytes in flight as the element-wise loop
         unroll = min(16, max(4, SCALAR_BYTES // (colvec * itemsize(x.dtype.name))))
-    if not row_like and kind == "prod" and WIDER_PRODUCT.get(x.dtype.name) == acc:
+    if not row_like and wide_product:
         # a column product accumulated wider (float32 in float64): SCALAR_BYTES of the
         # accumulator a step. With 8 elements ptxas kept the kernel at 32 registers by issuing
         # 4 loads, then the rest as the float64 tree freed registers (H200, prod over axis 0
