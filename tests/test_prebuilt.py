@@ -108,3 +108,20 @@ def test_every_shipped_unit_names_a_kernel_of_its_cubin():
         if b"\x00" + name.encode() + b"\x00" not in cubin:
             missing.append(name)
     assert not missing, f"units whose kernel name is not in their cubin: {missing[:10]}"
+
+
+def test_a_rebuild_that_changes_nothing_leaves_the_archive_alone(tmp_path, monkeypatch):
+    """Every entry current and none stale: build() does not rewrite the archive; entries carry
+    a fixed timestamp, so the same kernels make the same bytes."""
+    monkeypatch.setattr(rt, "PREBUILT_DIR", tmp_path)
+    us = [("// a\n", ("-O3",), "a"), ("// b\n", (), "b")]
+    monkeypatch.setattr(prebuild, "units", lambda: us)
+    path = tmp_path / "sm_90.zip"
+    for name in ("sm_90.zip", "again.zip"):
+        with zipfile.ZipFile(tmp_path / name, "w") as z:
+            for s, o, _ in us:
+                prebuild._write(z, rt.shipped_key(s, o, "sm_90"), b"cubin of " + s.encode())
+    assert path.read_bytes() == (tmp_path / "again.zip").read_bytes()
+    before = path.stat().st_mtime_ns, path.read_bytes()
+    prebuild.build(["sm_90"], processes=1)
+    assert (path.stat().st_mtime_ns, path.read_bytes()) == before

@@ -50,6 +50,14 @@ def missing(archs=None) -> dict:
     return out
 
 
+def _write(z, key: str, cubin: bytes) -> None:
+    """One entry with a fixed timestamp: the same kernels make the same archive bytes (a
+    rebuild that changes nothing leaves git nothing to store)."""
+    info = zipfile.ZipInfo(key, date_time=(1980, 1, 1, 0, 0, 0))
+    info.compress_type = zipfile.ZIP_DEFLATED
+    z.writestr(info, cubin, compresslevel=9)
+
+
 def build(archs, processes=0, fresh=False):
     from concurrent.futures import ProcessPoolExecutor
     from multiprocessing import get_context
@@ -64,17 +72,21 @@ def build(archs, processes=0, fresh=False):
             keys = {rt.shipped_key(s, o, arch): (s, o, n) for s, o, n in us}
             # entries whose key (source, options, arch) is still current are kept as built:
             # a change to one kernel source recompiles that source's kernels only
-            kept = {}
+            kept, stale = {}, False
             if path.exists() and not fresh:
                 with zipfile.ZipFile(path) as old:
                     kept = {k: old.read(k) for k in old.namelist() if k in keys}
+                    stale = len(kept) != len(old.namelist())
             jobs = [(*keys[k], arch) for k in keys if k not in kept]
+            if kept and not jobs and not stale:  # the same entries: the archive stays as it is
+                print(f"{arch}: {len(keys)} kernels, all current; archive unchanged")
+                continue
             tmp = rt.PREBUILT_DIR / f".{arch}.zip.tmp"
             with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as z:
                 for key, cubin in kept.items():
-                    z.writestr(key, cubin)
+                    _write(z, key, cubin)
                 for i, (key, cubin) in enumerate(pool.map(_build_one, jobs, chunksize=4), 1):
-                    z.writestr(key, cubin)
+                    _write(z, key, cubin)
                     if i % 100 == 0 or i == len(jobs):
                         print(f"\r{arch}: {i}/{len(jobs)} compiled", end="", flush=True)
             os.replace(tmp, path)
