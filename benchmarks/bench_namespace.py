@@ -71,20 +71,21 @@ class Sizes:
     batch: tuple   # a stack of square matrices: trace
     mat: int       # matmul's side
     solve: tuple   # linalg.solve: (side, right-hand sides)
+    images: tuple  # a batch of images (N, C, H, W): statistics per channel, sums per image
 
 
 SIZES = {
     "large": Sizes(sq=(8192, 8192), tall=(1 << 22, 64), wide=(64, 1 << 20), long=1 << 26,
                    mid=1 << 24, bcast=(4096, 16384), batch=(16384, 64, 64), mat=8192,
-                   solve=(4096, 16)),
+                   solve=(4096, 16), images=(256, 64, 64, 64)),
     "quick": Sizes(sq=(2048, 2048), tall=(1 << 18, 64), wide=(64, 1 << 16), long=1 << 22,
                    mid=1 << 20, bcast=(1024, 4096), batch=(1024, 64, 64), mat=2048,
-                   solve=(1024, 16)),
+                   solve=(1024, 16), images=(16, 64, 64, 64)),
     "small": Sizes(sq=(2, 4), tall=(4, 2), wide=(2, 4), long=8, mid=8, bcast=(2, 4),
-                   batch=(2, 2, 2), mat=2, solve=(2, 2)),
+                   batch=(2, 2, 2), mat=2, solve=(2, 2), images=(2, 2, 2, 2)),
     # --allow-cpu without a GPU: every case on cpu, small enough for a 2-core CI box
     "cpu": Sizes(sq=(48, 64), tall=(512, 8), wide=(8, 512), long=4096, mid=2048,
-                 bcast=(32, 64), batch=(16, 8, 8), mat=48, solve=(32, 4)),
+                 bcast=(32, 64), batch=(16, 8, 8), mat=48, solve=(32, 4), images=(4, 8, 6, 6)),
 }
 
 
@@ -187,6 +188,13 @@ def unique_cases() -> list[Case]:
 CASES: list[Case] = reduction_cases() + [
     Case("sum(x.T, axis=1)", lambda s: {"x": normal(s.sq)},  # a transposed view's rows
          lambda xp, a: xp.sum(xp.permute_dims(a["x"], (1, 0)), axis=1)),
+    # several axes at once: a batch norm's statistics per channel, a global pooling's sums
+    Case("mean(x, axis=(0, 2, 3)) NCHW", lambda s: {"x": normal(s.images)},
+         lambda xp, a: xp.mean(a["x"], axis=(0, 2, 3))),
+    Case("var(x, axis=(0, 2, 3)) NCHW", lambda s: {"x": normal(s.images)},
+         lambda xp, a: xp.var(a["x"], axis=(0, 2, 3))),
+    Case("sum(x, axis=(2, 3)) NCHW", lambda s: {"x": normal(s.images)},
+         lambda xp, a: xp.sum(a["x"], axis=(2, 3))),
     Case("linalg.vector_norm(x, axis=-1)", lambda s: {"x": normal(s.sq)},
          lambda xp, a: xp.linalg.vector_norm(a["x"], axis=-1)),
     Case("linalg.matrix_norm(x, ord='fro')", lambda s: {"x": normal(s.sq)},
