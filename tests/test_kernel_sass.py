@@ -46,13 +46,13 @@ def test_loads_before_the_first_use():
             "LDG.E.64 R8, desc[UR6][R2.64+0x4]", "F2F.F64.F32 R10, R9",
             "LDG.E R12, desc[UR6][R4.64]"]
     # R4's load is overwritten unread; the 8-byte load fills R8 and R9, read by the F2F
-    assert K.loop_loads(body) == (3, 2)
-    assert K.loop_loads(["LDG.E R4, desc[UR6][R2.64]", "LDG.E R5, desc[UR6][R6.64]",
-                         "FADD R7, R4, R5"]) == (2, 2)
-    assert K.loop_loads(["IADD3 R4, R2, 0x1, RZ"]) == (0, 0)
+    assert K.loop_loads(body) == (3, 2, 16, 12)
+    assert K.loop_loads(["LDG.E.U16.CONSTANT R4, desc[UR6][R2.64]",
+                         "LDG.E.128 R8, desc[UR6][R6.64]", "FADD R7, R4, R5"]) == (2, 2, 18, 18)
+    assert K.loop_loads(["IADD3 R4, R2, 0x1, RZ"]) == (0, 0, 0, 0)
 
 
 def test_main_loop_is_the_innermost_with_the_most_loads():
-    assert K.main_loop(LISTING) == (4, 2)
+    assert K.main_loop(LISTING) == (4, 2, 20, 12)
     assert K.main_loop(LISTING.replace("LDG", "LDS")) is None
     assert list(K.functions(LISTING)) == ["k"]

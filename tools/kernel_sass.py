@@ -7,13 +7,14 @@ KIND is a reduction (sum, prod, max, min, mean, all, any, argmax, argmin, var, s
 and AXES Python tuples ("(64, 2**20)" "(0,)"), STRIDES byte strides (C order if left out).
 The eager reduction's programs (every tuned variant) are rendered as the backend would,
 compiled to PTX by this machine's NVRTC, assembled by ptxas and disassembled by nvdisasm.
-For each kernel it prints registers, spills and its main loop: the loop with the most global
-loads, and how many of them issue before the first instruction that uses a loaded value. A
-step whose loads all issue first keeps them all in flight; ptxas may instead use the first
-ones before issuing the rest, to save registers: the float32 product's 8-element step issued
-4, then the others as its float64 tree freed registers, and ran 14% slower (performance
-notes, 2026-12-03). ``--audit`` checks the benchmark's reduction layouts and lists the
-kernels whose main loop uses a value before its last load.
+For each kernel it prints registers, spills and its main loop: the innermost loop with the
+most global loads, and how many of them (and their bytes) issue before the first instruction
+that uses a loaded value. A step whose loads all issue first keeps them all in flight; ptxas
+may instead use the first ones before issuing the rest, to save registers: the float32
+product's 8-element step issued 4 (16 bytes), then the others as its float64 tree freed
+registers, and ran 14% slower (performance notes, 2026-12-03). ``--audit`` checks the
+benchmark's reduction layouts and lists the kernels that use a loaded value with fewer than
+FLIGHT_BYTES of their step in flight (16-byte vector loads keep enough even when used early).
 
 ptxas and nvdisasm come from NVIDIA's wheels (``pip install nvidia-cuda-nvcc-cu12
 nvidia-cuda-nvdisasm``; the first for ptxas of the NVRTC's CUDA version) or from a CUDA
@@ -42,7 +43,8 @@ _LABEL = re.compile(r"^\s*(\.L_x_\d+):")
 _BRANCH = re.compile(r"\bBRA\b.*`\((\.L_x_\d+)\)")
 _REG = re.compile(r"\bR(\d+)(\.64)?\b")
 _LOAD = re.compile(r"^LD(G|GSTS)?\b")
-_WIDTH = {".64": 2, ".128": 4}
+_WIDTH = {".64": 2, ".128": 4}  # registers an LDG fills, by its size modifier
+_BYTES = {".U8": 1, ".S8": 1, ".U16": 2, ".S16": 2, ".64": 8, ".128": 16}  # else 4
 
 
 def instructions(sass: str) -> list[tuple[str | None, str]]:
@@ -73,11 +75,11 @@ def _regs(operand: str) -> set[int]:
     return regs
 
 
-def loop_loads(body: list[str]) -> tuple[int, int]:
+def loop_loads(body: list[str]) -> tuple[int, int, int, int]:
     """(global loads in the loop body, loads issued before an instruction first reads a
-    loaded register)."""
+    loaded register, the bytes of the first, of the second)."""
     pending: set[int] = set()
-    total = first_use = 0
+    total = first_use = nbytes = bytes_first = 0
     used = False
     for text in body:
         op, _, rest = text.partition(" ")
@@ -88,14 +90,17 @@ def loop_loads(body: list[str]) -> tuple[int, int]:
             pending -= _regs(operands[0])  # overwritten: no longer a loaded value
         if op.startswith("LDG"):
             total += 1
-            width = next((w for s, w in _WIDTH.items() if s in op), 1)
+            mods = op.split(".")
+            width = next((w for s, w in _WIDTH.items() if s[1:] in mods), 1)
+            size = next((b for s, b in _BYTES.items() if s[1:] in mods), 4)
+            nbytes += size
             dest = _regs(operands[0]) if operands else set()
             if dest:
                 r = min(dest)
                 pending.update(range(r, r + width))
             if not used:
-                first_use = total
-    return total, first_use
+                first_use, bytes_first = total, nbytes
+    return total, first_use, nbytes, bytes_first
 
 
 def main_loop(sass: str) -> tuple[int, int] | None:
@@ -201,6 +206,8 @@ def _c_strides(shape, itemsize):
     return tuple(reversed(out))
 
 
+FLIGHT_BYTES = 32  # fusion_plan.SCALAR_BYTES: the bytes a thread's step keeps in flight
+
 # The benchmark's reduction layouts (benchmarks/bench_namespace.py, large) and a few dtypes
 AUDIT = [(k, d, s, a) for d in ("float32", "float64", "int16", "int8", "bool")
          for k in ("sum", "prod", "max", "argmax", "var", "any")
@@ -246,15 +253,17 @@ def main(argv=None) -> int:
         for fn, regs, spill, loop in report(kind, dtype, shape, axes, strides, args.arch,
                                             ptxas, nvdisasm, args.print):
             loads = "no loop loads" if loop is None else \
-                f"main loop {loop[0]} loads, {loop[1]} before the first use"
-            flag = loop is not None and loop[1] < loop[0]
+                f"main loop {loop[0]} loads ({loop[2]} bytes), {loop[1]} ({loop[3]} bytes) " \
+                f"before the first use"
+            # a thread's step should hold SCALAR_BYTES in flight (fusion_plan)
+            flag = loop is not None and loop[3] < min(loop[2], FLIGHT_BYTES)
             short += flag
             if flag or not args.audit:
                 print(f"{kind} {dtype} {shape} {axes} {fn}: {regs} registers, {spill} bytes "
-                      f"spilled, {loads}{'  <- uses a load before the last' if flag else ''}")
+                      f"spilled, {loads}{'  <- too few bytes in flight' if flag else ''}")
     if args.audit:
-        print(f"{short} kernels of the audit use a loaded value before their main loop's "
-              f"last load")
+        print(f"{short} kernels of the audit use a loaded value with fewer than "
+              f"{FLIGHT_BYTES} bytes of their main loop's step in flight")
     return 0
 
 
