@@ -52,7 +52,7 @@ def test_loads_before_the_first_use():
     assert K.loop_loads(["IADD3 R4, R2, 0x1, RZ"]) == (0, 0, 0, 0)
 
 
-def test_main_loop_is_the_innermost_with_the_most_loads():
+def test_main_loop_is_the_innermost_reading_the_most_bytes():
     assert K.main_loop(LISTING) == (4, 2, 20, 12)
     assert K.main_loop(LISTING.replace("LDG", "LDS")) is None
     assert list(K.functions(LISTING)) == ["k"]

@@ -7,8 +7,8 @@ KIND is a reduction (sum, prod, max, min, mean, all, any, argmax, argmin, var, s
 and AXES Python tuples ("(64, 2**20)" "(0,)"), STRIDES byte strides (C order if left out).
 The eager reduction's programs (every tuned variant) are rendered as the backend would,
 compiled to PTX by this machine's NVRTC, assembled by ptxas and disassembled by nvdisasm.
-For each kernel it prints registers, spills and its main loop: the innermost loop with the
-most global loads, and how many of them (and their bytes) issue before the first instruction
+For each kernel it prints registers, spills and its main loop: the innermost loop whose loads
+read the most bytes, and how many of them (and their bytes) issue before the first instruction
 that uses a loaded value. A step whose loads all issue first keeps them all in flight; ptxas
 may instead use the first ones before issuing the rest, to save registers: the float32
 product's 8-element step issued 4 (16 bytes), then the others as its float64 tree freed
@@ -104,8 +104,9 @@ def loop_loads(body: list[str]) -> tuple[int, int, int, int]:
 
 
 def main_loop(sass: str) -> tuple[int, int] | None:
-    """loop_loads of the innermost loop (a backward branch's body holding no other) with the
-    most global loads; None where no loop loads."""
+    """loop_loads of the innermost loop (a backward branch's body holding no other) whose
+    global loads read the most bytes (the vector loop, where a kernel has a scalar one beside
+    it); None where no loop loads."""
     ins = instructions(sass)
     where = {lab: i for i, (lab, _) in enumerate(ins) if lab}
     loops = []
@@ -118,7 +119,7 @@ def main_loop(sass: str) -> tuple[int, int] | None:
         if any(a <= c and d <= b and (c, d) != (a, b) for c, d in loops):
             continue  # an outer loop: its inner ones are measured themselves
         got = loop_loads([t for lab, t in ins[a:b] if lab is None])
-        if got[0] and (best is None or got[0] > best[0]):
+        if got[0] and (best is None or got[2] > best[2]):
             best = got
     return best
 
