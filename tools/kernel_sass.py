@@ -42,7 +42,6 @@ if str(ROOT) not in sys.path:
 _LABEL = re.compile(r"^\s*(\.L_x_\d+):")
 _BRANCH = re.compile(r"\bBRA\b.*`\((\.L_x_\d+)\)")
 _REG = re.compile(r"\bR(\d+)(\.64)?\b")
-_LOAD = re.compile(r"^LD(G|GSTS)?\b")
 _WIDTH = {".64": 2, ".128": 4}  # registers an LDG fills, by its size modifier
 _BYTES = {".U8": 1, ".S8": 1, ".U16": 2, ".S16": 2, ".64": 8, ".128": 16}  # else 4
 
@@ -218,15 +217,14 @@ AUDIT = [(k, d, s, a) for d in ("float32", "float64", "int16", "int8", "bool")
 
 
 def report(kind, dtype, shape, axes, strides, arch, ptxas, nvdisasm, show=False) -> list:
+    from tools.kernel_audit import audit_log
     rows = []
     for source, name in reduction_sources(kind, dtype, shape, axes, strides):
         log, listing = assemble(source, arch, ptxas, nvdisasm)
-        regs = re.search(r"Used (\d+) registers", log)
-        spill = re.search(r"(\d+) bytes spill stores", log)
+        info = {r[0]: r[1:] for r in audit_log(log)}  # (registers, frame, stores, loads)
         for fn, text in functions(listing).items():
-            loop = main_loop(text)
-            rows.append((fn, int(regs.group(1)) if regs else -1,
-                         int(spill.group(1)) if spill else 0, loop))
+            regs, _, spill, _ = info.get(fn, (-1, 0, 0, 0))
+            rows.append((fn, regs, spill, main_loop(text)))
             if show:
                 print(text)
     return rows
