@@ -118,7 +118,8 @@ def main_loop(sass: str) -> tuple[int, int] | None:
         if any(a <= c and d <= b and (c, d) != (a, b) for c, d in loops):
             continue  # an outer loop: its inner ones are measured themselves
         got = loop_loads([t for lab, t in ins[a:b] if lab is None])
-        if got[0] and (best is None or got[2] > best[2]):
+        # the most bytes; of equal bytes the wider loads (a vector loop beside a scalar one)
+        if got[0] and (best is None or (got[2], got[2] / got[0]) > (best[2], best[2] / best[0])):
             best = got
     return best
 
