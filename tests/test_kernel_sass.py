@@ -56,3 +56,14 @@ def test_main_loop_is_the_innermost_reading_the_most_bytes():
     assert K.main_loop(LISTING) == (4, 2, 20, 12)
     assert K.main_loop(LISTING.replace("LDG", "LDS")) is None
     assert list(K.functions(LISTING)) == ["k"]
+
+
+def test_of_equal_bytes_the_vector_loop_is_the_main_one():
+    scalar = "\n".join(f"        /*{i:04x}*/ LDG.E R{4 + i}, desc[UR6][R2.64] ;" for i in range(8))
+    listing = (".L_x_0:\n" + scalar + "\n        /*0100*/ FADD R20, R4, R5 ;\n"
+               "        /*0110*/ @P0 BRA `(.L_x_0) ;\n.L_x_1:\n"
+               "        /*0120*/ LDG.E.128 R8, desc[UR6][R2.64] ;\n"
+               "        /*0130*/ FADD R20, R8, R9 ;\n"
+               "        /*0140*/ LDG.E.128 R12, desc[UR6][R2.64+0x10] ;\n"
+               "        /*0150*/ @P0 BRA `(.L_x_1) ;\n")
+    assert K.main_loop(listing) == (2, 1, 32, 16)
