@@ -94,6 +94,14 @@ def test_ab_agreement_names_what_differs(tmp_path):
     assert got[4] == "DIFFER (NaN positions)" and got[5].startswith("DIFFER (float32")
 
 
+def test_ab_case_separators_inside_brackets_are_python():
+    ab = _ab()
+    assert ab.parse_case("strided::y = x[::2, ::3]::y[::2] + f(a[1::2])") == (
+        "strided", "y = x[::2, ::3]", "y[::2] + f(a[1::2])")
+    assert ab.parse_case("sum (0, 1)::::xp.sum(x, axis=(0, 1))") == (
+        "sum (0, 1)", "", "xp.sum(x, axis=(0, 1))")
+
+
 def test_ab_refuses_a_malformed_case_and_an_unknown_revision(tmp_path):
     ab = _ab()
     with pytest.raises(ValueError, match="LABEL::SETUP::CALL"):

@@ -40,8 +40,18 @@ SEP = "::"
 
 
 def parse_case(text: str) -> tuple[str, str, str]:
-    """(label, setup, call) of a --case argument; ValueError naming the form otherwise."""
-    parts = text.split(SEP)
+    """(label, setup, call) of a --case argument; ValueError naming the form otherwise. A
+    separator inside brackets is Python's (x[::2]), not one."""
+    parts, depth, start, i = [], 0, 0, 0
+    while i < len(text):
+        c = text[i]
+        depth += (c in "([{") - (c in ")]}")
+        if depth == 0 and text.startswith(SEP, i):
+            parts.append(text[start:i])
+            start = i = i + len(SEP)
+            continue
+        i += 1
+    parts.append(text[start:])
     if len(parts) != 3 or not parts[0].strip() or not parts[2].strip():
         raise ValueError(f"a case is 'LABEL{SEP}SETUP{SEP}CALL' (SETUP may be empty), got "
                          f"{text!r}")
