@@ -183,7 +183,12 @@ def reduction_sources(kind, dtype, shape, axes, strides=None) -> list[tuple[str,
         x = np.lib.stride_tricks.as_strided(x, shape, _c_strides(shape, x.itemsize))
     else:
         x = np.lib.stride_tricks.as_strided(x, shape, strides)
-    m = R.merge_dims(x.shape, x.strides, tuple(axes))  # as _layout_launch reads it
+    # x as _layout_launch reads it: its groups in the orientation's order, then merged
+    axes = tuple(axes)
+    perm = R.orientation(x.shape, x.strides, axes)
+    if perm is not None:
+        x, axes = x.transpose(perm), tuple(perm.index(a) for a in axes)
+    m = R.merge_dims(x.shape, x.strides, axes)
     if m is not None:
         x = np.lib.stride_tricks.as_strided(x, m[0], m[1])
         axes = m[2]
