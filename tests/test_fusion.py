@@ -376,6 +376,32 @@ def test_reductions_over_leading_and_middle_axes(device, rng, p):
     _check(lambda a: xp.mean(a * 2, axis=0), [z], loose=True)
 
 
+def test_reductions_over_merged_axes(device, rng):
+    """Programs that run over merged axes (fusion_plan.merge_axes): image statistics over
+    (0, 2, 3), a normalisation feeding further work with a per-channel parameter, a permuted
+    argument, flat argmax/argmin indices, norms, a reduction over leading axes fed back, and
+    a split range; integer results exact."""
+    x = _arr(rng, (3, 4, 5, 6), xp.float32, device)
+    _check(lambda a: (xp.mean(a, axis=(0, 2, 3)), xp.var(a, axis=(0, 2, 3), keepdims=True),
+                      xp.std(a * 2, axis=(0, 2, 3), correction=1)), [x], loose=True)
+    g = _arr(rng, (4, 1, 1), xp.float32, device)
+    _check(lambda a, b: (a - xp.mean(a, axis=(0, 2, 3), keepdims=True)) * b
+           / xp.sqrt(xp.var(a, axis=(0, 2, 3), keepdims=True) + 1e-5), [x, g], loose=True)
+    p = xp.permute_dims(_arr(rng, (4, 3, 5, 6), xp.int32, device, small=False), (1, 0, 2, 3))
+    _check(lambda a: (xp.sum(a, axis=(0, 2, 3)), xp.max(a, axis=(0, 2, 3), keepdims=True)), [p])
+    i = _arr(rng, (5, 6, 7), xp.int32, device, small=False)
+    _check(lambda a: (xp.argmax(a), xp.argmin(a * 3)), [i])
+    _check(lambda a: (xp.sum(a, axis=(1, 2)), xp.min(a, axis=(1, 2), keepdims=True)), [i])
+    _check(lambda a: a - xp.sum(a, axis=(0, 1)), [i])
+    b = _arr(rng, (5, 6, 7), xp.bool, device)
+    _check(lambda a: (xp.any(a, axis=(0, 1)), xp.all(~a, axis=(0, 1))), [b])
+    f = _arr(rng, (5, 6, 7), xp.float64, device)
+    _check(lambda a: xp.linalg.vector_norm(a, axis=(0, 1), keepdims=True), [f], loose=True)
+    big = _arr(rng, (16, 8, 64, 64), xp.float32, device)
+    _check(lambda a: (xp.mean(a, axis=(0, 2, 3)), xp.sum(a * a, axis=(0, 2, 3))), [big],
+           loose=True)
+
+
 @pytest.mark.parametrize("dtype", [xp.int8, xp.int32, xp.float64, xp.complex64, xp.bool],
                          ids=str)
 def test_row_reductions_vector_and_scalar_paths(device, rng, dtype):

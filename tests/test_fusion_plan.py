@@ -842,3 +842,83 @@ def test_tiers_quick_kernels_then_the_full_ones(monkeypatch):
     ready[0] = True  # cached: the full kernels at once
     cached = new_launch()
     assert cached.variant[0] == 222 and not cached.tiering and cached.quick is None
+
+
+# ---- merged axes ------------------------------------------------------------------------------
+def _merge(f, *arrays):
+    t, nodes, *_ = _trace.trace(f, list(arrays), {}, CPU)
+    return fp.merge_axes(list(nodes), t.inputs, [a._data for a in arrays]), nodes
+
+
+def test_merge_axes_of_image_statistics():
+    """mean and var over (0, 2, 3) of NCHW run over (N, C, H*W), reducing (0, 2); the outputs
+    keep their flat order and only their shapes change."""
+    x = xp.ones((4, 3, 5, 6), dtype=xp.float32)
+    m, nodes = _merge(lambda a: (xp.mean(a, axis=(0, 2, 3)), xp.var(a * 2, axis=(0, 2, 3),
+                                                                        keepdims=True)), x)
+    assert m.groups == ((0,), (1,), (2, 3))
+    assert [n.shape for n in m.outs] == [(3,), (1, 3, 1)]
+    assert [n.attr.axes for n in m.outs] == [(0, 2), (0, 2)]
+    (lay,) = m.layouts
+    assert lay.shape == (4, 3, 30) and lay.strides == (360, 120, 4) and lay.flags.c_contiguous
+    assert [math.prod(n.shape) for n in m.outs] == [math.prod(n.shape) for n in nodes]
+
+
+def test_merge_axes_of_a_broadcast_program_and_a_permuted_input():
+    """x - mean(x, keepdims) over a per-channel (C, 1, 1) parameter: every node is S, S with
+    1 on the reduced axes, or one element; a permuted input merges where memory allows."""
+    base = xp.ones((3, 4, 5, 6), dtype=xp.float64)  # C, N, H, W in memory
+    x = xp.permute_dims(base, (1, 0, 2, 3))
+    g = xp.ones((3, 1, 1), dtype=xp.float64)
+
+    def f(a, b):
+        d = a - xp.mean(a, axis=(0, 2, 3), keepdims=True)
+        return d * b / xp.sqrt(xp.var(a, axis=(0, 2, 3), keepdims=True) + 1e-5)
+    m, nodes = _merge(f, x, g)
+    assert m.groups == ((0,), (1,), (2, 3))
+    assert m.outs[0].shape == (4, 3, 30)
+    xl, gl = m.layouts
+    assert xl.shape == (4, 3, 30) and xl.strides == (240, 960, 8) and not xl.flags.c_contiguous
+    assert gl.shape == (1, 3, 1) and gl.strides == (0, 8, 0)
+
+
+@pytest.mark.parametrize("case", ["trailing", "all", "argmax", "norm", "leading fed"])
+def test_merge_axes_of_other_reductions(case):
+    x = xp.ones((4, 5, 6), dtype=xp.float32)
+    f, groups, shape = {
+        "trailing": (lambda a: xp.sum(a * a, axis=(1, 2)), ((0,), (1, 2)), (4,)),
+        "all": (lambda a: xp.max(a), ((0, 1, 2),), ()),
+        "argmax": (lambda a: xp.argmax(a), ((0, 1, 2),), ()),
+        "norm": (lambda a: xp.linalg.vector_norm(a, axis=(0, 1), keepdims=True),
+                 ((0, 1), (2,)), (1, 6)),
+        "leading fed": (lambda a: a - xp.sum(a, axis=(0, 1)), ((0, 1), (2,)), (20, 6)),
+    }[case]
+    m, _ = _merge(f, x)
+    assert m.groups == groups and m.outs[0].shape == shape
+
+
+@pytest.mark.parametrize("case", ["strides", "axes differ", "view", "middle fed", "one axis",
+                                  "no reduction"])
+def test_merge_axes_refusals(case):
+    """None where merging would change what is read: neighbours that memory does not walk as
+    one, reductions over different axes, views, a reduction over middle axes feeding further
+    work (broadcasting would align it elsewhere), nothing to merge, no reduction."""
+    x = xp.ones((4, 5, 6), dtype=xp.float32)
+    f, args = {
+        "strides": (lambda a: xp.sum(a, axis=(1, 2)),
+                    [xp.permute_dims(xp.ones((4, 6, 5), dtype=xp.float32), (0, 2, 1))]),
+        "axes differ": (lambda a: (xp.sum(a, axis=(1, 2)), xp.max(a, axis=0)), [x]),
+        "view": (lambda a: xp.sum(a[:, ::2, :], axis=(1, 2)), [x]),
+        "middle fed": (lambda a: a - xp.sum(a, axis=(1, 2)),
+                       [xp.ones((4, 5, 4), dtype=xp.float32)]),
+        "one axis": (lambda a: xp.sum(a, axis=1), [x]),
+        "no reduction": (lambda a: a * 2, [x]),
+    }[case]
+    m, _ = _merge(f, *args)
+    assert m is None
+
+
+def test_fused_plan_names_merged_axes():
+    x = xp.ones((4, 3, 5, 6), dtype=xp.float32)
+    plan = fuse(lambda a: xp.mean(a * a, axis=(0, 2, 3))).plan(x)
+    assert "axes (2, 3) run as one" in plan

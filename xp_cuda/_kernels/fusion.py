@@ -35,8 +35,8 @@ from ._runtime import (NP_TYPES, compile_cubins, device_arch, device_info, drive
 from .elementwise import CTYPES, OPTIONS, _op_struct, header  # noqa: F401  (names kept)
 from .fusion_ir import Graph, Op  # noqa: F401
 from .fusion_plan import (COL_GROUPS, CONFIGS, RED_WAVES, THREADS, ContiguousLayout,  # noqa: F401
-                          ProgramPlan, describe_rows, describe_stages, input_layouts, itemsize,
-                          lower, online_sumexp, plan_kernel, plan_rows, size,
+                          ProgramPlan, describe_merge, describe_rows, describe_stages, input_layouts, itemsize,
+                          lower, merge_axes, online_sumexp, plan_kernel, plan_rows, size,
                           split_stages)
 from .fusion_render import FLAT, NO_ALIAS, identity, literal, render, render_rows  # noqa: F401
 
@@ -689,30 +689,57 @@ class StagedLaunch:
         return outs
 
 
+def merged(trace, outs, in_arrays):
+    """(trace, outs, in_arrays) of the program over merged axes (fusion_plan.merge_axes), or
+    as given (None as a fourth value) where none merge. Not for a program that updates an
+    argument in place (its writes name the original nodes)."""
+    if getattr(trace, "writes", None):
+        return trace, outs, in_arrays, None
+    m = merge_axes(outs, trace.inputs, in_arrays)
+    if m is None:
+        return trace, outs, in_arrays, None
+    return Graph(list(m.inputs), trace.uses), list(m.outs), list(m.layouts), m
+
+
 def fused_launch(cp, trace, outs, in_arrays):
     """The launcher of a fused function's program for these input layouts: one kernel
     (Launch) where no reduction feeds other work; else the row kernel (RowLaunch) where
-    plan_rows finds one, else one kernel per stage (StagedLaunch)."""
+    plan_rows finds one, else one kernel per stage (StagedLaunch). Planned over merged axes
+    where they merge; the launch reads only its inputs' addresses, so it takes the arrays
+    themselves, and it returns outputs of their own shapes."""
+    shapes = [n.shape for n in outs]
+    trace, outs, in_arrays, m = merged(trace, outs, in_arrays)
     sms = device_info(cp).sm_count
     plan = plan_program(trace, outs, in_arrays, sms)
     direct, _ = direct_writes(trace, outs, plan, in_arrays)
     if plan.rows is not None:
-        return RowLaunch(cp, trace, plan, in_arrays, direct)
-    if len(plan.stages) == 1:
-        return Launch(cp, Graph(list(plan.stages[0].inputs), trace.uses),
-                      list(plan.stages[0].outs), in_arrays, const_params=True, direct=direct)
-    return StagedLaunch(cp, trace, plan, in_arrays)
+        launch = RowLaunch(cp, trace, plan, in_arrays, direct)
+    elif len(plan.stages) == 1:
+        launch = Launch(cp, Graph(list(plan.stages[0].inputs), trace.uses),
+                        list(plan.stages[0].outs), in_arrays, const_params=True, direct=direct)
+    else:
+        launch = StagedLaunch(cp, trace, plan, in_arrays)
+    if m is not None:  # the same flat outputs in the shapes the function gives them
+        if isinstance(launch, StagedLaunch):
+            for st, lc in launch.launches:
+                lc.out_specs = [spec if j is None else (shapes[j], spec[1])
+                                for (j, _), spec in zip(st.results, lc.out_specs)]
+        else:
+            launch.out_specs = [(s, dt) for s, (_, dt) in zip(shapes, launch.out_specs)]
+    return launch
 
 
 def explain(trace, outs, in_arrays, sms) -> str:
     """A fused program's plan in words: the kernels, and for each what it computes and how
-    (fuse's ``plan()``)."""
+    (fuse's ``plan()``), over merged axes where they merge."""
+    trace, outs, in_arrays, m = merged(trace, outs, in_arrays)
     plan = plan_program(trace, outs, in_arrays, sms)
     writes = _write_words(trace, *direct_writes(trace, outs, plan, in_arrays))
+    head = "" if m is None else describe_merge(m.groups)
     if plan.rows is not None:
-        return describe_rows(plan.rows) + writes
+        return head + describe_rows(plan.rows) + writes
     progs = stage_programs(trace, plan, in_arrays, sms)
-    return describe_stages(plan, [p.plan for p in progs]) + writes
+    return head + describe_stages(plan, [p.plan for p in progs]) + writes
 
 
 class RowProgram:

@@ -29,7 +29,7 @@ kernel as above per reduction depth, or one row kernel (RowPlan) for the whole p
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -1070,10 +1070,152 @@ def _walk_all(outs):
     return order
 
 
+# ---- merged axes --------------------------------------------------------------------------------
+# A reduction over several neighbouring axes (the batch and the pixels of images: (0, 2, 3) of
+# NCHW) divides every reduced index by the inner axes' lengths, a 64-bit division a load. Where
+# memory walks neighbouring axes as one in every input, a program runs over fewer axes instead:
+# the eager reductions' rule (reduction.merge_dims), for a whole fused program.
+
+
+@dataclass(frozen=True)
+class StridedLayout:
+    """An input's layout over merged axes: a view of the same memory (byte strides), as C-
+    contiguous as the array it views."""
+    shape: tuple
+    strides: tuple
+    itemsize: int
+    c_contiguous: bool
+
+    @property
+    def nbytes(self):
+        return size(self.shape) * self.itemsize
+
+    @property
+    def flags(self):
+        return self  # (.c_contiguous, NumPy's spelling)
+
+
+@dataclass(frozen=True)
+class MergedAxes:
+    """merge_axes' answer: the program over fewer axes. `groups`: per merged axis, the
+    original axes it covers; `inputs`, `outs`: the rewritten INPUT and output nodes (the
+    outputs' flat C order is that of the originals, so only their shapes differ);
+    `layouts`: per input, its StridedLayout."""
+    groups: tuple
+    inputs: tuple
+    outs: tuple
+    layouts: tuple
+
+
+def merge_axes(outs, inputs, layouts):
+    """The program computing `outs` from `inputs` (INPUT nodes, with their arrays' layouts:
+    .shape, .strides in bytes, .itemsize, .flags.c_contiguous) over merged axes, or None.
+
+    Where it applies: every reduction reduces one operand of one shape S over the same axes A,
+    no node is a view, and every other node is S, S with 1 on A (keepdims; a reduction over
+    leading axes feeding further work), or one element, after broadcasting's left padding. Two
+    neighbouring axes merge when both are reduced or both kept and memory walks them as one in
+    every input (length 1 in it, or the outer stride the inner one's span)."""
+    nodes = _walk_all(outs)
+    reds = [n for n in nodes if n.op is Op.REDUCE]
+    if not reds or any(n.op is Op.VIEW for n in nodes):
+        return None
+    S, A = reds[0].args[0].shape, tuple(reds[0].attr.axes)
+    nd = len(S)
+    if nd < 2:
+        return None
+    for r in reds:
+        if len(r.args) != 1 or r.args[0].shape != S or tuple(r.attr.axes) != A:
+            return None
+    red = set(A)
+    K = tuple(1 if a in red else n for a, n in enumerate(S))
+    ones = (1,) * nd
+    fed = {id(a) for n in nodes for a in n.args if a is not None}
+
+    def pad(shape):
+        return (1,) * (nd - len(shape)) + tuple(shape) if len(shape) <= nd else None
+    for n in nodes:
+        if n.op is Op.REDUCE and id(n) not in fed:
+            continue  # an output only: any shape its keepdims gives
+        if pad(n.shape) not in (S, K, ones):
+            return None
+    lays = []  # per input: (padded extents, padded byte strides)
+    for node, lay in zip(inputs, layouts):
+        p = pad(node.shape)
+        if p not in (S, K, ones) or tuple(lay.shape) != tuple(node.shape):
+            return None
+        lays.append((p, (0,) * (nd - len(node.shape)) + tuple(lay.strides)))
+    # groups of axes, and per input each group's running (extent, stride of its inner axis)
+    groups = [[0]]
+    runs = [[[e[0], st[0]]] for e, st in lays]
+    for a in range(1, nd):
+        ok = (a in red) == (groups[-1][0] in red)
+        if ok:
+            for (e, st), run in zip(lays, runs):
+                g_e, g_st = run[-1]
+                if not (e[a] == 1 or g_e == 1 or g_st == st[a] * e[a]):
+                    ok = False
+                    break
+        if ok:
+            groups[-1].append(a)
+            for (e, st), run in zip(lays, runs):
+                g = run[-1]
+                if e[a] != 1:
+                    g[1] = st[a]
+                g[0] *= e[a]
+        else:
+            groups.append([a])
+            for (e, st), run in zip(lays, runs):
+                run.append([e[a], st[a]])
+    if len(groups) == nd:
+        return None
+    mS = tuple(math.prod(S[a] for a in g) for g in groups)
+    mA = tuple(i for i, g in enumerate(groups) if g[0] in red)
+    mK = tuple(1 if i in mA else n for i, n in enumerate(mS))
+    kept = tuple(n for i, n in enumerate(mS) if i not in mA)
+
+    def shape_of(n):
+        if n.op is Op.REDUCE:
+            return mK if n.attr.keepdims else kept
+        if n.shape == ():
+            return ()
+        p = pad(n.shape)
+        return mS if p == S else mK if p == K else (1,) * len(mS)
+    memo: dict = {}
+
+    def walk(node):
+        if node is None:
+            return None
+        got = memo.get(id(node))
+        if got is None:
+            args = tuple(walk(a) for a in node.args)
+            attr = node.attr
+            if node.op is Op.REDUCE:
+                attr = replace(attr, axes=mA)
+            got = memo[id(node)] = Node(node.op, args, node.dtype, shape_of(node), attr)
+        return got
+    new_outs = tuple(walk(n) for n in outs)
+    new_inputs = tuple(walk(n) for n in inputs)
+    new_lays = []
+    for node, lay, run in zip(new_inputs, layouts, runs):
+        if node.shape == ():
+            new_lays.append(StridedLayout((), (), lay.itemsize, True))
+        else:
+            new_lays.append(StridedLayout(node.shape, tuple(0 if e == 1 else st for e, st in run),
+                                          lay.itemsize, bool(lay.flags.c_contiguous)))
+    return MergedAxes(tuple(tuple(g) for g in groups), new_inputs, new_outs, tuple(new_lays))
+
+
 # ---- plans in words ----------------------------------------------------------------------------
 def _red_words(node) -> str:
     a = node.attr
     return f"{a.kind} over axes {a.axes} of {tuple(node.args[0].shape)}"
+
+
+def describe_merge(groups) -> str:
+    """merge_axes' groups in words (a plan's first line)."""
+    runs = ", ".join("(" + ", ".join(map(str, g)) + ")" for g in groups if len(g) > 1)
+    return f"axes {runs} run as one each (memory walks them so): {len(groups)} axes in all\n"
 
 
 def describe_rows(rows) -> str:
