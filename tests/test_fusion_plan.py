@@ -922,3 +922,17 @@ def test_fused_plan_names_merged_axes():
     x = xp.ones((4, 3, 5, 6), dtype=xp.float32)
     plan = fuse(lambda a: xp.mean(a * a, axis=(0, 2, 3))).plan(x)
     assert "axes (2, 3) run as one" in plan
+
+
+def test_reduced_index_divides_by_multiplying_where_the_range_is_short():
+    """A range under 2**31 elements decomposes its index by magic numbers; a longer one keeps
+    the 64-bit division."""
+    def source(shape):
+        x = np.lib.stride_tricks.as_strided(np.zeros(1, np.float32), shape,
+                                            (4 * shape[1] * shape[2], 4 * shape[2], 4))
+        g = kred.graph("sum", "float32", "float32", shape, (0, 2), False)
+        return kfusion.programs(g[0], [g[1]], [x], 132, tune=False)[0].source
+    short, long = source((64, 64, 3136)), source((2**16, 2, 2**16))
+    magic = "__umulhi((unsigned)r"  # the reduced index's (the header has a magic divide too)
+    assert magic in short and "% g.v" not in short
+    assert magic not in long and "% g.v" in long

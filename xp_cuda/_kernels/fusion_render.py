@@ -14,7 +14,7 @@ import contextlib
 
 import numpy as np
 
-from .elementwise import CTYPES, _op_struct
+from .elementwise import CTYPES, _op_struct, fast_divisor
 from .fusion_ir import Op, Take
 from .fusion_plan import ROW_RESIDENT_THREADS, STRUCT_ACC, THREADS, size
 
@@ -311,8 +311,11 @@ _PRINT = {Op.CONST: _Values._const, Op.PARAM: _Values._param, Op.INPUT: _Values.
           Op.REDUCE: _Values._reduce}
 
 
-def _decompose(vals, var, axes_dims, prefix, lines):
-    """C-order coordinates of flat index `var` over (axis, size, slot key) triples."""
+def _decompose(vals, var, axes_dims, prefix, lines, small=False):
+    """C-order coordinates of flat index `var` over (axis, size, slot key) triples. ``small``:
+    var < 2**31 (a reduced range's index where the range is that short): each division by a
+    length is elementwise.cuh's multiply and shift (fast_divisor; a load each in a reduction
+    over (0, 2) of (N, C, H*W): the 64-bit division and remainder held the loop's issue)."""
     coords = {}
     live = [(a, n, key) for a, n, key in axes_dims if n != 1]
     for a, n, key in axes_dims:
@@ -327,7 +330,14 @@ def _decompose(vals, var, axes_dims, prefix, lines):
     lines.append(f"long long {r} = {var};")
     for a, n, key in reversed(live[1:]):
         d = vals.slot(key, n)
-        lines.append(f"const long long {prefix}{a} = {r} % {d}; {r} /= {d};")
+        if small:
+            f = vals.slot(("fast",) + key, fast_divisor(n))
+            lines.append(f"const unsigned {prefix}q{a} = (__umulhi((unsigned){r}, (unsigned){f})"
+                         f" + (unsigned){r}) >> (unsigned)({f} >> 32);")
+            lines.append(f"const long long {prefix}{a} = {r} - (long long){prefix}q{a} * {d}; "
+                         f"{r} = {prefix}q{a};")
+        else:
+            lines.append(f"const long long {prefix}{a} = {r} % {d}; {r} /= {d};")
         coords[a] = f"{prefix}{a}"
     coords[live[0][0]] = r
     return coords
@@ -1164,7 +1174,7 @@ def _reduce_scalar_loop(e, vals, red, x, kc, nd, acc):
         else:
             pre = []
             rc = _decompose(vals, var, [(a, x.shape[a], ("rdim", j, a)) for a in red.axes],
-                            f"r{var}_", pre)
+                            f"r{var}_", pre, small=red.M < 2**31)
             vals.lines = pre + vals.lines
             allc = dict(kc)
             allc.update(rc)
