@@ -1190,8 +1190,10 @@ def merge_axes(outs, inputs, layouts):
         if got is None:
             args = tuple(walk(a) for a in node.args)
             attr = node.attr
-            if node.op is Op.REDUCE:
-                attr = replace(attr, axes=mA)
+            if node.op is Op.REDUCE:  # (its eager call's axis too: the program replays alike)
+                kw = tuple((k, v if k != "axis" or v is None else mA[0] if type(v) is int
+                            else mA) for k, v in attr.eager_kwargs)
+                attr = replace(attr, axes=mA, eager_kwargs=kw)
             got = memo[id(node)] = Node(node.op, args, node.dtype, shape_of(node), attr)
         return got
     new_outs = tuple(walk(n) for n in outs)
