@@ -1072,9 +1072,40 @@ def _walk_all(outs):
 
 # ---- merged axes --------------------------------------------------------------------------------
 # A reduction over several neighbouring axes (the batch and the pixels of images: (0, 2, 3) of
-# NCHW) divides every reduced index by the inner axes' lengths, a 64-bit division a load. Where
-# memory walks neighbouring axes as one in every input, a program runs over fewer axes instead:
-# the eager reductions' rule (reduction.merge_dims), for a whole fused program.
+# NCHW) splits every reduced index into the axes' coordinates, a division a load. Where memory
+# walks neighbouring axes as one in every input, a program runs over fewer axes instead: one
+# rule (merge_groups) for the eager reductions (reduction.merge_dims) and fused programs
+# (merge_axes). H200, prod over axes (0, 1) of a (64, 64, 16384) float32: 0.175 ms, over axis 0
+# of (4096, 16384): 0.079.
+
+
+def merge_groups(shape, strides_sets, axes):
+    """(groups, merged strides) of `shape`'s axes: each group a run of neighbouring axes that
+    are all reduced (in `axes`) or all kept, and that memory walks as one in every stride tuple
+    of `strides_sets` (an input's byte strides over `shape`, 0 where it broadcasts): of two
+    neighbours one has length 1, or the outer one's stride is the inner one's span. The merged
+    strides: per stride tuple, each group's innermost stride (that of its last axis longer
+    than 1). The kept axes keep their order, so a flat output is the same."""
+    red = set(axes)
+    groups = [[0]]
+    runs = [[[shape[0], st[0]]] for st in strides_sets]  # per tuple: per group [length, stride]
+    for a in range(1, len(shape)):
+        n = shape[a]
+        ok = (a in red) == (groups[-1][0] in red) and all(
+            n == 1 or run[-1][0] == 1 or run[-1][1] == st[a] * n
+            for st, run in zip(strides_sets, runs))
+        if ok:
+            groups[-1].append(a)
+            for st, run in zip(strides_sets, runs):
+                if n != 1:
+                    run[-1][1] = st[a]
+                run[-1][0] *= n
+        else:
+            groups.append([a])
+            for st, run in zip(strides_sets, runs):
+                run.append([n, st[a]])
+    return (tuple(tuple(g) for g in groups),
+            tuple(tuple(g[1] for g in run) for run in runs))
 
 
 @dataclass(frozen=True)
@@ -1139,34 +1170,14 @@ def merge_axes(outs, inputs, layouts):
             continue  # an output only: any shape its keepdims gives
         if pad(n.shape) not in (S, K, ones):
             return None
-    lays = []  # per input: (padded extents, padded byte strides)
+    bstrides = []  # per input: its byte strides over S (0 where it broadcasts)
     for node, lay in zip(inputs, layouts):
         p = pad(node.shape)
         if p not in (S, K, ones) or tuple(lay.shape) != tuple(node.shape):
             return None
-        lays.append((p, (0,) * (nd - len(node.shape)) + tuple(lay.strides)))
-    # groups of axes, and per input each group's running (extent, stride of its inner axis)
-    groups = [[0]]
-    runs = [[[e[0], st[0]]] for e, st in lays]
-    for a in range(1, nd):
-        ok = (a in red) == (groups[-1][0] in red)
-        if ok:
-            for (e, st), run in zip(lays, runs):
-                g_e, g_st = run[-1]
-                if not (e[a] == 1 or g_e == 1 or g_st == st[a] * e[a]):
-                    ok = False
-                    break
-        if ok:
-            groups[-1].append(a)
-            for (e, st), run in zip(lays, runs):
-                g = run[-1]
-                if e[a] != 1:
-                    g[1] = st[a]
-                g[0] *= e[a]
-        else:
-            groups.append([a])
-            for (e, st), run in zip(lays, runs):
-                run.append([e[a], st[a]])
+        st = (0,) * (nd - len(node.shape)) + tuple(lay.strides)
+        bstrides.append(tuple(0 if e == 1 else t for e, t in zip(p, st)))
+    groups, mstrides = merge_groups(S, bstrides, A)
     if len(groups) == nd:
         return None
     mS = tuple(math.prod(S[a] for a in g) for g in groups)
@@ -1199,13 +1210,13 @@ def merge_axes(outs, inputs, layouts):
     new_outs = tuple(walk(n) for n in outs)
     new_inputs = tuple(walk(n) for n in inputs)
     new_lays = []
-    for node, lay, run in zip(new_inputs, layouts, runs):
+    for node, lay, st in zip(new_inputs, layouts, mstrides):
         if node.shape == ():
             new_lays.append(StridedLayout((), (), lay.itemsize, True))
         else:
-            new_lays.append(StridedLayout(node.shape, tuple(0 if e == 1 else st for e, st in run),
-                                          lay.itemsize, bool(lay.flags.c_contiguous)))
-    return MergedAxes(tuple(tuple(g) for g in groups), new_inputs, new_outs, tuple(new_lays))
+            new_lays.append(StridedLayout(node.shape, st, lay.itemsize,
+                                          bool(lay.flags.c_contiguous)))
+    return MergedAxes(groups, new_inputs, new_outs, tuple(new_lays))
 
 
 # ---- plans in words ----------------------------------------------------------------------------
