@@ -35,9 +35,9 @@ from ._runtime import (NP_TYPES, compile_cubins, device_arch, device_info, drive
 from .elementwise import CTYPES, OPTIONS, _op_struct, header  # noqa: F401  (names kept)
 from .fusion_ir import Graph, Op  # noqa: F401
 from .fusion_plan import (COL_GROUPS, CONFIGS, RED_WAVES, THREADS, ContiguousLayout,  # noqa: F401
-                          ProgramPlan, describe_merge, describe_rows, describe_stages, input_layouts, itemsize,
-                          lower, merge_axes, online_sumexp, plan_kernel, plan_rows, size,
-                          split_stages)
+                          ProgramPlan, describe_merge, describe_rows, describe_stages,
+                          input_layouts, itemsize, lower, merge_axes, online_sumexp, plan_kernel,
+                          plan_rows, size, split_stages)
 from .fusion_render import FLAT, NO_ALIAS, identity, literal, render, render_rows  # noqa: F401
 
 TUNE_MIN_BYTES = 2**25  # operand bytes from which a launch is long enough to time (~8 us)
