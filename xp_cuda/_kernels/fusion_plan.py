@@ -22,8 +22,8 @@ The reduced operand may be any elementwise expression of the inputs (a prologue,
 same coordinates); argmax/argmin and var/std carry a struct accumulator (STRUCT_ACC), planned
 the same way, their partials held as 8-byte words.
 
-Whole programs (reductions feeding further work) go through more passes first (lower,
-split_stages, plan_rows, online_sumexp: see "whole programs" below) into a ProgramPlan: one
+Whole programs (reductions feeding further work) go through more passes first (merge_axes,
+lower, split_stages, plan_rows, online_sumexp: see "whole programs" below) into a ProgramPlan: one
 kernel as above per reduction depth, or one row kernel (RowPlan) for the whole program.
 """
 from __future__ import annotations
@@ -497,7 +497,9 @@ def plan_kernel(kernel_outs, inputs, sms, config) -> KernelPlan:
 
 # ---- whole programs: reductions that feed further work ----------------------------------------
 # A fused function is a DAG whose reductions may feed elementwise work and further reductions
-# (softmax: max, then sum of exp(x - max), then a division). Four passes, each pure:
+# (softmax: max, then sum of exp(x - max), then a division). Five passes, each pure:
+#   merge_axes    (first, where it applies: see "merged axes" below) the program over fewer
+#                 axes, neighbours that memory walks as one in every input run as one
 #   lower         rewrites the traced forms the generator has no section for (vector_norm,
 #                 vecdot) into its own (a prologue of elementwise nodes, a sum with an epilogue)
 #   split_stages  ends a kernel at every reduction whose value feeds other nodes: kernel k
