@@ -52,7 +52,8 @@ def red(shape, axes, kind="sum", dt="float32", strides=None):
     ((100,), (0,), (1, 100, True, 4, 1, 100, 64, 1, True, 4)),  # ROW_LANE_ELEMS a lane
     ((2**20, 64), (1,), (2**20, 64, True, 4, 1, 64, 64, 16384, True, 4)),  # short rows
     ((16, 2**20), (0,), (2**20, 16, False, 1, 1, 16, 256, 4096, False, 1)),  # short columns
-    ((6, 5, 4), (0, 2), (5, 24, True, 4, 1, 24, 64, 1, False, 1)),  # innermost reduced
+    # innermost reduced, a kept axis before it: vectors of runs of 4 (ReducePlan.seg)
+    ((6, 5, 4), (0, 2), (5, 24, True, 4, 1, 24, 64, 1, False, 4)),
     ((20011, 3), (0,), (3, 20011, False, 64, 9, 2224, 4, 9, False, 1)),  # column
     ((3, 4001, 5), (1,), (15, 4001, False, 16, 7, 576, 16, 7, False, 1)),  # middle axis
     ((2**20, 256), (0,), (256, 2**20, False, 8, 99, 10592, 32, 792, False, 1)),

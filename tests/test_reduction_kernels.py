@@ -380,6 +380,60 @@ def test_word_vector_programs_compile_with_nvrtc():
         assert f".entry {p_.name}(" in ptx
 
 
+# (shape, axes) whose innermost reduced axis is a contiguous run of whole 16-byte vectors with
+# a kept axis before it: the segmented vector path (fusion_plan.RED_VECTOR_BYTES, ReducePlan.seg)
+_SEGMENTED = [((8, 6, 64), (0, 2)), ((2, 3, 4, 5, 32), (0, 2, 4)), ((3, 1, 7, 16), (0, 1, 3)),
+              ((64, 64, 3136), (0, 2))]
+
+
+def _segmented_graphs(dt, shape, axes):
+    """(name, (graph, out)) of every kind that reduces `dt` over several axes."""
+    if dt == "bool":
+        return [(k, kred.graph(k, dt, dt, shape, axes, False)) for k in ("any", "all")]
+    kinds = ("sum", "prod") if dt.startswith("complex") else ("sum", "prod", "max", "min")
+    out = [(k, kred.graph(k, dt, dt, shape, axes, False)) for k in kinds]
+    if dt.startswith("float"):
+        out += [(k, kred.moments_graph(k, dt, shape, axes, 1, False, dt)) for k in ("var", "std")]
+    if not dt.startswith(("int", "uint")):
+        rd = {"complex64": "float32"}.get(dt, dt)
+        out.append(("norm", kred.norm_graph(dt, shape, 2, axes, False, rd)))
+    return out
+
+
+@pytest.mark.skipif(_nvrtc_reason() is not None, reason="NVRTC not available")
+def test_segmented_vector_programs_compile_with_nvrtc():
+    """Every kind over (N, C, L)-like layouts takes the vector path through the runs of its
+    innermost reduced axis: one division a vector (its address), words where the kind has
+    them; every such kernel compiles. Runs of part of a vector, a strided input and a flat
+    range keep the paths they had."""
+    from xp_cuda._kernels import nvrtc_compile
+    progs = []
+    for dt in ("float32", "float64", "int8", "int16", "uint8", "bool", "complex64"):
+        isz = np.dtype(dt).itemsize
+        for shape, axes in _SEGMENTED:
+            for kind, g in _segmented_graphs(dt, shape, axes):
+                p = _program(g, fake(shape, isz), name=f"s{len(progs)}")
+                r = p.plan.reductions[0]
+                assert r.seg and not r.flat and r.vec == max(1, 16 // isz), (kind, dt, shape)
+                assert "XpPack<" in p.kernel, (kind, dt, shape)
+                if shape[-1] > r.vec:  # a vector's run and place: one multiply and shift
+                    assert "const unsigned sv0_q" in p.kernel, (kind, dt, shape)
+                progs.append(p)
+    assert {p.plan.reductions[0].words for p in progs} == {0, 4}  # int8 max, bool any: words
+    for shape, axes, x in (((8, 6, 66), (0, 2), fake((8, 6, 66), 4)),  # 66: half a vector
+                           ((8, 6, 64), (0, 2), fake((8, 6, 64), 4, (4, 8 * 64 * 4, 4 * 8))),
+                           ((8, 6, 64), (1, 2), fake((8, 6, 64), 4))):  # flat: rows
+        r = _program(kred.graph("sum", "float32", "float32", shape, axes, False),
+                     x).plan.reductions[0]
+        assert not r.seg, (shape, axes, x.strides)
+    for s in range(0, len(progs), 32):
+        chunk = progs[s:s + 32]
+        ptx = nvrtc_compile(kfusion.translation_unit(chunk), name=f"seg_{s}.cu",
+                            options=kfusion.OPTIONS)
+        for p_ in chunk:
+            assert f".entry {p_.name}(" in ptx
+
+
 # ---- on a GPU, against NumPy ----------------------------------------------------------------
 needs_gpu = [pytest.mark.cuda,
              pytest.mark.skipif(cuda_device_count() == 0, reason="no usable CUDA GPU here")]
@@ -974,3 +1028,59 @@ def test_merged_axes_match_numpy(rng, dt):
 
 for _m in needs_gpu:
     test_merged_axes_match_numpy = _m(test_merged_axes_match_numpy)
+
+
+@pytest.mark.parametrize("dt", ["float32", "float64", "int8", "int16", "uint8", "bool",
+                                "complex64"])
+def test_segmented_vector_path_matches_numpy(rng, dt):
+    """Reductions over (N, C, L)-like layouts (the segmented vector path), keepdims, a split
+    range, and the same values one element off alignment (the element loop) equal NumPy's."""
+    import xp_cuda as xp
+    from helpers import to_numpy
+    dev = Device("cuda", 0)
+    floating = dt.startswith(("float", "complex"))
+    for shape, axes in _SEGMENTED + [((96, 8, 4096), (0, 2))]:  # the last splits its ranges
+        n = int(np.prod(shape))
+        if dt == "bool" or not floating:
+            flat = _random(rng, (n + 1,), dt, special=False)
+        else:  # near 1: products of thousands stay in range
+            flat = 1 + 0.01 * rng.standard_normal(n + 1)
+            if dt.startswith("complex"):
+                flat = flat + 0.01j * rng.standard_normal(n + 1)
+            flat = flat.astype(dt)
+        whole = xp.asarray(flat, device=dev)
+        for where, x, a in (("aligned", xp.reshape(whole[:n], shape), flat[:n].reshape(shape)),
+                            ("offset", xp.reshape(whole[1:], shape), flat[1:].reshape(shape))):
+            w = a.astype(np.complex128 if dt.startswith("complex") else np.float64) \
+                if floating else a
+            calls = [("any", np.any), ("all", np.all)] if dt == "bool" else \
+                [("sum", np.sum), ("prod", np.prod)]
+            if dt != "bool" and not dt.startswith("complex"):
+                calls += [("max", np.max), ("min", np.min)]
+            if floating:
+                calls.append(("mean", np.mean))
+            for keep in (False, True):
+                msg = f"{dt} {shape} {axes} {where} keepdims={keep}"
+                for name, ref in calls:
+                    got = to_numpy(getattr(xp, name)(x, axis=axes, keepdims=keep))
+                    want = ref(w, axis=axes, keepdims=keep)
+                    assert got.shape == want.shape, msg
+                    if floating:  # complex64 multiplies in complex64: ~1e-7 a factor
+                        rtol = {"float64": 1e-12, "float32": 2e-5}.get(dt, 2e-4)
+                        np.testing.assert_allclose(got, want, rtol=rtol, err_msg=f"{name} {msg}")
+                    else:
+                        np.testing.assert_array_equal(got, want, err_msg=f"{name} {msg}")
+                if dt.startswith("float"):
+                    for name, ref in (("var", np.var), ("std", np.std)):
+                        got = to_numpy(getattr(xp, name)(x, axis=axes, correction=1,
+                                                         keepdims=keep))
+                        want = ref(w, axis=axes, ddof=1, keepdims=keep)
+                        np.testing.assert_allclose(got, want, rtol=1e-4, err_msg=f"{name} {msg}")
+                if floating:
+                    got = to_numpy(xp.linalg.vector_norm(x, axis=axes, keepdims=keep))
+                    want = np.sqrt(np.sum(np.abs(w) ** 2, axis=axes, keepdims=keep))
+                    np.testing.assert_allclose(got, want, rtol=2e-5, err_msg=f"norm {msg}")
+
+
+for _m in needs_gpu:
+    test_segmented_vector_path_matches_numpy = _m(test_segmented_vector_path_matches_numpy)

@@ -71,6 +71,11 @@ COL_GROUPS = 32  # at most this many neighbouring outputs per block (innermost a
 # 64 or 128: (2^22, 64) 0.94 -> 0.71, (2^20, 256) 1.03 -> 0.95 / 0.73 (2 waves)
 MAX_GRID = 2**31 - 1  # one thread per vector or element: see elementwise.MAX_GRID
 RED_VECTOR_BYTES = 16  # the reduction's vector path reads 16-byte vectors, two in flight
+# A row-like reduction of a contiguous x whose kept axes are not all leading ((N, C, H*W) over
+# (0, 2): image statistics once merge_axes/merge_dims have run) takes the vector path too
+# (ReducePlan.seg) where the innermost axis holds whole vectors: vector t of output p's range
+# is run t // (L / vec) at position t % (L / vec), one multiply-and-shift division a vector
+# where the element-wise loop divided once an element and read 4 bytes at a time.
 # The element-wise loop (columns, strided operands) keeps this many bytes of loads in flight per
 # lane, 4 to 16 elements a step: a memory-bound loop needs ~20 KiB in flight per SM, and four
 # 1-byte loads per thread left any(axis=0) of a (8192, 8192) bool at 0.28 of the copy rate.
@@ -220,6 +225,8 @@ class ReducePlan:
     # per row from every input (flat_inputs); 1: one output per lane
     words: int = 0  # 4-byte words of a lane's row (colvec > 1) or vector (the vector path)
     # that combine as words (WORD_KINDS); 0: none
+    seg: bool = False  # the vector path over the innermost reduced axis's contiguous runs
+    # (x contiguous, a kept axis before a reduced one: (N, C, H*W) over (0, 2)); see RED_VECTOR_BYTES
 
 
 @dataclass(frozen=True)
@@ -458,7 +465,9 @@ def plan_reduction(node, j, r, strides_ok, inputs, sms) -> ReducePlan:
             colvec * itemsize(x.dtype.name) % 4 == 0:
         words = colvec * itemsize(x.dtype.name) // 4
     fin, vec = cfin, 1
-    if flat:
+    seg = row_like and not flat and bool(xin) and contiguous(x, x.shape, strides_ok) and \
+        x.shape[-1] % max(1, RED_VECTOR_BYTES // xwide) == 0
+    if flat or seg:
         fin = xin
         if fin:
             vec = max(1, RED_VECTOR_BYTES // xwide)
@@ -468,7 +477,8 @@ def plan_reduction(node, j, r, strides_ok, inputs, sms) -> ReducePlan:
                 # (no axis reduced: every axis kept is both leading and trailing)
                 words = RED_VECTOR_BYTES // 4
     return ReducePlan(j, r, kind, acc, node.dtype.name, tuple(axes), kept, P, M, row_like, G, S,
-                      chunk, per, blocks, flat, fin, vec, scratch, unroll, colvec, words)
+                      chunk, per, blocks, flat, fin, vec, scratch, unroll, colvec, words,
+                      seg and vec > 1)
 
 
 def plan_kernel(kernel_outs, inputs, sms, config) -> KernelPlan:

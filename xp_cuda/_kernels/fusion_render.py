@@ -716,7 +716,7 @@ def _reduce_head(e, vals, red, acc):
 
 
 _GEOMETRY = ("axes", "P", "M", "row_like", "G", "S", "chunk", "per", "blocks", "flat", "vec",
-             "colvec")
+             "colvec", "seg")
 
 
 def _max_rides(plan, outs) -> dict:
@@ -769,9 +769,9 @@ def _reduce_section(vals, plan, red, node, max_out=None):
                 kc = _decompose(vals, "p", [(a, x.shape[a], ("kdim", j, a)) for a in red.kept],
                                 f"k{j}_", pre)
                 e.lines(pre)
-                vec = red.vec if red.flat else 1
+                vec = red.vec if red.flat or red.seg else 1
                 if vec > 1:
-                    _reduce_vector_path(e, vals, plan, red, x, acc)
+                    _reduce_vector_path(e, vals, plan, red, x, acc, kc)
                     e.line("} else {")
                 _reduce_scalar_loop(e, vals, red, x, kc, nd, acc)
                 if vec > 1:
@@ -851,7 +851,7 @@ def _step_loads(e, k, pk, U):
 def _word_loops(e, red, x, step, n, loads, rest, rest_at):
     """A lane's word accumulators aw[red.words] of an input of fusion_plan.WORD_KINDS: the
     loop `step` (its n packs p{k}[u] issued by `loads`), then the loop `rest` over one pack
-    at index `rest_at`. Returns the kind's element-from-word template (_WORD_OPS)."""
+    at the index `rest_at()` returns (after printing any lines it needs). Returns the kind's element-from-word template (_WORD_OPS)."""
     W, k = red.words, x.attr.pos
     op, ident, elem = _WORD_OPS[(red.kind, x.dtype.name)]
     pk = f"XpPack<unsigned int, {W}>"
@@ -866,7 +866,7 @@ def _word_loops(e, red, x, step, n, loads, rest, rest_at):
             e.line(f"for (int w = 0; w < {W}; ++w) aw[w] = "
                    f"{op.format(a='aw[w]', b=f'p{k}[u].v[w]')};")
     with e.block(rest):
-        e.line(f"const {pk} q{k} = reinterpret_cast<const {pk}*>(in{k})[{rest_at}];")
+        e.line(f"const {pk} q{k} = reinterpret_cast<const {pk}*>(in{k})[{rest_at()}];")
         e.pragma("#pragma unroll")
         e.line(f"for (int w = 0; w < {W}; ++w) aw[w] = "
                f"{op.format(a='aw[w]', b=f'q{k}.v[w]')};")
@@ -880,7 +880,7 @@ def _colvec_words(e, red, x, V, U):
     pk = f"XpPack<unsigned int, {W}>"
     elem = _word_loops(e, red, x, f"for (; jj + {U - 1} * G < jend; jj += {U} * G) {{", U,
                        lambda: _step_loads(e, k, pk, U), "for (; jj < jend; jj += G) {",
-                       "jj * PV + p")
+                       lambda: "jj * PV + p")
     e.pragma("#pragma unroll")
     word = f"aw[(q * {isz}) / 4] >> (8 * ((q * {isz}) % 4))"
     e.line(f"for (int q = 0; q < {V}; ++q) acc[q] = {elem.format(w=word)};")
@@ -1043,28 +1043,56 @@ def _tree(e, comb, row_like, value="acc"):
         e.line("__syncthreads();")
 
 
-def _reduce_vector_path(e, vals, plan, red, x, acc):
+def _vector_address(vals, red, x, kc):
+    """The vector path's address of vector `var` of output p's range, in vectors, as
+    (lines, expression) for a name suffix: base + var where the range is flat; with red.seg
+    (fusion_plan.RED_VECTOR_BYTES) its run and position, one division by the run's vectors,
+    scaled by the contiguous x's strides. Sets the branch's `base` line first."""
+    V, j, nd = red.vec, red.out, len(x.shape)
+    if not red.seg:
+        base = f"p * (M / {V})" if red.kept else "0"
+        return f"const long long base = {base};", lambda var, sfx: ([], f"base + {var}")
+    shape = x.shape
+    cs = [int(np.prod(shape[a + 1:], dtype=np.int64)) for a in range(nd)]  # C strides
+    base = " + ".join(f"{kc[a]} * {vals.slot(('segs', j, a), cs[a] // V)}"
+                      for a in red.kept if kc[a] != "0") or "0"
+
+    def address(var, sfx):
+        lines = []
+        dims = [(a, shape[a], ("rdim", j, a)) for a in red.axes[:-1]]
+        dims.append((nd - 1, shape[-1] // V, ("segv", j)))
+        rc = _decompose(vals, var, dims, f"sv{sfx}_", lines, small=red.M < 2**31)
+        terms = [f"{rc[a]} * {vals.slot(('segs', j, a), cs[a] // V)}"
+                 for a in red.axes[:-1] if rc[a] != "0"]
+        return lines, " + ".join(["base"] + terms + [rc[nd - 1]])
+    return f"const long long base = {base};", address
+
+
+def _reduce_vector_path(e, vals, plan, red, x, acc, kc):
     """The loop's vector branch (inputs aligned, rows of whole vectors): each lane reads
     16-byte vectors of every input, VEC_STEPS in flight (BATCH_VEC_STEPS for batched kinds),
     then the rest one at a time. Leaves the branch open for the scalar one. Elements are taken
     in index order: one by one, or (batched kinds) as one batch per step."""
     V = red.vec
     comb = acc.comb
+    base, address = _vector_address(vals, red, x, kc)
     vals.start("pack", "0")
     v = vals.val(x, FLAT)
     inner = vals.lines
     ins = red.flat_inputs
     packs = {k: _pack(plan.input(k).dtype, V) for k in ins}
     al = _aligned([(f"in{k}", V * plan.input(k).itemsize) for k in ins])
-    al = f"{al} && (M % {V}) == 0"
-    kept = bool(red.kept)
+    if red.seg:  # whole vectors in every run (the plan's shape; the slot's, for any other)
+        al = f"{al} && ({vals.slot(('rdim', red.out, len(x.shape) - 1), x.shape[-1])} % {V}) == 0"
+    else:
+        al = f"{al} && (M % {V}) == 0"
     e.line(f"if ({al}) {{")
     e.indent += 2
-    e.line(f"const long long base = {'p * (M / ' + str(V) + ')' if kept else '0'};")
+    e.line(base)
     e.line(f"const long long vend = min(s * chunk + chunk, M) / {V};")
     e.line(f"long long jv = s * chunk / {V} + lane;")
     if red.words:
-        _vector_words(e, red, x, acc)
+        _vector_words(e, red, x, acc, address)
         e.indent -= 2
         return
     bt = acc.item_type
@@ -1083,10 +1111,11 @@ def _reduce_vector_path(e, vals, plan, red, x, acc):
     N = BATCH_VEC_STEPS if acc.batched else VEC_STEPS
     off = ["", " + G"] + [f" + {u} * G" for u in range(2, N)]  # vector u's offset from jv
     with e.block(f"for (; jv{off[N - 1]} < vend; jv += {N} * G) {{"):
+        at = _addresses(e, address, [f"jv{o}" for o in off[:N]])
         for k, pk in packs.items():
             e.line(f"{pk} p{k}[{N}];")
             for u in range(N):
-                e.line(f"p{k}[{u}] = reinterpret_cast<const {pk}*>(in{k})[base + jv{off[u]}];")
+                e.line(f"p{k}[{u}] = reinterpret_cast<const {pk}*>(in{k})[{at[u]}];")
         if acc.batched:
             e.line(f"{bt} xb[{N * V}];")
         e.pragma("#pragma unroll")
@@ -1104,9 +1133,10 @@ def _reduce_vector_path(e, vals, plan, red, x, acc):
     # the rest: at most one vector when N is 2 (an `if`, the source the shipped cubins hold)
     with e.block("for (; jv < vend; jv += G) {" if N > 2 else "if (jv < vend) {"):
         e.line("const int u = 0;")
+        (at,) = _addresses(e, address, ["jv"])
         for k, pk in packs.items():
             e.line(f"{pk} p{k}[1];")
-            e.line(f"p{k}[0] = reinterpret_cast<const {pk}*>(in{k})[base + jv];")
+            e.line(f"p{k}[0] = reinterpret_cast<const {pk}*>(in{k})[{at}];")
         if acc.batched:
             e.line(f"{bt} xb[{V}];")
         if nxt:
@@ -1135,7 +1165,17 @@ def _reduce_vector_path(e, vals, plan, red, x, acc):
 WORD_VEC_STEPS = 4
 
 
-def _vector_words(e, red, x, acc):
+def _addresses(e, address, vars_) -> list:
+    """Prints the lines of each vector's address (_vector_address); returns the expressions."""
+    out = []
+    for u, var in enumerate(vars_):
+        lines, at = address(var, u)
+        e.lines(lines)
+        out.append(at)
+    return out
+
+
+def _vector_words(e, red, x, acc, address):
     """The vector branch's loops (its geometry base, vend, jv set) for an input whose 16-byte
     vectors combine as red.words 4-byte words (any/all of bool, max/min of 8- and 16-bit
     integers): WORD_VEC_STEPS vectors in flight, one
@@ -1148,11 +1188,16 @@ def _vector_words(e, red, x, acc):
     off = ["", " + G"] + [f" + {u} * G" for u in range(2, N)]
 
     def loads():
+        at = _addresses(e, address, [f"jv{o}" for o in off[:N]])
         e.line(f"{pk} p{k}[{N}];")
         for u in range(N):
-            e.line(f"p{k}[{u}] = reinterpret_cast<const {pk}*>(in{k})[base + jv{off[u]}];")
+            e.line(f"p{k}[{u}] = reinterpret_cast<const {pk}*>(in{k})[{at[u]}];")
+
+    def rest():
+        (at,) = _addresses(e, address, ["jv"])
+        return at
     elem = _word_loops(e, red, x, f"for (; jv{off[N - 1]} < vend; jv += {N} * G) {{", N, loads,
-                       "for (; jv < vend; jv += G) {", "base + jv")
+                       "for (; jv < vend; jv += G) {", rest)
     e.pragma("#pragma unroll")
     e.line(f"for (int i = 0; i < {W * 4 // isz}; ++i) acc = {acc.comb}(acc, "
            f"{elem.format(w=f'aw[i / {4 // isz}] >> ({8 * isz} * (i % {4 // isz}))')});")
