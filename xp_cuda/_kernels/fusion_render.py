@@ -1058,13 +1058,13 @@ def _vector_address(vals, red, x, kc):
                       for a in red.kept if kc[a] != "0") or "0"
 
     def address(var, sfx):
-        lines = []
+        lines, var = [], f"({var})"  # a term of a sum, or a coordinate times a stride
         dims = [(a, shape[a], ("rdim", j, a)) for a in red.axes[:-1]]
         dims.append((nd - 1, shape[-1] // V, ("segv", j)))
         rc = _decompose(vals, var, dims, f"sv{sfx}_", lines, small=red.M < 2**31)
         terms = [f"{rc[a]} * {vals.slot(('segs', j, a), cs[a] // V)}"
                  for a in red.axes[:-1] if rc[a] != "0"]
-        return lines, " + ".join(["base"] + terms + [rc[nd - 1]])
+        return lines, " + ".join(["base"] + terms + [rc[nd - 1]] * (rc[nd - 1] != "0"))
     return f"const long long base = {base};", address
 
 
