@@ -136,7 +136,7 @@ def test_reduction_vector_width_by_dtype_and_layout():
         assert r.colvec == colvec, (dt, shape, r.colvec)
     assert red((64, 1024), (0,), "any", "bool", strides=(1, 64)).reductions[0].colvec == 1
     # max and min of few narrow columns: 16-byte vectors of 2-byte outputs, 4-byte vectors of
-    # 1-byte ones; any/all of bool (words) too (not sum, nor any of int16: measured slower)
+    # 1-byte ones; any/all of bool (words) too (not any of int16: measured slower)
     for kind, dt, shape, colvec in (("max", "int16", (2**22, 64), 8),
                                     ("min", "uint16", (2**23, 32), 8),
                                     ("any", "int16", (2**22, 64), 1),
@@ -150,8 +150,15 @@ def test_reduction_vector_width_by_dtype_and_layout():
                                     ("max", "int16", (64, 2**20), 4)):  # many: COL_VECTOR
         r = red(shape, (0,), kind=kind, dt=dt).reductions[0]
         assert r.colvec == colvec, (kind, dt, shape, r.colvec)
-    wide = kred.program("sum", "int16", "int64", fake((2**22, 64), 2, None), (0,), False, SMS)
-    assert wide.plan.reductions[0].colvec == 1
+    # sums of few 2-byte columns into int64: 8-byte vectors (NARROW_SUM_BYTES); 1-byte: one
+    for dt, shape, acc, colvec in (("int16", (2**22, 64), "int64", 4),
+                                   ("uint16", (2**23, 32), "uint64", 4),
+                                   ("int16", (2**22, 6), "int64", 2),
+                                   ("int8", (2**22, 64), "int64", 1),
+                                   ("uint8", (2**24, 16), "uint64", 1)):
+        p = kred.program("sum", dt, acc, fake(shape, np.dtype(dt).itemsize, None), (0,), False,
+                         SMS)
+        assert p.plan.reductions[0].colvec == colvec, (dt, shape)
     # max/min of narrow integers and any/all of bool, read from the input itself, combine
     # whole 4-byte words of their row (colvec * itemsize / 4 of them)
     for kind, dt, shape, words in (("max", "int8", (2**22, 64), 1), ("min", "uint16",

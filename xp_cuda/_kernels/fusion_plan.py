@@ -107,7 +107,7 @@ WIDE_PRODUCT_VECTOR = 2
 # runs, one output a lane / 8 (torch): max of (2^22, 64) 0.387-0.393 / 0.229-0.231 (0.223),
 # min of (2^23, 32) uint16 0.287 / 0.204-0.209, max of (2^24, 4) 0.115 / 0.071-0.073 (4 a
 # lane), of (2^22, 12) 0.109 / 0.081-0.084. Not for sum (8 int64 accumulators a lane: 0.214
-# -> 0.249) nor any/all of int16 (0.214 -> 0.242), which run at 0.75 waves: with 8 a lane
+# -> 0.249; 4 a lane won: NARROW_SUM_BYTES) nor any/all of int16 (0.214 -> 0.242), which run at 0.75 waves: with 8 a lane
 # max/min at 0.75 waves ran 0.252-0.259 against 0.229-0.231 at their 0.5. Lanes of 1-byte
 # columns (int8, uint8) read one 4-byte vector of 4 outputs: max of (2^22, 64) int8 0.353 ->
 # 0.225 (torch 0.237), min of (2^22, 128) 0.71-0.72 -> 0.42 (0.61), of (2^23, 32) uint8
@@ -123,6 +123,12 @@ WIDE_PRODUCT_VECTOR = 2
 # int16 0.048-0.055 -> 0.051, (65536, 1024) int16 0.067-0.068 -> 0.064.
 NARROW_COLUMN_BYTES = {1: 4, 2: 16}  # input itemsize -> the bytes of a lane's vector
 NARROW_COLUMN_KINDS = ("max", "min")  # and any (kind, dtype) of WORD_KINDS
+# sum of 2-byte columns: 8 bytes (4 int64 accumulators) a lane, all 4 of a step's loads issued
+# before the first add (kernel_sass), where one a lane held 8 bytes in flight. H200, two runs,
+# ms, one / 4 a lane: int16 (2^22, 64) 0.219-0.223 / 0.165-0.169, (2^23, 32) 0.228-0.243 /
+# 0.146-0.148; float32 control unchanged. 1-byte columns lost (int8 (2^22, 64) 0.157-0.168 ->
+# 0.165-0.185 at 4 or 8 a lane) where uint8 (2^24, 16) won (0.152-0.156 -> 0.118): they keep one.
+NARROW_SUM_BYTES = {2: 8}
 # Column reductions (colvec > 1) of an input itself whose outputs combine four bytes or two
 # halves of a 4-byte word at once: max/min through the SIMD video instructions (__vmaxs4 and
 # kin), any/all of bool through OR of the words (all: of their zero bytes). A lane combines
@@ -425,9 +431,11 @@ def plan_reduction(node, j, r, strides_ok, inputs, sms) -> ReducePlan:
             colvec = WIDE_PRODUCT_VECTOR if wide_product else COL_VECTOR
             while colvec > 1 and (P % colvec or P // colvec < COL_VECTOR_GROUPS):
                 colvec //= 2
-            if colvec == 1 and xwide in NARROW_COLUMN_BYTES and (
-                    kind in NARROW_COLUMN_KINDS or (kind, x.dtype.name) in WORD_KINDS):
-                colvec = NARROW_COLUMN_BYTES[xwide] // xwide
+            narrow = NARROW_SUM_BYTES.get(xwide) if kind == "sum" else \
+                NARROW_COLUMN_BYTES.get(xwide) if kind in NARROW_COLUMN_KINDS or \
+                (kind, x.dtype.name) in WORD_KINDS else None
+            if colvec == 1 and narrow:
+                colvec = narrow // xwide
                 while colvec > 1 and P % colvec:
                     colvec //= 2
         if colvec == 1:
