@@ -1061,7 +1061,7 @@ def test_segmented_vector_path_matches_numpy(rng, dt):
                 [("sum", np.sum), ("prod", np.prod)]
             if dt != "bool" and not dt.startswith("complex"):
                 calls += [("max", np.max), ("min", np.min)]
-            if floating:
+            if dt.startswith("float"):  # mean of complex: 2024.12
                 calls.append(("mean", np.mean))
             for keep in (False, True):
                 msg = f"{dt} {shape} {axes} {where} keepdims={keep}"
