@@ -261,6 +261,10 @@ CASES: list[Case] = reduction_cases() + [
     Case("(n, 1) + (1, m)", lambda s: {"u": normal((s.bcast[0], 1)),
                                        "v": other((1, s.bcast[1]))},
          lambda xp, a: a["u"] + a["v"], check="exact"),
+    # a batch norm's last step: per-channel (1, C, 1, 1) operands over a batch of images
+    Case("x - m NCHW per channel", lambda s: {"x": normal(s.images),
+                                              "m": other((1, s.images[1], 1, 1))},
+         lambda xp, a: a["x"] - a["m"], check="exact"),
     Case("x.T + y", lambda s: {"x": normal(s.sq), "y": other(s.sq[::-1])},  # transposed x
          lambda xp, a: xp.permute_dims(a["x"], (1, 0)) + a["y"], check="exact"),
     Case("matmul(a, b)", lambda s: {"a": normal((s.mat, s.mat)),
