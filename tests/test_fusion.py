@@ -2,6 +2,7 @@
 shape, values), on cpu (graph replayed through the eager functions) and on cuda (one kernel);
 every generated source compiles with NVRTC (CI, no GPU needed)."""
 import contextlib
+import math
 import random
 import re
 
@@ -325,6 +326,30 @@ def test_indexing_broadcasting_and_outputs_of_different_shapes(device, rng):
     _check(f, [x, y, z])
     s = xp.asarray(np.arange(40.0).reshape(5, 8), device=device)[:, 1:7]  # strided input
     _check(f, [s, y, z])
+
+
+@pytest.mark.parametrize("dt", ["float32", "float64", "int16", "uint8", "complex64", "bool"])
+def test_vector_runs_against_eager(device, rng, dt):
+    """Per-channel operands beside an input of the output's shape (fusion_plan.VECTOR_RUNS):
+    aligned, one element off alignment (the element runs), a transposed input, runs of part of
+    a vector, and a batch normalisation, against the eager functions on the cpu."""
+    t = getattr(xp, dt)
+    for shape in ((8, 6, 64), (4, 3, 5, 32), (6, 5, 6)):
+        n = math.prod(shape)
+        whole = _arr(rng, (n + 1,), t, device)
+        m = _arr(rng, (shape[1],) + (1,) * (len(shape) - 2), t, device)
+        views = [xp.reshape(whole[:n], shape), xp.reshape(whole[1:], shape),
+                 xp.permute_dims(xp.reshape(whole[:n], shape[::-1]),
+                                 tuple(range(len(shape)))[::-1])]
+        for x in views:
+            if dt == "bool":
+                _check(lambda a, b: (a & b, xp.where(a, b, ~b)), [x, m])
+            else:
+                _check(lambda a, b: ((a - b) * b, xp.where(a != b, a, b[..., :1])), [x, m])
+    if dt in ("float32", "float64"):
+        x = _arr(rng, (8, 6, 64), t, device)
+        _check(lambda a: (a - xp.mean(a, axis=(0, 2), keepdims=True)) / xp.sqrt(
+            xp.var(a, axis=(0, 2), keepdims=True) + 1e-5), [x], loose=True)
 
 
 @pytest.mark.parametrize("red", ["sum", "prod", "max", "min", "mean", "all", "any"])

@@ -19,6 +19,7 @@ from xp_cuda._kernels.fusion_ir import Op
 from xp_cuda.fusion import _trace
 from xp_cuda.fusion import fuse
 from xp_cuda.fusion._fuse import _view_only
+from helpers import nvrtc_missing as _nvrtc_reason
 
 SMS = 132
 
@@ -315,6 +316,70 @@ def test_strided_groups_take_runs_along_the_innermost_axis(shape, run):
     assert not g.flat and g.run == run
     assert g.blocks == g.blocks_scalar == max(1, -(-n // (g.threads * run)))
     assert ("for (long long i0 = tid * 4;" in p.source) is (run > 1)
+
+
+@pytest.mark.parametrize("dt,shape,mshape,vrun", [
+    ("float32", (8, 6, 64), (1, 6, 1), 4), ("float64", (8, 6, 64), (1, 6, 1), 2),
+    ("float32", (8, 6, 6), (1, 6, 1), 1),  # runs of part of a vector: element runs
+    ("int8", (4, 3, 32), (3, 1), 4),  # float32 out: vectors of 4 by the widest
+    ("float32", (5, 64), (5, 1), 4), ("float32", (64,), (1,), 1)])  # 1-D: flat
+def test_vector_runs_read_contiguous_inputs_as_vectors(dt, shape, mshape, vrun):
+    """A group over coordinates whose innermost axis holds whole vectors reads its C-contiguous
+    inputs of its own shape as vectors, a thread a vector (VECTOR_RUNS); the broadcast
+    operand at the vector's coordinates."""
+    x = xp.zeros(shape, dtype=getattr(xp, dt), device=CPU)
+    m = xp.zeros(mshape, dtype=xp.float32, device=CPU)
+    t, nodes, *_ = _trace.trace(lambda a, b: (xp.astype(a, xp.float32) - b) * b, [x, m], {},
+                                CPU)
+    isz = np.dtype(dt).itemsize
+    p = kfusion.Program(t, nodes, [fake(shape, isz), fake(mshape, 4)], SMS)
+    (g,) = p.plan.groups
+    n = math.prod(shape)
+    assert g.vrun == vrun, g
+    if vrun > 1:
+        assert not g.flat and g.flat_inputs == (0,)
+        assert g.blocks == -(-n // (g.threads * vrun))
+        assert g.blocks_scalar == -(-n // (g.threads * g.run))
+        assert f"reinterpret_cast<XpPack<float, {vrun}>*>(out0)[t] = r0;" in p.source
+        assert "for (long long t = tid;" in p.source
+    # a transposed x is read through its strides: element runs
+    st = fake(shape[::-1], isz).strides[::-1]
+    p = kfusion.Program(t, nodes, [fake(shape, isz, st), fake(mshape, 4)], SMS)
+    assert p.plan.groups[0].vrun == 1 or len(shape) == 1
+
+
+@pytest.mark.skipif(_nvrtc_reason() is not None, reason="NVRTC not available")
+def test_vector_run_programs_compile_with_nvrtc():
+    """Vector runs of every width (1- to 16-byte elements, a view beside, a where) compile."""
+    from xp_cuda._kernels import nvrtc_compile
+    progs = []
+    for dt in ("bool", "int8", "int16", "float32", "float64", "complex64"):
+        shape = (4, 3, 32)
+        x = xp.zeros(shape, dtype=getattr(xp, dt), device=CPU)
+        m = xp.zeros((3, 1), dtype=xp.float32, device=CPU)
+        isz = np.dtype(dt).itemsize
+        c = dt == "complex64"
+
+        def cast(a, c=c):
+            return a if c else xp.astype(a, xp.float32)
+
+        def mm(b, c=c):
+            return xp.astype(b, xp.complex64) if c else b
+        fs = [lambda a, b: cast(a) * mm(b),
+              lambda a, b: xp.where(b > 0, cast(a), mm(b[:, :1]) * mm(b)[0, 0])]
+        if dt == "bool":
+            fs = [lambda a, b: xp.where(a, b, -b)]
+        for f in fs:
+            t, nodes, *_ = _trace.trace(f, [x, m], {}, CPU)
+            kern = [n for n in nodes if not _view_only(n)]
+            p = kfusion.Program(t, kern, [fake(shape, isz), fake((3, 1), m._data.itemsize)],
+                                SMS, name=f"vr{len(progs)}")
+            assert p.plan.groups[0].vrun > 1, (dt, p.plan.groups[0])
+            progs.append(p)
+    ptx = nvrtc_compile(kfusion.translation_unit(progs), name="vruns.cu",
+                        options=kfusion.OPTIONS)
+    for p_ in progs:
+        assert f".entry {p_.name}(" in ptx
 
 
 def _plan_of(f, args, arrays=None):

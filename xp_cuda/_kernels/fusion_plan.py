@@ -193,6 +193,8 @@ class GroupPlan:
     blocks: int  # grid when every operand is aligned
     blocks_scalar: int  # grid for any alignment: one thread per element (per run)
     run: int = 1  # coordinates (not flat): elements a thread takes along the innermost axis
+    vrun: int = 1  # coordinates: elements of a vector run (see VECTOR_RUNS), 1: none; its
+    # vector inputs are flat_inputs
 
 
 # Groups read through coordinates (strided or broadcast operands) take runs of RUN_ELEMS
@@ -200,6 +202,12 @@ class GroupPlan:
 # once a run, not once an element (a division by a runtime size per axis). where(c, x,
 # x[:, :1]) of a (2^20, 64) float32 x, H200: 0.452 -> 0.184 ms (torch 0.314).
 RUN_ELEMS = 4
+# VECTOR_RUNS: a group over coordinates whose innermost axis holds whole vectors, with inputs of
+# its own shape, C-contiguous, read where it writes (run_inputs: a batch norm's x beside its
+# per-channel (1, C, 1) statistics), takes a thread a vector: those inputs and the outputs as
+# 16-byte vectors at the flat index, the rest at coordinates decomposed once a vector (by
+# multiply and shift under 2**31 elements). The element runs read 4 bytes a load and divided
+# by every axis's length in 64 bits once a run.
 
 
 @dataclass(frozen=True)
@@ -298,21 +306,47 @@ def flat_inputs(nodes) -> tuple:
     return tuple(sorted(found))
 
 
+def run_inputs(nodes, shape, strides_ok) -> tuple:
+    """Positions of the C-contiguous inputs of `shape` that `nodes` (of that shape) read at
+    their own coordinates: through no view and no broadcast (VECTOR_RUNS), sorted."""
+    found, seen = set(), set()
+
+    def walk(node):
+        if node is None or id(node) in seen or node.shape != shape or node.op is Op.VIEW:
+            return
+        seen.add(id(node))
+        if node.op is Op.INPUT:
+            if strides_ok[node.attr.pos]:
+                found.add(node.attr.pos)
+            return
+        for a in node.args:
+            walk(a)
+    for n in nodes:
+        walk(n)
+    return tuple(sorted(found))
+
+
 def plan_group(outs, idxs, shape, strides_ok, inputs, config, T) -> GroupPlan:
     n = size(shape)
     flat = all(contiguous(outs[j], shape, strides_ok) for j in idxs)
     fin: tuple = ()
-    vec = unroll = 1
+    vec = unroll = vrun = 1
+    sizes = [itemsize(outs[j].dtype.name) for j in idxs]
     if flat:
         fin = flat_inputs([outs[j] for j in idxs])
-        sizes = [itemsize(outs[j].dtype.name) for j in idxs]
         sizes += [i.itemsize for k in fin for i in inputs if i.pos == k]
         vec = max(1, config[0] // max(sizes))
         if vec > 1:
             unroll = config[1]
+    elif shape:
+        rin = run_inputs([outs[j] for j in idxs], shape, strides_ok)
+        v = config[0] // max(sizes + [i.itemsize for k in rin for i in inputs if i.pos == k])
+        if rin and v > 1 and shape[-1] % v == 0:
+            fin, vrun = rin, v
     run = RUN_ELEMS if not flat and shape and shape[-1] % RUN_ELEMS == 0 else 1
     # grid: with every operand aligned, blocks of U * T whole vectors, then one thread per
-    # remaining element; otherwise one thread per element (per run)
+    # remaining element; otherwise one thread per element (per run); vector runs: a thread a
+    # vector where aligned (grid-stride loops both)
     need_scalar = -(-n // T)
     per_block = 0
     if flat and vec > 1:
@@ -320,11 +354,12 @@ def plan_group(outs, idxs, shape, strides_ok, inputs, config, T) -> GroupPlan:
         need = n // per_block + -(-(n % per_block) // T)
     else:
         need = need_scalar = -(-n // (T * run))
+        need = -(-n // (T * vrun)) if vrun > 1 else need
     if need_scalar > MAX_GRID:  # beyond any GPU's memory today
         raise ValueError(f"fuse: {n} elements exceed one launch ({MAX_GRID} blocks of "
                          f"{T} threads); split the arrays")
     return GroupPlan(tuple(idxs), tuple(shape), n, flat, fin, vec, unroll, T, per_block,
-                     need, need_scalar, run)
+                     need, need_scalar, run, vrun)
 
 
 # Products of float32 accumulate in float64. Factors near 1 combined in a tree round their

@@ -131,6 +131,7 @@ class _Values:
         # ("pack": lane q of the u-th vector loaded for input k, p{k}[u].v[q])
         self.flat_var = "i"
         self.packed = frozenset()  # "rowpack" mode: inputs held in registers (p{k}[u].v[q])
+        self.run_coords = None  # "runpack" mode: the coordinates at which they are
         self.reduced = {}  # id(REDUCE node) -> the variable holding its value (row kernels)
         self.const_params = False  # constants as runtime slots (fused programs), not literals
         self.unrolled = {}  # coordinate variable -> u, for element jj + u * G of a loop step
@@ -237,6 +238,8 @@ class _Values:
                             else f"in{k}[{self.flat_var}]")
         if self.flat_mode == "rowpack" and k in self.packed and coords and coords[-1] == "jc":
             return self.new(ct, f"p{k}[u].v[q]")  # the row's element jc, in registers
+        if self.flat_mode == "runpack" and k in self.packed and coords == self.run_coords:
+            return self.new(ct, f"p{k}[u].v[q]")  # a vector run's element q (_vector_run)
         terms, step = [], ""
         for a, c in enumerate(coords):
             if c == "0":
@@ -414,11 +417,11 @@ def _aligned(terms):
     return " && ".join(f"((unsigned long long){p} % {b}) == 0" for p, b in terms)
 
 
-def _group_coords(vals, grp, var, lines) -> tuple:
+def _group_coords(vals, grp, var, lines, small=False) -> tuple:
     """The group's coordinates of flat index `var` (their statements appended to `lines`)."""
     j0 = grp.outs[0]
     cm = _decompose(vals, var, [(a, s, ("dim", j0, a)) for a, s in enumerate(grp.shape)],
-                    f"c{j0}_", lines)
+                    f"c{j0}_", lines, small)
     return tuple(cm[a] for a in range(len(grp.shape)))
 
 
@@ -442,6 +445,43 @@ def _run_body(vals, outs, grp):
     return pre, vals.lines + [f"out{j}[i] = {r};" for j, r in zip(grp.outs, res)]
 
 
+def _vector_run(e, vals, plan, grp, outs):
+    """fusion_plan.VECTOR_RUNS: a thread a vector of grp.vrun elements where its vector inputs
+    and the outputs are aligned: those inputs read as vectors at the flat index, the others at
+    the vector's coordinates (decomposed once) plus q along the innermost axis. Leaves the
+    branch open for the element path."""
+    V, idxs = grp.vrun, list(grp.outs)
+    al = _aligned([(f"in{k}", V * plan.input(k).itemsize) for k in grp.flat_inputs]
+                  + [(f"out{j}", V * np.dtype(outs[j].dtype.name).itemsize) for j in idxs])
+    e.line(f"if ({al}) {{")
+    e.indent += 2
+    with e.block(f"for (long long t = tid; t < n / {V}; t += stride) {{"):
+        pre: list = []
+        coords = _group_coords(vals, grp, f"t * {V}", pre, small=grp.n < 2**31)
+        coords = coords[:-1] + (f"({coords[-1]} + q)",)
+        e.lines(pre)
+        e.line("const int u = 0;")
+        for k in grp.flat_inputs:
+            pk = _pack(plan.input(k).dtype, V)
+            e.line(f"{pk} p{k}[1];")
+            e.line(f"p{k}[0] = reinterpret_cast<const {pk}*>(in{k})[t];")
+        vals.start("runpack")
+        vals.packed, vals.run_coords = frozenset(grp.flat_inputs), coords
+        res = [vals.val(outs[j], coords) for j in idxs]
+        vals.packed, vals.run_coords = frozenset(), None
+        for j in idxs:
+            e.line(f"{_pack(outs[j].dtype.name, V)} r{j};")
+        e.pragma("#pragma unroll")
+        with e.block(f"for (int q = 0; q < {V}; ++q) {{"):
+            e.lines(vals.lines)
+            for j, r in zip(idxs, res):
+                e.line(f"r{j}.v[q] = {r};")
+        for j in idxs:
+            e.line(f"reinterpret_cast<{_pack(outs[j].dtype.name, V)}*>(out{j})[t] = r{j};")
+    e.indent -= 2
+    e.line("} else {")
+
+
 def _group_section(vals, plan, grp, outs, T):
     e = Emitter(2)
     idxs = list(grp.outs)
@@ -449,6 +489,23 @@ def _group_section(vals, plan, grp, outs, T):
     e.line(f"{{ // outputs {idxs} ")
     e.indent += 2
     e.line(f"const long long n = {nvar};")
+    if grp.vrun > 1:
+        _vector_run(e, vals, plan, grp, outs)
+        e.indent += 2
+        _element_paths(e, vals, plan, grp, outs, T)
+        e.indent -= 2
+        e.line("}")
+    else:
+        _element_paths(e, vals, plan, grp, outs, T)
+    e.indent -= 2
+    e.line("}")
+    return e.text()
+
+
+def _element_paths(e, vals, plan, grp, outs, T):
+    """The group's loops over elements: runs of grp.run, one by one, or (flat) whole vectors
+    where aligned, then the rest."""
+    idxs = list(grp.outs)
     if grp.run > 1:
         R = grp.run
         pre, body = _run_body(vals, outs, grp)
@@ -458,15 +515,11 @@ def _group_section(vals, plan, grp, outs, T):
             with e.block(f"for (int ru = 0; ru < {R}; ++ru) {{"):
                 e.line("const long long i = i0 + ru;")
                 e.lines(body)
-        e.indent -= 2
-        e.line("}")
-        return e.text()
+        return
     if not (grp.flat and grp.vec > 1):
         with e.block("for (long long i = tid; i < n; i += stride) {"):
             e.lines(_scalar_body(vals, outs, grp, grp.flat))
-        e.indent -= 2
-        e.line("}")
-        return e.text()
+        return
     vec, U = grp.vec, grp.unroll
     vals.start("pack")
     res = [vals.val(outs[j], FLAT) for j in idxs]
@@ -508,9 +561,6 @@ def _group_section(vals, plan, grp, outs, T):
         e.line("const long long i = tid;")
         with e.block("if (i < n) {"):
             e.lines(scalar)
-    e.indent -= 2
-    e.line("}")
-    return e.text()
 
 
 def acc_ctype(red) -> str:
