@@ -426,10 +426,21 @@ def test_segmented_vector_programs_compile_with_nvrtc():
     assert {p.plan.reductions[0].words for p in progs} == {0, 4}  # int8 max, bool any: words
     for shape, axes, x in (((8, 6, 66), (0, 2), fake((8, 6, 66), 4)),  # 66: half a vector
                            ((8, 6, 64), (0, 2), fake((8, 6, 64), 4, (4, 8 * 64 * 4, 4 * 8))),
+                           ((64, 32), (1,), fake((64, 32), 4, (4 * 130, 4))),  # rows apart
                            ((8, 6, 64), (1, 2), fake((8, 6, 64), 4))):  # flat: rows
         r = _program(kred.graph("sum", "float32", "float32", shape, axes, False),
                      x).plan.reductions[0]
         assert not r.seg, (shape, axes, x.strides)
+    # strided views whose runs are contiguous whole vectors: rows of a column slice, every
+    # other image, channels first of a permuted NHWC (eager reductions after orientation)
+    for shape, axes, st in (((64, 32), (1,), (128, 1)), ((4, 6, 64), (0, 2), (768, 64, 1)),
+                            ((6, 4, 64), (1, 2), (64, 384, 1)), ((64, 32), (1,), (-128, 1))):
+        x = fake(shape, 4, tuple(4 * t for t in st))
+        p = _program(kred.graph("sum", "float32", "float32", shape, axes, False), x,
+                     name=f"s{len(progs)}")
+        r = p.plan.reductions[0]
+        assert r.seg and not r.flat and r.vec == 4, (shape, st)
+        progs.append(p)
     for s in range(0, len(progs), 32):
         chunk = progs[s:s + 32]
         ptx = nvrtc_compile(kfusion.translation_unit(chunk), name=f"seg_{s}.cu",
@@ -1038,7 +1049,8 @@ for _m in needs_gpu:
                                 "complex64"])
 def test_segmented_vector_path_matches_numpy(rng, dt):
     """Reductions over (N, C, L)-like layouts (the segmented vector path), keepdims, a split
-    range, and the same values one element off alignment (the element loop) equal NumPy's."""
+    range, strided views whose runs stay contiguous (every other, reversed, a slice of each
+    run), and the same values one element off alignment (the element loop) equal NumPy's."""
     import xp_cuda as xp
     from helpers import to_numpy
     dev = Device("cuda", 0)
@@ -1053,8 +1065,13 @@ def test_segmented_vector_path_matches_numpy(rng, dt):
                 flat = flat + 0.01j * rng.standard_normal(n + 1)
             flat = flat.astype(dt)
         whole = xp.asarray(flat, device=dev)
-        for where, x, a in (("aligned", xp.reshape(whole[:n], shape), flat[:n].reshape(shape)),
-                            ("offset", xp.reshape(whole[1:], shape), flat[1:].reshape(shape))):
+        x0, a0 = xp.reshape(whole[:n], shape), flat[:n].reshape(shape)
+        cut = shape[-1] // 2 if shape[-1] % 32 == 0 else shape[-1]  # whole vectors of any dtype
+        for where, x, a in (("aligned", x0, a0),
+                            ("offset", xp.reshape(whole[1:], shape), flat[1:].reshape(shape)),
+                            ("every other", x0[::2, ...], a0[::2, ...]),
+                            ("reversed", x0[::-1, ...], a0[::-1, ...]),
+                            ("column slice", x0[..., :cut], a0[..., :cut])):
             w = a.astype(np.complex128 if dt.startswith("complex") else np.float64) \
                 if floating else a
             calls = [("any", np.any), ("all", np.all)] if dt == "bool" else \

@@ -71,11 +71,12 @@ COL_GROUPS = 32  # at most this many neighbouring outputs per block (innermost a
 # 64 or 128: (2^22, 64) 0.94 -> 0.71, (2^20, 256) 1.03 -> 0.95 / 0.73 (2 waves)
 MAX_GRID = 2**31 - 1  # one thread per vector or element: see elementwise.MAX_GRID
 RED_VECTOR_BYTES = 16  # the reduction's vector path reads 16-byte vectors, two in flight
-# A row-like reduction of a contiguous x whose kept axes are not all leading ((N, C, H*W) over
-# (0, 2): image statistics once merge_axes/merge_dims have run) takes the vector path too
-# (ReducePlan.seg) where the innermost axis holds whole vectors: vector t of output p's range
-# is run t // (L / vec) at position t % (L / vec), one multiply-and-shift division a vector
-# where the element-wise loop divided once an element and read 4 bytes at a time.
+# A row-like reduction that is not flat (kept axes not all leading, or a strided x) takes the
+# vector path too (ReducePlan.seg: runs_of_vectors) where the innermost axis is contiguous and
+# holds whole vectors: (N, C, H*W) over (0, 2) (image statistics once merge_axes/merge_dims
+# have run), rows of a strided view. Vector t of output p's range is run t // (L / vec) at
+# position t % (L / vec), addressed through x's strides: one multiply-and-shift division a
+# vector where the element-wise loop divided once an element and read 4 bytes at a time.
 # The element-wise loop (columns, strided operands) keeps this many bytes of loads in flight per
 # lane, 4 to 16 elements a step: a memory-bound loop needs ~20 KiB in flight per SM, and four
 # 1-byte loads per thread left any(axis=0) of a (8192, 8192) bool at 0.28 of the copy rate.
@@ -433,6 +434,33 @@ def column_lanes(M: int, PV: int) -> int:
     return min(G, _pow2_floor(M // COL_LANE_ROWS))
 
 
+def runs_of_vectors(x, inputs, V) -> bool:
+    """Can the vector path read x in runs along its innermost axis (ReducePlan.seg)? Every
+    operand bigger than one element is an input of x's shape read at x's coordinates (no
+    view, no broadcast), all with one layout: the innermost axis contiguous and a multiple of
+    V > 1 elements long, every other stride a multiple of V (whole vectors, aligned where the
+    input is)."""
+    found, seen = set(), set()
+
+    def walk(n):
+        if n is None or id(n) in seen or size(n.shape) == 1:
+            return True
+        seen.add(id(n))
+        if n.shape != x.shape or n.op is Op.VIEW:
+            return False
+        if n.op is Op.INPUT:
+            found.add(n.attr.pos)
+            return True
+        return all(walk(a) for a in n.args)
+    if V < 2 or not x.shape or x.shape[-1] % V or not walk(x) or not found:
+        return False
+    layouts = {i.strides for i in inputs if i.pos in found}
+    if len(layouts) != 1:
+        return False
+    (st,) = layouts
+    return st[-1] == 1 and all(s % V == 0 for s, n in zip(st[:-1], x.shape) if n > 1)
+
+
 def plan_reduction(node, j, r, strides_ok, inputs, sms) -> ReducePlan:
     a = node.attr
     kind, axes = a.kind, a.axes
@@ -508,8 +536,7 @@ def plan_reduction(node, j, r, strides_ok, inputs, sms) -> ReducePlan:
             colvec * itemsize(x.dtype.name) % 4 == 0:
         words = colvec * itemsize(x.dtype.name) // 4
     fin, vec = cfin, 1
-    seg = row_like and not flat and bool(xin) and contiguous(x, x.shape, strides_ok) and \
-        x.shape[-1] % max(1, RED_VECTOR_BYTES // xwide) == 0
+    seg = row_like and not flat and runs_of_vectors(x, inputs, RED_VECTOR_BYTES // (xwide or 16))
     if flat or seg:
         fin = xin
         if fin:

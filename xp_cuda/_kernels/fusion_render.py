@@ -1093,17 +1093,17 @@ def _tree(e, comb, row_like, value="acc"):
         e.line("__syncthreads();")
 
 
-def _vector_address(vals, red, x, kc):
+def _vector_address(vals, plan, red, x, kc):
     """The vector path's address of vector `var` of output p's range, in vectors, as
     (lines, expression) for a name suffix: base + var where the range is flat; with red.seg
     (fusion_plan.RED_VECTOR_BYTES) its run and position, one division by the run's vectors,
-    scaled by the contiguous x's strides. Sets the branch's `base` line first."""
+    scaled by x's strides. Sets the branch's `base` line first."""
     V, j, nd = red.vec, red.out, len(x.shape)
     if not red.seg:
         base = f"p * (M / {V})" if red.kept else "0"
         return f"const long long base = {base};", lambda var, sfx: ([], f"base + {var}")
     shape = x.shape
-    cs = [int(np.prod(shape[a + 1:], dtype=np.int64)) for a in range(nd)]  # C strides
+    cs = plan.input(red.flat_inputs[0]).strides  # every input read: one layout (the plan's)
     base = " + ".join(f"{kc[a]} * {vals.slot(('segs', j, a), cs[a] // V)}"
                       for a in red.kept if kc[a] != "0") or "0"
 
@@ -1125,7 +1125,7 @@ def _reduce_vector_path(e, vals, plan, red, x, acc, kc):
     in index order: one by one, or (batched kinds) as one batch per step."""
     V = red.vec
     comb = acc.comb
-    base, address = _vector_address(vals, red, x, kc)
+    base, address = _vector_address(vals, plan, red, x, kc)
     vals.start("pack", "0")
     v = vals.val(x, FLAT)
     inner = vals.lines
