@@ -108,8 +108,9 @@ WIDE_PRODUCT_VECTOR = 2
 # runs, one output a lane / 8 (torch): max of (2^22, 64) 0.387-0.393 / 0.229-0.231 (0.223),
 # min of (2^23, 32) uint16 0.287 / 0.204-0.209, max of (2^24, 4) 0.115 / 0.071-0.073 (4 a
 # lane), of (2^22, 12) 0.109 / 0.081-0.084. Not for sum (8 int64 accumulators a lane: 0.214
-# -> 0.249; 4 a lane won: NARROW_SUM_BYTES) nor any/all of int16 (0.214 -> 0.242), which run at 0.75 waves: with 8 a lane
-# max/min at 0.75 waves ran 0.252-0.259 against 0.229-0.231 at their 0.5. Lanes of 1-byte
+# -> 0.249; 4 a lane won: NARROW_SUM_BYTES) nor any/all of int16 (0.214 -> 0.242), which run
+# at 0.75 waves: with 8 a lane max/min at 0.75 waves ran 0.252-0.259 against 0.229-0.231 at
+# their 0.5. Lanes of 1-byte
 # columns (int8, uint8) read one 4-byte vector of 4 outputs: max of (2^22, 64) int8 0.353 ->
 # 0.225 (torch 0.237), min of (2^22, 128) 0.71-0.72 -> 0.42 (0.61), of (2^23, 32) uint8
 # 0.27-0.28 -> 0.189 (0.146), of (2^24, 4) 0.100 -> 0.066 (0.054); 8 a lane ran 0.232-0.236,
@@ -204,11 +205,11 @@ class GroupPlan:
 # x[:, :1]) of a (2^20, 64) float32 x, H200: 0.452 -> 0.184 ms (torch 0.314).
 RUN_ELEMS = 4
 # VECTOR_RUNS: a group over coordinates whose innermost axis holds whole vectors, with inputs of
-# its own shape, C-contiguous, read where it writes (run_inputs: a batch norm's x beside its
-# per-channel (1, C, 1) statistics), takes a thread a vector: those inputs and the outputs as
-# 16-byte vectors at the flat index, the rest at coordinates decomposed once a vector (by
-# multiply and shift under 2**31 elements). The element runs read 4 bytes a load and divided
-# by every axis's length in 64 bits once a run.
+# its own shape, C-contiguous, read where it writes (own_coordinate_inputs: a batch norm's x
+# beside its per-channel (1, C, 1) statistics), takes a thread a vector: those inputs and the
+# outputs as 16-byte vectors at the flat index, the rest at coordinates decomposed once a
+# vector (by multiply and shift under 2**31 elements). The element runs read 4 bytes a load
+# and divided by every axis's length in 64 bits once a run.
 
 
 @dataclass(frozen=True)
@@ -240,8 +241,8 @@ class ReducePlan:
     # per row from every input (flat_inputs); 1: one output per lane
     words: int = 0  # 4-byte words of a lane's row (colvec > 1) or vector (the vector path)
     # that combine as words (WORD_KINDS); 0: none
-    seg: bool = False  # the vector path over the innermost reduced axis's contiguous runs
-    # (x contiguous, a kept axis before a reduced one: (N, C, H*W) over (0, 2)); see RED_VECTOR_BYTES
+    seg: bool = False  # the vector path over runs of the innermost axis where the range is
+    # not flat ((N, C, H*W) over (0, 2), strided rows): runs_of_vectors, RED_VECTOR_BYTES
 
 
 @dataclass(frozen=True)
@@ -307,24 +308,28 @@ def flat_inputs(nodes) -> tuple:
     return tuple(sorted(found))
 
 
-def run_inputs(nodes, shape, strides_ok) -> tuple:
-    """Positions of the C-contiguous inputs of `shape` that `nodes` (of that shape) read at
-    their own coordinates: through no view and no broadcast (VECTOR_RUNS), sorted."""
+def own_coordinate_inputs(nodes, shape) -> tuple:
+    """(positions of the inputs of `shape` that `nodes` (of that shape) read at their own
+    coordinates, through no view and no broadcast, sorted; whether every operand bigger than
+    one element is such an input): VECTOR_RUNS and runs_of_vectors."""
     found, seen = set(), set()
+    only = True
 
     def walk(node):
-        if node is None or id(node) in seen or node.shape != shape or node.op is Op.VIEW:
+        nonlocal only
+        if node is None or id(node) in seen or size(node.shape) == 1:
             return
         seen.add(id(node))
-        if node.op is Op.INPUT:
-            if strides_ok[node.attr.pos]:
-                found.add(node.attr.pos)
-            return
-        for a in node.args:
-            walk(a)
+        if node.shape != shape or node.op is Op.VIEW:
+            only = False
+        elif node.op is Op.INPUT:
+            found.add(node.attr.pos)
+        else:
+            for a in node.args:
+                walk(a)
     for n in nodes:
         walk(n)
-    return tuple(sorted(found))
+    return tuple(sorted(found)), only
 
 
 def plan_group(outs, idxs, shape, strides_ok, inputs, config, T) -> GroupPlan:
@@ -340,7 +345,8 @@ def plan_group(outs, idxs, shape, strides_ok, inputs, config, T) -> GroupPlan:
         if vec > 1:
             unroll = config[1]
     elif shape:
-        rin = run_inputs([outs[j] for j in idxs], shape, strides_ok)
+        rin = tuple(k for k in own_coordinate_inputs([outs[j] for j in idxs], shape)[0]
+                    if strides_ok[k])
         v = config[0] // max(sizes + [i.itemsize for k in rin for i in inputs if i.pos == k])
         if rin and v > 1 and shape[-1] % v == 0:
             fin, vrun = rin, v
@@ -440,19 +446,10 @@ def runs_of_vectors(x, inputs, V) -> bool:
     view, no broadcast), all with one layout: the innermost axis contiguous and a multiple of
     V > 1 elements long, every other stride a multiple of V (whole vectors, aligned where the
     input is)."""
-    found, seen = set(), set()
-
-    def walk(n):
-        if n is None or id(n) in seen or size(n.shape) == 1:
-            return True
-        seen.add(id(n))
-        if n.shape != x.shape or n.op is Op.VIEW:
-            return False
-        if n.op is Op.INPUT:
-            found.add(n.attr.pos)
-            return True
-        return all(walk(a) for a in n.args)
-    if V < 2 or not x.shape or x.shape[-1] % V or not walk(x) or not found:
+    if V < 2 or not x.shape or x.shape[-1] % V:
+        return False
+    found, only = own_coordinate_inputs([x], x.shape)
+    if not (found and only):
         return False
     layouts = {i.strides for i in inputs if i.pos in found}
     if len(layouts) != 1:

@@ -901,7 +901,8 @@ def _step_loads(e, k, pk, U):
 def _word_loops(e, red, x, step, n, loads, rest, rest_at):
     """A lane's word accumulators aw[red.words] of an input of fusion_plan.WORD_KINDS: the
     loop `step` (its n packs p{k}[u] issued by `loads`), then the loop `rest` over one pack
-    at the index `rest_at()` returns (after printing any lines it needs). Returns the kind's element-from-word template (_WORD_OPS)."""
+    at the index `rest_at()` returns (after printing any lines it needs). Returns the kind's
+    element-from-word template (_WORD_OPS)."""
     W, k = red.words, x.attr.pos
     op, ident, elem = _WORD_OPS[(red.kind, x.dtype.name)]
     pk = f"XpPack<unsigned int, {W}>"
