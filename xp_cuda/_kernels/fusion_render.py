@@ -326,8 +326,8 @@ def _decompose(vals, var, axes_dims, prefix, lines, small=False):
             coords[a] = "0"
     if not live:
         return coords
-    if len(live) == 1:
-        coords[live[0][0]] = var
+    if len(live) == 1:  # var itself, a term callers may scale: an expression in parentheses
+        coords[live[0][0]] = var if var.isidentifier() else f"({var})"
         return coords
     r = f"{prefix}r"
     lines.append(f"long long {r} = {var};")
@@ -1109,7 +1109,7 @@ def _vector_address(vals, plan, red, x, kc):
                       for a in red.kept if kc[a] != "0") or "0"
 
     def address(var, sfx):
-        lines, var = [], f"({var})"  # a term of a sum, or a coordinate times a stride
+        lines = []
         dims = [(a, shape[a], ("rdim", j, a)) for a in red.axes[:-1]]
         dims.append((nd - 1, shape[-1] // V, ("segv", j)))
         rc = _decompose(vals, var, dims, f"sv{sfx}_", lines, small=red.M < 2**31)
