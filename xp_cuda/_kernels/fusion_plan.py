@@ -491,9 +491,11 @@ def plan_reduction(node, j, r, strides_ok, inputs, sms) -> ReducePlan:
             colvec = WIDE_PRODUCT_VECTOR if wide_product else COL_VECTOR
             while colvec > 1 and (P % colvec or P // colvec < COL_VECTOR_GROUPS):
                 colvec //= 2
-            narrow = NARROW_SUM_BYTES.get(xwide) if kind == "sum" else \
-                NARROW_COLUMN_BYTES.get(xwide) if kind in NARROW_COLUMN_KINDS or \
-                (kind, x.dtype.name) in WORD_KINDS else None
+            narrow = None
+            if kind == "sum":
+                narrow = NARROW_SUM_BYTES.get(xwide)
+            elif kind in NARROW_COLUMN_KINDS or (kind, x.dtype.name) in WORD_KINDS:
+                narrow = NARROW_COLUMN_BYTES.get(xwide)
             if colvec == 1 and narrow:
                 colvec = narrow // xwide
                 while colvec > 1 and P % colvec:
@@ -544,8 +546,7 @@ def plan_reduction(node, j, r, strides_ok, inputs, sms) -> ReducePlan:
                 # (no axis reduced: every axis kept is both leading and trailing)
                 words = RED_VECTOR_BYTES // 4
     return ReducePlan(j, r, kind, acc, node.dtype.name, tuple(axes), kept, P, M, row_like, G, S,
-                      chunk, per, blocks, flat, fin, vec, scratch, unroll, colvec, words,
-                      seg and vec > 1)
+                      chunk, per, blocks, flat, fin, vec, scratch, unroll, colvec, words, seg)
 
 
 def plan_kernel(kernel_outs, inputs, sms, config) -> KernelPlan:
