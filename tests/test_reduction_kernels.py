@@ -401,6 +401,27 @@ def _segmented_graphs(dt, shape, axes):
     return out
 
 
+def test_segmented_path_splits_into_its_own_waves():
+    """The runs' path splits long ranges into SEG_WAVES waves of resident threads, kinds
+    with their own (KIND_WAVES: max, var) keep theirs, and the flat path keeps RED_WAVES."""
+    from xp_cuda._kernels import fusion_plan as fp
+
+    def waves(kind, dt, shape, axes):
+        r = _program(kred.graph(kind, dt, dt, shape, axes, False),
+                     fake(shape, np.dtype(dt).itemsize)).plan.reductions[0]
+        return r, r.P * r.S * r.G / (SMS * 2048)
+
+    one_split = 64 * 256 / (SMS * 2048)  # P * G of these layouts: one split more or less
+    for kind, dt in (("sum", "float32"), ("prod", "int16"), ("any", "bool"), ("max", "float32")):
+        r, w = waves(kind, dt, (256, 64, 4096), (0, 2))
+        want = fp.KIND_WAVES.get(kind, fp.SEG_WAVES)
+        assert r.seg and r.S > 1 and abs(w - want) <= one_split, (kind, dt, w)
+        r, w = waves(kind, dt, (16384, 4096), (0, 1))
+        want = fp.KIND_WAVES.get(kind, fp.RED_WAVES)
+        assert r.flat and not r.seg and abs(w - want) <= 0.01, (kind, dt, w)
+    assert fp.SEG_WAVES < fp.RED_WAVES
+
+
 @pytest.mark.skipif(_nvrtc_reason() is not None, reason="NVRTC not available")
 def test_segmented_vector_programs_compile_with_nvrtc():
     """Every kind over (N, C, L)-like layouts takes the vector path through the runs of its

@@ -61,6 +61,12 @@ CONFIGS = ((16, 1, 256), (8, 1, 256), (16, 2, 128))  # the first: small launches
 # more than they gained (all axes 0.0768 -> 0.0793, (2^24, 4) 0.0962 -> 0.1029).
 RED_WAVES = 0.75
 KIND_WAVES = {"var": 0.5, "std": 0.5, "max": 0.5, "min": 0.5}
+# The runs' path (ReducePlan.seg) of the kinds above at RED_WAVES: fewer waves won (H200, ms,
+# three rounds against 0.75 in alternating processes): mean over (0, 2, 3) of (256, 64, 64, 64)
+# float32 0.096 -> 0.084, of (64, 64, 56, 56) 0.034 -> 0.028, sum of int16 (64, 64, 56, 56)
+# 0.024 -> 0.022; 0.5 gained less at the smaller sizes (0.031, 0.025). max at 0.35 against its
+# 0.5 lost (0.080 -> 0.087), so KIND_WAVES keeps its own.
+SEG_WAVES = 0.35
 # A split never takes more than one wave of the blocks that can be resident: 256-thread blocks
 # an SM as the register file holds them (H200 NUM_REGS: var 52 -> 4, max and argmax 40 -> 6,
 # sum 32 -> 8, the default). The split count S rounds up to reach its wave target, and a
@@ -505,7 +511,9 @@ def plan_reduction(node, j, r, strides_ok, inputs, sms) -> ReducePlan:
     PV = P // colvec  # work items across the kept axes: groups of colvec neighbouring outputs
     if not row_like:
         G = column_lanes(M, PV)
-    target = int(sms * 2048 * KIND_WAVES.get(kind, RED_WAVES))
+    seg = row_like and not flat and runs_of_vectors(x, inputs, RED_VECTOR_BYTES // (xwide or 16))
+    waves = SEG_WAVES if seg and kind not in STRUCT_ACC else RED_WAVES
+    target = int(sms * 2048 * KIND_WAVES.get(kind, waves))
     if PV * G >= target or M == 0 or P == 0:  # P == 0: nothing to compute, nothing to split
         S = 1
     else:
@@ -535,7 +543,6 @@ def plan_reduction(node, j, r, strides_ok, inputs, sms) -> ReducePlan:
             colvec * itemsize(x.dtype.name) % 4 == 0:
         words = colvec * itemsize(x.dtype.name) // 4
     fin, vec = cfin, 1
-    seg = row_like and not flat and runs_of_vectors(x, inputs, RED_VECTOR_BYTES // (xwide or 16))
     if flat or seg:
         fin = xin
         if fin:
