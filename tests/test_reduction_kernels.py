@@ -710,6 +710,54 @@ def test_moments_special_values(dt):
 for _m in needs_gpu:
     test_moments_special_values = _m(test_moments_special_values)
 
+
+def test_float32_moments_at_the_edges_of_their_range(rng):
+    """float32 var/std take runs of elements as batches (XpMoments::batch) in float64. Rows
+    and columns of 64 (every lane whole batches): constant runs give exactly 0; spreads of
+    1e-30 and of 1e30 (squares that underflow and overflow float32), values near the float32
+    limit (sums that overflow it), and inf and NaN give what the float64 reference gives,
+    eagerly and fused."""
+    import cupy as cp
+    import xp_cuda as xp
+    from helpers import to_numpy
+    from xp_cuda.fusion import fuse
+    n = 64
+    rows = [np.full(n, 3.0), np.full(n, 1 + 2.0 ** -23),  # constant: a variance of 0
+            rng.standard_normal(n) * 1e-30,  # deviations whose squares underflow float32
+            rng.standard_normal(n) * 1e30,  # ... and whose squares overflow it
+            np.where(rng.random(n) < 0.5, 3e38, -3e38),  # sums that overflow float32
+            1e4 + rng.standard_normal(n) * 1e-3,  # a mean far from the spread
+            rng.standard_normal(n)]
+    inf_row = rng.standard_normal(n)
+    inf_row[17] = np.inf
+    nan_row = rng.standard_normal(n)
+    nan_row[40] = np.nan
+    a = np.stack(rows + [inf_row, nan_row]).astype(np.float32)
+    dev = Device("cuda", 0)
+    for axis, arr in ((1, a), (0, np.ascontiguousarray(a.T))):
+        x = xp.asarray(arr, device=dev)
+        ref = arr.astype(np.longdouble)
+        for kind in ("var", "std"):
+            want = getattr(np, kind)(ref, axis=axis, ddof=1)
+            for how, f in (("eager", lambda v, k=kind, ax=axis: getattr(xp, k)(
+                    v, axis=ax, correction=1)), ("fused", fuse(
+                    lambda v, k=kind, ax=axis: getattr(xp, k)(v, axis=ax, correction=1)))):
+                got = to_numpy(f(x)).astype(np.longdouble)
+                for i in range(len(rows)):
+                    w = np.float32(want[i])
+                    assert np.isfinite(got[i]) == np.isfinite(w), (kind, how, axis, i)
+                    if i < 2:
+                        assert got[i] == 0, (kind, how, axis, i, got[i])
+                    elif np.isfinite(w):
+                        assert abs(got[i] - w) <= 4e-7 * abs(w), (kind, how, axis, i, got[i], w)
+                assert np.isnan(got[len(rows)]) and np.isnan(got[len(rows) + 1]), (kind, how)
+    cp.cuda.Device().synchronize()
+
+
+for _m in needs_gpu:
+    test_float32_moments_at_the_edges_of_their_range = _m(
+        test_float32_moments_at_the_edges_of_their_range)
+
 # norms: float64 sums for every input, so float32 results are within a few roundings of the
 # float64 reference (the float32 elementwise pow of NumPy's own algorithm included).
 NORM_RTOL = {"float32": 2e-6, "float64": 1e-12}
