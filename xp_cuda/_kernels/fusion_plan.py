@@ -61,11 +61,12 @@ CONFIGS = ((16, 1, 256), (8, 1, 256), (16, 2, 128))  # the first: small launches
 # more than they gained (all axes 0.0768 -> 0.0793, (2^24, 4) 0.0962 -> 0.1029).
 RED_WAVES = 0.75
 KIND_WAVES = {"var": 0.5, "std": 0.5, "max": 0.5, "min": 0.5}
-# The runs' path (ReducePlan.seg) of the kinds above at RED_WAVES: fewer waves won (H200, ms,
-# three rounds against 0.75 in alternating processes): mean over (0, 2, 3) of (256, 64, 64, 64)
-# float32 0.096 -> 0.084, of (64, 64, 56, 56) 0.034 -> 0.028, sum of int16 (64, 64, 56, 56)
-# 0.024 -> 0.022; 0.5 gained less at the smaller sizes (0.031, 0.025). max at 0.35 against its
-# 0.5 lost (0.080 -> 0.087), so KIND_WAVES keeps its own.
+# The runs' path (ReducePlan.seg) splits into SEG_WAVES for kinds of a plain accumulator
+# without their own KIND_WAVES (argmax, argmin and sumexp were not measured there: they keep
+# RED_WAVES). Fewer waves won (H200, ms, three rounds against 0.75 in alternating processes):
+# mean over (0, 2, 3) of (256, 64, 64, 64) float32 0.096 -> 0.084, of (64, 64, 56, 56) 0.034
+# -> 0.028, sum of int16 (64, 64, 56, 56) 0.024 -> 0.022; 0.5 gained less at the smaller
+# sizes (0.031, 0.025). max at 0.35 against its 0.5 lost (0.080 -> 0.087): KIND_WAVES rules.
 SEG_WAVES = 0.35
 # A split never takes more than one wave of the blocks that can be resident: 256-thread blocks
 # an SM as the register file holds them (H200 NUM_REGS: var 52 -> 4, max and argmax 40 -> 6,
