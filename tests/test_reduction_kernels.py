@@ -715,8 +715,8 @@ def test_float32_moments_at_the_edges_of_their_range(rng):
     """float32 var/std take runs of elements as batches (XpMoments::batch) in float64. Rows
     and columns of 64 (every lane whole batches): constant runs give exactly 0; spreads of
     1e-30 and of 1e30 (squares that underflow and overflow float32), values near the float32
-    limit (sums that overflow it), and inf and NaN give what the float64 reference gives,
-    eagerly and fused."""
+    limit (sums that overflow it), and inf and NaN give what the float64 reference gives
+    (finite results within a few float32 roundings of it), eagerly and fused."""
     import cupy as cp
     import xp_cuda as xp
     from helpers import to_numpy
