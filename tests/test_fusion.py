@@ -1635,6 +1635,70 @@ def test_online_sumexp_plan():
                    if n.op is fp.Op.REDUCE), f
 
 
+# ---- a mean riding on the moments' pass (fusion_plan.mean_rides) -----------------------------
+def _batch_norm(a):
+    m = xp.mean(a, axis=(0, 2, 3), keepdims=True)
+    return (a - m) / xp.sqrt(xp.var(a, axis=(0, 2, 3), keepdims=True) + 1e-5)
+
+
+def _stage_sources(f, a):
+    from xp_cuda.fusion import _trace
+    from xp_cuda.fusion._fuse import _view_only
+    t, nodes, _, sources = _trace.trace(f, [a], {}, CPU)
+    outs = [n for n, s_ in zip(nodes, sources) if s_ is None and not _view_only(n)]
+    plan = kfusion.plan_program(t, outs, [a._data], 132)
+    assert plan.rows is None
+    return [p.kernel for p in kfusion.stage_programs(t, plan, [a._data], 132)]
+
+
+def test_mean_rides_on_moments_plan():
+    """A mean of the same operand over the same axes as a var or std is written by the
+    moments' section (one read of x for both, whatever either's keepdims); a mean of another
+    operand, over other axes or of another dtype gets its own section."""
+    a = xp.asarray(np.random.default_rng(2).standard_normal((4, 3, 5, 6)).astype(np.float32))
+    first = _stage_sources(_batch_norm, a)[0]
+    assert first.count("// reduction") == 1 and "XpMomentsS<double, float" in first
+    assert "in the var's pass, one read of x" in fuse(_batch_norm).plan(a)
+    c = xp.asarray(np.random.default_rng(3).standard_normal((300, 7)))
+    (only,) = _stage_sources(lambda v: (xp.std(v, axis=0), xp.mean(v, axis=0, keepdims=True)),
+                             c)
+    assert only.count("// reduction") == 1 and "XpMomentsS<double, double" in only
+    for f in (lambda v: (xp.var(v, axis=0), xp.mean(v * 2, axis=0)),  # another operand
+              lambda v: (xp.var(v, axis=0), xp.mean(v, axis=(0, 1))),  # other axes
+              lambda v: (xp.var(v, axis=0), xp.mean(xp.astype(v, xp.float32), axis=0))):
+        (k,) = _stage_sources(f, c)
+        assert k.count("// reduction") == 2 and "XpMomentsS" not in k
+
+
+def test_mean_riding_on_moments_matches_eager(device, rng):
+    """The riding mean is the eager mean (its dtype, infinities, NaN, overflow past float32)
+    up to the order of its additions; the var/std beside it unchanged. Rows, columns and the
+    image axes; ranges split across blocks and not; strided and broadcast inputs."""
+    axes = (0, 2, 3)
+    for dt in (xp.float32, xp.float64):
+        x = _arr(rng, (6, 5, 7, 9), dt, device)
+        v = np.array(to_numpy(x))
+        v[0, 1, 2, 3], v[1, 2, 0, 0], v[2, 3, 4, 5] = np.inf, -np.inf, np.nan
+        v[:, 4] = np.finfo(v.dtype).max / 2  # its sum overflows: the mean is inf
+        m, var = fuse(lambda t: (xp.mean(t, axis=axes), xp.var(t, axis=axes)))(
+            xp.asarray(v, device=device))
+        ref = xp.asarray(v)
+        _same(m, xp.mean(ref, axis=axes), loose=True)
+        assert np.isinf(to_numpy(m)[[1, 2, 4]]).all() and np.isnan(to_numpy(m)[3])
+        # (channel 4's variance: 0 from the moments, inf from NumPy's overflowed mean)
+        _same(var[:4], xp.var(ref, axis=axes)[:4], loose=True)
+        for a in (x, x[:, :, ::2, ...], xp.broadcast_to(x[:1, ...], (4, 5, 7, 9))):
+            _check(_batch_norm, [a], loose=True)
+            _check(lambda t: (xp.mean(t, axis=(0, 2, 3)), xp.std(t, axis=(0, 2, 3),
+                                                                  correction=1)), [a], loose=True)
+        long_rows = _arr(rng, (3, 200001), dt, device)  # split across blocks
+        tall = _arr(rng, (30001, 5), dt, device)
+        for a in (long_rows, tall):
+            for ax in (0, 1):
+                _check(lambda t: (xp.var(t, axis=ax, keepdims=True), xp.mean(t, axis=ax)),
+                       [a], loose=True)
+
+
 @pytest.mark.cuda
 @pytest.mark.skipif(cuda_device_count() == 0, reason="no usable CUDA GPU here")
 @pytest.mark.parametrize("n_in", [1, 5])

@@ -160,6 +160,13 @@ WORD_KINDS = frozenset([(k, d) for k in ("max", "min") for d in ("int8", "uint8"
 # Reductions whose accumulator is a struct of fusion.cuh: kind -> its bytes (XpArg<T> for T of
 # at most 8 bytes: 16; XpMom<double>: 24). Their partials are scratch of 8-byte words.
 STRUCT_ACC = {"argmax": 16, "argmin": 16, "var": 24, "std": 24, "sumexp": 24}
+# A mean of the same operand over the same axes as a var or std in one kernel (a batch norm's
+# statistics) rides on the moments' section: the accumulator carries the mean's own sum beside
+# the moments (RIDE_BYTES more, fusion_render.MOMENTS_SUM), so x is read once for both, and the
+# mean is that sum over M as the eager mean's (its dtype, its NaN and overflow; the additions
+# in the moments' order).
+RIDE_KINDS = ("var", "std")
+RIDE_BYTES = 8
 
 _ITEMSIZE: dict = {}
 
@@ -250,6 +257,7 @@ class ReducePlan:
     # that combine as words (WORD_KINDS); 0: none
     seg: bool = False  # the vector path over runs of the innermost axis where the range is
     # not flat ((N, C, H*W) over (0, 2), strided rows): runs_of_vectors, RED_VECTOR_BYTES
+    ride: int = -1  # var/std: the output of a mean this section also writes (mean_rides)
 
 
 @dataclass(frozen=True)
@@ -465,7 +473,33 @@ def runs_of_vectors(x, inputs, V) -> bool:
     return st[-1] == 1 and all(s % V == 0 for s, n in zip(st[:-1], x.shape) if n > 1)
 
 
-def plan_reduction(node, j, r, strides_ok, inputs, sms) -> ReducePlan:
+def struct_bytes(kind: str, ride: int = -1) -> int:
+    """Bytes of a struct accumulator, a ride's sum included (ReducePlan.ride); 0: plain."""
+    if kind not in STRUCT_ACC:
+        return 0
+    return STRUCT_ACC[kind] + (RIDE_BYTES if ride >= 0 else 0)
+
+
+def mean_rides(kernel_outs) -> dict:
+    """{output of a var or std: output of a mean of the same operand node over the same axes}
+    among a kernel's outputs (RIDE_KINDS): each such mean is written by that section."""
+    rides: dict = {}
+    for j, node in enumerate(kernel_outs):
+        a = node.attr
+        if node.op is not Op.REDUCE or a.kind not in RIDE_KINDS or a.epilogue is not None:
+            continue
+        for k, m in enumerate(kernel_outs):
+            b = m.attr
+            if m.op is Op.REDUCE and b.kind == "mean" and k not in rides.values() and \
+                    m.args[0] is node.args[0] and tuple(sorted(b.axes)) == \
+                    tuple(sorted(a.axes)) and b.acc is None and b.epilogue is None and \
+                    m.dtype.name == node.dtype.name:
+                rides[j] = k
+                break
+    return rides
+
+
+def plan_reduction(node, j, r, strides_ok, inputs, sms, ride=-1) -> ReducePlan:
     a = node.attr
     kind, axes = a.kind, a.axes
     (x,) = node.args
@@ -525,7 +559,8 @@ def plan_reduction(node, j, r, strides_ok, inputs, sms) -> ReducePlan:
         chunk = -(-chunk // 16) * 16
     if chunk:
         S = -(-M // chunk)
-    part = (P * S * (STRUCT_ACC[kind] // 8), "uint64") if kind in STRUCT_ACC else (P * S, acc)
+    sw = struct_bytes(kind, ride) // 8
+    part = (P * S * sw, "uint64") if sw else (P * S, acc)
     scratch = (part, (P, "uint32")) if S > 1 else (None, None)
     per = THREADS // G
     blocks = max(1, min(MAX_GRID, -(-(P * S) // per) if row_like else -(-PV // per) * S))
@@ -554,7 +589,8 @@ def plan_reduction(node, j, r, strides_ok, inputs, sms) -> ReducePlan:
                 # (no axis reduced: every axis kept is both leading and trailing)
                 words = RED_VECTOR_BYTES // 4
     return ReducePlan(j, r, kind, acc, node.dtype.name, tuple(axes), kept, P, M, row_like, G, S,
-                      chunk, per, blocks, flat, fin, vec, scratch, unroll, colvec, words, seg)
+                      chunk, per, blocks, flat, fin, vec, scratch, unroll, colvec, words, seg,
+                      ride)
 
 
 def plan_kernel(kernel_outs, inputs, sms, config) -> KernelPlan:
@@ -568,9 +604,12 @@ def plan_kernel(kernel_outs, inputs, sms, config) -> KernelPlan:
     groups = tuple(plan_group(kernel_outs, idxs, shape, strides_ok, inputs, config, T)
                    for shape, idxs in shapes.items())
     reds: list = []
+    rides = mean_rides(kernel_outs)
+    ridden = set(rides.values())
     for j, node in enumerate(kernel_outs):
-        if node.op is Op.REDUCE:
-            reds.append(plan_reduction(node, j, len(reds), strides_ok, inputs, sms))
+        if node.op is Op.REDUCE and j not in ridden:
+            reds.append(plan_reduction(node, j, len(reds), strides_ok, inputs, sms,
+                                       rides.get(j, -1)))
     blocks = max([1] + [g.blocks for g in groups] + [r.blocks for r in reds])
     blocks_scalar = max([1] + [g.blocks_scalar for g in groups] + [r.blocks for r in reds])
     layout = tuple((g.vec, g.unroll, T) for g in groups if g.flat)
@@ -877,6 +916,7 @@ class RowReduce:
     dtype: str  # accumulation dtype
     result: str  # the node's dtype
     M: int
+    ride: int = -1  # never: a row kernel reads its row once for every reduction anyway
 
 
 @dataclass(frozen=True)
@@ -1344,6 +1384,11 @@ def describe_stages(plan, kernel_plans) -> str:
             m = st.results[r.out][1]
             into = "" if m is None else f" -> intermediate {m}"
             parts.append(f"{_red_words(node)} ({r.P} outputs of {r.M} elements: {how}){into}")
+            if r.ride >= 0:
+                m = st.results[r.ride][1]
+                into = "" if m is None else f" -> intermediate {m}"
+                parts.append(f"{_red_words(st.outs[r.ride])} (in the {r.kind}'s pass, "
+                             f"one read of x){into}")
         for g in kp.groups:
             parts.append(f"elementwise over {g.shape} ({'flat' if g.flat else 'strided'})")
         reads = f", reading intermediates {list(st.reads)}" if st.reads else ""

@@ -11,12 +11,13 @@ program. Literals are exact bit patterns, so inf, NaN, -0.0 and subnormals are v
 from __future__ import annotations
 
 import contextlib
+from dataclasses import replace
 
 import numpy as np
 
 from .elementwise import CTYPES, _op_struct, fast_divisor
 from .fusion_ir import Op, Take
-from .fusion_plan import ROW_RESIDENT_THREADS, STRUCT_ACC, THREADS, size
+from .fusion_plan import ROW_RESIDENT_THREADS, STRUCT_ACC, THREADS, size, struct_bytes
 
 FLAT = ("@flat",)  # coordinates of a C-contiguous element: the flat index itself
 
@@ -384,8 +385,8 @@ def render(plan, graph, outs, name, const_params=False, alias=NO_ALIAS):
     rides = _max_rides(plan, outs)
     for red in plan.reductions:
         if red.out not in rides.values():
-            body.append(_reduce_section(vals, plan, red, outs[red.out],
-                                        rides.get(red.out)))
+            body.append(_reduce_section(vals, plan, red, outs,
+                                        [(rides[red.out], "{}.m")] if red.out in rides else []))
     out_decl = _output_params(outs, alias)
     scr_decl = []
     for red in plan.reductions:
@@ -395,7 +396,7 @@ def render(plan, graph, outs, name, const_params=False, alias=NO_ALIAS):
     par_decl = [f"const {CTYPES[u[1].name]} s{i}" for i, u in enumerate(graph.uses)]
     nslots = max(1, len(vals.gvals))
     # bytes per thread of the reductions' trees: 16, or a struct accumulator's size
-    smem = max([16] + [STRUCT_ACC.get(red.kind, 16) for red in plan.reductions])
+    smem = max([16] + [struct_bytes(red.kind, red.ride) or 16 for red in plan.reductions])
     params = in_decl + out_decl + scr_decl + par_decl + [f"const XpG<{nslots}> g"]
     kernel = "".join([
         f'extern "C" __global__ void __launch_bounds__({T}) {name}(',
@@ -568,6 +569,8 @@ def acc_ctype(red) -> str:
     if red.kind in ("argmax", "argmin"):
         return f"XpArg<{CTYPES[red.dtype]}>"
     if red.kind in ("var", "std"):
+        if red.ride >= 0:  # (the mean's sum in its dtype, the var's result dtype)
+            return f"XpMomS<{CTYPES[red.dtype]}, {CTYPES[red.result]}>"
         return f"XpMom<{CTYPES[red.dtype]}>"
     if red.kind == "sumexp":
         return f"XpLse<{CTYPES[red.result]}>"
@@ -664,6 +667,44 @@ __device__ __forceinline__ XpLse<T> xp_ldcg(const XpLse<T>* p) {
 """
 
 
+# A var/std section that a mean rides on (fusion_plan.mean_rides): the moments plus the mean's
+# sum, in the mean's dtype with its own addition (ADD), in the moments' order. Printed into the
+# fused programs that use it, never into the shipped eager kernels.
+MOMENTS_SUM = """template <typename F, typename S>
+struct XpMomS : XpMom<F> { S s; };
+template <typename F, typename S, typename ADD>
+struct XpMomentsS {
+  typedef XpMomS<F, S> A;
+  static __device__ __forceinline__ A with(const XpMom<F>& m, const S& s) {
+    A a; a.n = m.n; a.mean = m.mean; a.m2 = m.m2; a.s = s; return a;
+  }
+  static __device__ __forceinline__ A zero() { return with(XpMoments<F>::zero(), (S)0); }
+  static __device__ __forceinline__ A lift(const F& v) {
+    return with(XpMoments<F>::lift(v), (S)v);
+  }
+  template <int K>
+  static __device__ __forceinline__ A batch(const F (&v)[K]) {
+    S s = (S)v[0];
+#pragma unroll
+    for (int q = 1; q < K; ++q) s = ADD::f(s, (S)v[q]);
+    return with(XpMoments<F>::batch(v), s);
+  }
+  static __device__ __forceinline__ A comb(const A& a, const A& b) {
+    return with(XpMoments<F>::comb(a, b), ADD::f(a.s, b.s));
+  }
+};
+template <typename F, typename S>
+__device__ __forceinline__ XpMomS<F, S> xp_ldcg(const XpMomS<F, S>* p) {
+  XpMomS<F, S> a;
+  a.n = __ldcg(&p->n);
+  a.mean = __ldcg(&p->mean);
+  a.m2 = __ldcg(&p->m2);
+  a.s = xp_ldcg(&p->s);
+  return a;
+}
+"""
+
+
 class _Acc:
     """How one reduction accumulates, as C text; the only per-kind knowledge of the printer.
 
@@ -712,6 +753,11 @@ class _Acc:
         elif kind in ("var", "std"):
             f = CTYPES[acc]
             rs = f"XpMoments<{f}>"
+            value_rs = rs
+            if red.ride >= 0:  # the accumulator carries a riding mean's sum (MOMENTS_SUM)
+                vals.structs["XpMomS"] = MOMENTS_SUM
+                dt = red.result
+                rs = f"XpMomentsS<{f}, {CTYPES[dt]}, {vals.op(REDUCE_OP['mean'], dt, dt, 2)}>"
             self.ident = f"{rs}::zero()"
             self.comb = f"{rs}::comb"
             self.elem = lambda v, j: f"{rs}::lift(xp_cvt<{f}>({v}))"
@@ -720,7 +766,7 @@ class _Acc:
             self.batch = lambda arr: f"{rs}::batch({arr})"
             bits = int(np.array(float(node.attr.correction), np.float64).view(np.int64))
             corr = vals.slot(("correction", red.out), bits)  # a runtime value: one source
-            value = f"{rs}::var({{}}, ({f})__longlong_as_double({corr}))"
+            value = f"{value_rs}::var({{}}, ({f})__longlong_as_double({corr}))"
             if kind == "std":
                 value = f"sqrt({value})"
         else:
@@ -786,15 +832,22 @@ def _max_rides(plan, outs) -> dict:
     return rides
 
 
-def _reduce_section(vals, plan, red, node, max_out=None):
-    """One reduction's section; `max_out`: the output of a max that rides on this sumexp
-    (_max_rides), written from the accumulator's maximum beside this one's result."""
+def _reduce_section(vals, plan, red, outs, rides):
+    """One reduction's section (of outs[red.out]); `rides`: (output, value of accumulator {})
+    of the outputs written from its accumulator beside its own result: a max riding on a
+    sumexp (_max_rides), a mean on a var or std (red.ride: the accumulator's sum over M, as
+    the mean's own final step)."""
+    node = outs[red.out]
     if red.colvec > 1:
         return _colvec_section(vals, plan, red, node)
     j, r = red.out, red.index
     (x,) = node.args
     acc = _Acc(vals, red, node)
     comb, ident, fin = acc.comb, acc.ident, acc.value
+    if red.ride >= 0:
+        mean = replace(red, out=red.ride, kind="mean", dtype=red.result,
+                       result=outs[red.ride].dtype.name, ride=-1)
+        rides = rides + [(red.ride, _Acc(vals, mean, outs[red.ride]).value.format("{}.s"))]
     nd = len(x.shape)
     e = Emitter(2)
     with e.block(f"{{ // reduction {j}: {red.kind}"):
@@ -842,7 +895,7 @@ def _reduce_section(vals, plan, red, node, max_out=None):
                     _tree(e, comb, True)
             else:
                 _tree(e, comb, red.row_like)
-            ride = "" if max_out is None else f" out{max_out}[p] = sh[threadIdx.x].m;"
+            ride = "".join(f" out{o}[p] = {v.format('sh[threadIdx.x]')};" for o, v in rides)
             with e.block("if (S == 1) {", close=None):
                 if ride:
                     with e.block("if (live && lane == 0) {"):
