@@ -20,7 +20,8 @@ chunks of `chunk` elements so the grid fills about RED_WAVES waves of resident b
 block to finish an output combines the partials (scratch: P * S partials, P counters).
 The reduced operand may be any elementwise expression of the inputs (a prologue, read at the
 same coordinates); argmax/argmin and var/std carry a struct accumulator (STRUCT_ACC), planned
-the same way, their partials held as 8-byte words.
+the same way, their partials held as 8-byte words. A mean of a var/std's operand over its axes
+rides on that section (mean_rides: the accumulator carries the mean's sum; one read of x).
 
 Whole programs (reductions feeding further work) go through more passes first (merge_axes,
 lower, split_stages, plan_rows, online_sumexp: see "whole programs" below) into a ProgramPlan: one
