@@ -12,7 +12,9 @@ every vector shape and time them), and the host time of a cached call.
 Whole programs (reductions feeding further work; issue #17), float32, against torch.compile and
 unfused xp_cuda, the copy as the ceiling: softmax over the last axis of (32768, 4096) and of
 (4096, 32768), layer norm with a scale over (32768, 4096), log-sum-exp over axis 0 of
-(4096, 32768), rows divided by their 2-norm (32768, 4096); each row names the plan fuse chose.
+(4096, 32768), rows divided by their 2-norm (32768, 4096), a batch normalisation over (0, 2, 3)
+of (512, 64, 64, 64) (its bytes: x read twice, the statistics then the output, and the output
+written: x does not fit on the chip between); each row names the plan fuse chose.
 Then the first call of a new whole program (compile included) and the host time of a cached
 call of a small softmax, beside torch.compile's. ``--whole-only`` runs just these.
 Writes DIR/fusion.json.
@@ -67,7 +69,11 @@ def _whole_cases(xp):
 
     def rownorm(x):
         return x / xp.linalg.vector_norm(x, axis=-1, keepdims=True)
-    return softmax, layer_norm, lse0, rownorm
+
+    def batch_norm(x):
+        m = xp.mean(x, axis=(0, 2, 3), keepdims=True)
+        return (x - m) / xp.sqrt(xp.var(x, axis=(0, 2, 3), keepdims=True) + 1e-5)
+    return softmax, layer_norm, lse0, rownorm, batch_norm
 
 
 def _torch_cases(torch):
@@ -87,7 +93,12 @@ def _torch_cases(torch):
 
     def rownorm(x):
         return x / torch.linalg.vector_norm(x, dim=-1, keepdim=True)
-    return softmax, layer_norm, lse0, rownorm
+
+    def batch_norm(x):
+        m = torch.mean(x, dim=(0, 2, 3), keepdim=True)
+        v = torch.var(x, dim=(0, 2, 3), keepdim=True, correction=0)
+        return (x - m) / torch.sqrt(v + 1e-5)
+    return softmax, layer_norm, lse0, rownorm, batch_norm
 
 
 def run_whole(with_torch: bool) -> dict:
@@ -103,15 +114,17 @@ def run_whole(with_torch: bool) -> dict:
     wide = rng.standard_normal((32768, 4096), dtype=cp.float32)
     long = wide.reshape(4096, 32768)
     w = rng.random(4096, dtype=cp.float32) + 0.5
-    softmax, layer_norm, lse0, rownorm = _whole_cases(xp)
-    t_cases = _torch_cases(torch) if torch is not None else (None,) * 4
+    softmax, layer_norm, lse0, rownorm, batch_norm = _whole_cases(xp)
+    t_cases = _torch_cases(torch) if torch is not None else (None,) * 5
     n = wide.size
     cases = [("softmax (32768, 4096)", softmax, t_cases[0], (wide,), 2 * 4 * n),
              ("softmax (4096, 32768)", softmax, t_cases[0], (long,), 2 * 4 * n),
              ("layer norm + scale (32768, 4096)", layer_norm, t_cases[1], (wide, w),
               2 * 4 * n + 4 * 4096),
              ("logsumexp axis 0 (4096, 32768)", lse0, t_cases[2], (long,), 4 * n + 4 * 32768),
-             ("x / norm(x, axis=1) (32768, 4096)", rownorm, t_cases[3], (wide,), 2 * 4 * n)]
+             ("x / norm(x, axis=1) (32768, 4096)", rownorm, t_cases[3], (wide,), 2 * 4 * n),
+             ("batch norm over (0, 2, 3) (512, 64, 64, 64)", batch_norm, t_cases[4],
+              (wide.reshape(512, 64, 64, 64),), 3 * 4 * n)]
     copy = copy_gbps(2 * 4 * n)
     rows = [{"case": "copy", "impl": "copy", "GB/s": copy, "vs_copy": 1.0}]
     for name, f, tf, args, nbytes in cases:
