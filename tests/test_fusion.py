@@ -1171,6 +1171,14 @@ def _whole_program_corpus():
         return a * b_, xp.max(a, axis=0)
     f32 = _arr(rng, (6, 37), xp.float32, CPU)
     items.append((inplace, [f32, xp.asarray(f32, copy=True)]))
+    # sections hosting a rider (fusion_plan.rides): min-max scaling over columns of every
+    # real width (int16's word columns host none), a batch norm's statistics
+    for dt in (xp.float32, xp.float64, xp.int32, xp.int16, xp.uint8):
+        items.append((lambda a: (xp.max(a, axis=0) - xp.min(a, axis=0), xp.min(a, axis=0)),
+                      [_arr(rng, (300, 40), dt, CPU)]))
+    items.append((_min_max_scale, [_arr(rng, (3000, 5), xp.float64, CPU)]))
+    for dt in (xp.float32, xp.float64):
+        items.append((_batch_norm, [_arr(rng, (4, 3, 5, 8), dt, CPU)]))
     return items
 
 
@@ -1635,7 +1643,7 @@ def test_online_sumexp_plan():
                    if n.op is fp.Op.REDUCE), f
 
 
-# ---- a mean riding on the moments' pass (fusion_plan.mean_rides) -----------------------------
+# ---- reductions riding on another's pass (fusion_plan.rides) ---------------------------------
 def _batch_norm(a):
     m = xp.mean(a, axis=(0, 2, 3), keepdims=True)
     return (a - m) / xp.sqrt(xp.var(a, axis=(0, 2, 3), keepdims=True) + 1e-5)
@@ -1670,6 +1678,27 @@ def test_mean_rides_on_moments_plan():
         assert k.count("// reduction") == 2 and "XpMomentsS" not in k
 
 
+def _min_max_scale(v):
+    lo = xp.min(v, axis=0)
+    return (v - lo) / (xp.max(v, axis=0) - lo)
+
+
+def test_min_rides_on_max_plan():
+    """A min beside a max of the same operand and axes (or a max beside a min) shares its
+    section: one pair of accumulators; not where the host reads words or column vectors
+    (8-bit max over rows), nor for another operand."""
+    c = xp.asarray(np.random.default_rng(4).standard_normal((300, 7)).astype(np.float32))
+    for f in (lambda v: (xp.max(v, axis=0), xp.min(v, axis=0, keepdims=True)),
+              _min_max_scale):
+        k = _stage_sources(f, c)[0]
+        assert k.count("// reduction") == 1 and "XpMinMaxOp<float" in k, k[:400]
+    i8 = xp.asarray(np.random.default_rng(5).integers(-100, 100, (300, 64), dtype=np.int8))
+    for f, a in ((lambda v: (xp.max(v, axis=1), xp.min(v, axis=1)), i8),
+                 (lambda v: (xp.max(v, axis=0), xp.min(v + 1, axis=0)), c)):
+        (k,) = _stage_sources(f, a)
+        assert k.count("// reduction") == 2 and "XpMinMax" not in k
+
+
 def test_mean_riding_on_moments_matches_eager(device, rng):
     """The riding mean is the eager mean (its dtype, infinities, NaN, overflow past float32)
     up to the order of its additions; the var/std beside it unchanged. Rows, columns and the
@@ -1697,6 +1726,26 @@ def test_mean_riding_on_moments_matches_eager(device, rng):
             for ax in (0, 1):
                 _check(lambda t: (xp.var(t, axis=ax, keepdims=True), xp.mean(t, axis=ax)),
                        [a], loose=True)
+
+
+def test_min_riding_on_max_matches_eager(device, rng):
+    """max and min in one section are the eager max and min exactly (NaN included), for every
+    real dtype, over rows, columns and all axes, split across blocks and not, strided."""
+    for dt in (xp.float32, xp.float64, xp.int32, xp.int16, xp.uint8, xp.int64):
+        for shape in ((6, 5, 7), (3, 200001), (30001, 5)):
+            x = _arr(rng, shape, dt, device, small=False)
+            if dt.kind == "float":
+                v = np.array(to_numpy(x))
+                v.reshape(-1)[[5, 1000 % v.size]] = np.nan, -np.inf
+                x = xp.asarray(v, device=device)
+            for ax in (0, -1, None):
+                _check(lambda t: (xp.max(t, axis=ax), xp.min(t, axis=ax, keepdims=True)), [x])
+                _check(lambda t: (xp.min(t, axis=ax), xp.max(t, axis=ax)), [x[::2, ...]])
+        y = _arr(rng, (64, 33), dt, device, small=False)
+        _check(lambda t: (t - xp.min(t, axis=0)) * (xp.max(t, axis=0) - xp.min(t, axis=0)),
+               [y])
+        if dt.kind == "float":
+            _check(_min_max_scale, [y])
 
 
 @pytest.mark.cuda

@@ -20,8 +20,9 @@ chunks of `chunk` elements so the grid fills about RED_WAVES waves of resident b
 block to finish an output combines the partials (scratch: P * S partials, P counters).
 The reduced operand may be any elementwise expression of the inputs (a prologue, read at the
 same coordinates); argmax/argmin and var/std carry a struct accumulator (STRUCT_ACC), planned
-the same way, their partials held as 8-byte words. A mean of a var/std's operand over its axes
-rides on that section (mean_rides: the accumulator carries the mean's sum; one read of x).
+the same way, their partials held as 8-byte words. A mean of a var/std's operand over its axes,
+or a min beside a max (or a max beside a min), rides on that section (rides: one read of x for
+both).
 
 Whole programs (reductions feeding further work) go through more passes first (merge_axes,
 lower, split_stages, plan_rows, online_sumexp: see "whole programs" below) into a ProgramPlan: one
@@ -161,12 +162,14 @@ WORD_KINDS = frozenset([(k, d) for k in ("max", "min") for d in ("int8", "uint8"
 # Reductions whose accumulator is a struct of fusion.cuh: kind -> its bytes (XpArg<T> for T of
 # at most 8 bytes: 16; XpMom<double>: 24). Their partials are scratch of 8-byte words.
 STRUCT_ACC = {"argmax": 16, "argmin": 16, "var": 24, "std": 24, "sumexp": 24}
-# A mean of the same operand over the same axes as a var or std in one kernel (a batch norm's
-# statistics) rides on the moments' section: the accumulator carries the mean's own sum beside
-# the moments (RIDE_BYTES more, fusion_render.MOMENTS_SUM), so x is read once for both, and the
-# mean is that sum over M as the eager mean's (its dtype, its NaN and overflow; the additions
-# in the moments' order).
-RIDE_KINDS = ("var", "std")
+# A reduction of the same operand over the same axes as another in one kernel, of a kind in
+# RIDES[the other's kind] and the same dtype, rides on that one's section: x is read once for
+# both. A mean on a var or std (a batch norm's statistics): the accumulator carries the mean's
+# own sum beside the moments (RIDE_BYTES more, fusion_render.MOMENTS_SUM), the mean that sum over
+# M as the eager mean's (its dtype, its NaN and overflow; the additions in the moments' order).
+# A min on a max or a max on a min (a range, min-max scaling): a pair of accumulators
+# (fusion_render.MIN_MAX), each the eager one's op in the same order (max's geometry is min's).
+RIDES = {"var": ("mean",), "std": ("mean",), "max": ("min",), "min": ("max",)}
 RIDE_BYTES = 8
 
 _ITEMSIZE: dict = {}
@@ -258,7 +261,7 @@ class ReducePlan:
     # that combine as words (WORD_KINDS); 0: none
     seg: bool = False  # the vector path over runs of the innermost axis where the range is
     # not flat ((N, C, H*W) over (0, 2), strided rows): runs_of_vectors, RED_VECTOR_BYTES
-    ride: int = -1  # var/std: the output of a mean this section also writes (mean_rides)
+    ride: int = -1  # the output of a reduction this section also writes (rides), -1: none
 
 
 @dataclass(frozen=True)
@@ -481,23 +484,27 @@ def struct_bytes(kind: str, ride: int = -1) -> int:
     return STRUCT_ACC[kind] + (RIDE_BYTES if ride >= 0 else 0)
 
 
-def mean_rides(kernel_outs) -> dict:
-    """{output of a var or std: output of a mean of the same operand node over the same axes}
-    among a kernel's outputs (RIDE_KINDS): each such mean is written by that section."""
-    rides: dict = {}
+def rides(kernel_outs) -> dict:
+    """{output of a reduction: output of one that rides on its section (RIDES)} among a
+    kernel's outputs: the same operand node, the same axes, the same dtype, neither with an
+    epilogue or (but var/std) an accumulation dtype of its own (lower's norms). A section
+    hosts one rider and rides on none."""
+    out: dict = {}
+
+    def plain(n):  # (var/std name the moments' dtype as theirs)
+        return n.op is Op.REDUCE and n.attr.epilogue is None and (
+            n.attr.acc is None or n.attr.kind in ("var", "std"))
     for j, node in enumerate(kernel_outs):
-        a = node.attr
-        if node.op is not Op.REDUCE or a.kind not in RIDE_KINDS or a.epilogue is not None:
+        if not plain(node) or node.attr.kind not in RIDES or j in out.values():
             continue
         for k, m in enumerate(kernel_outs):
-            b = m.attr
-            if m.op is Op.REDUCE and b.kind == "mean" and k not in rides.values() and \
-                    m.args[0] is node.args[0] and tuple(sorted(b.axes)) == \
-                    tuple(sorted(a.axes)) and b.acc is None and b.epilogue is None and \
+            if k != j and plain(m) and m.attr.kind in RIDES[node.attr.kind] and \
+                    k not in out and k not in out.values() and m.args[0] is node.args[0] and \
+                    tuple(sorted(m.attr.axes)) == tuple(sorted(node.attr.axes)) and \
                     m.dtype.name == node.dtype.name:
-                rides[j] = k
+                out[j] = k
                 break
-    return rides
+    return out
 
 
 def plan_reduction(node, j, r, strides_ok, inputs, sms, ride=-1) -> ReducePlan:
@@ -561,7 +568,8 @@ def plan_reduction(node, j, r, strides_ok, inputs, sms, ride=-1) -> ReducePlan:
     if chunk:
         S = -(-M // chunk)
     sw = struct_bytes(kind, ride) // 8
-    part = (P * S * sw, "uint64") if sw else (P * S, acc)
+    # (a plain kind hosting a rider: a pair of accumulators, fusion_render.MIN_MAX)
+    part = (P * S * sw, "uint64") if sw else (P * S * (2 if ride >= 0 else 1), acc)
     scratch = (part, (P, "uint32")) if S > 1 else (None, None)
     per = THREADS // G
     blocks = max(1, min(MAX_GRID, -(-(P * S) // per) if row_like else -(-PV // per) * S))
@@ -605,12 +613,16 @@ def plan_kernel(kernel_outs, inputs, sms, config) -> KernelPlan:
     groups = tuple(plan_group(kernel_outs, idxs, shape, strides_ok, inputs, config, T)
                    for shape, idxs in shapes.items())
     reds: list = []
-    rides = mean_rides(kernel_outs)
-    ridden = set(rides.values())
+    ride = rides(kernel_outs)
+    for j in list(ride):  # a max/min section of words or column vectors holds one element type
+        r = plan_reduction(kernel_outs[j], j, 0, strides_ok, inputs, sms)
+        if r.colvec > 1 or r.words:
+            del ride[j]
+    ridden = set(ride.values())
     for j, node in enumerate(kernel_outs):
         if node.op is Op.REDUCE and j not in ridden:
             reds.append(plan_reduction(node, j, len(reds), strides_ok, inputs, sms,
-                                       rides.get(j, -1)))
+                                       ride.get(j, -1)))
     blocks = max([1] + [g.blocks for g in groups] + [r.blocks for r in reds])
     blocks_scalar = max([1] + [g.blocks_scalar for g in groups] + [r.blocks for r in reds])
     layout = tuple((g.vec, g.unroll, T) for g in groups if g.flat)

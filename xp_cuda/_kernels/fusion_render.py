@@ -17,7 +17,8 @@ import numpy as np
 
 from .elementwise import CTYPES, _op_struct, fast_divisor
 from .fusion_ir import Op, Take
-from .fusion_plan import ROW_RESIDENT_THREADS, STRUCT_ACC, THREADS, size, struct_bytes
+from .fusion_plan import (ROW_RESIDENT_THREADS, STRUCT_ACC, THREADS, accumulation_dtype, size,
+                          struct_bytes)
 
 FLAT = ("@flat",)  # coordinates of a C-contiguous element: the flat index itself
 
@@ -572,6 +573,8 @@ def acc_ctype(red) -> str:
         if red.ride >= 0:  # (the mean's sum in its dtype, the var's result dtype)
             return f"XpMomS<{CTYPES[red.dtype]}, {CTYPES[red.result]}>"
         return f"XpMom<{CTYPES[red.dtype]}>"
+    if red.ride >= 0:  # a max or min hosting the other (MIN_MAX)
+        return f"XpMinMax<{CTYPES[red.dtype]}>"
     if red.kind == "sumexp":
         return f"XpLse<{CTYPES[red.result]}>"
     return CTYPES[red.dtype]
@@ -667,7 +670,7 @@ __device__ __forceinline__ XpLse<T> xp_ldcg(const XpLse<T>* p) {
 """
 
 
-# A var/std section that a mean rides on (fusion_plan.mean_rides): the moments plus the mean's
+# A var/std section that a mean rides on (fusion_plan.rides): the moments plus the mean's
 # sum, in the mean's dtype with its own addition (ADD), in the moments' order. Printed into the
 # fused programs that use it, never into the shipped eager kernels.
 MOMENTS_SUM = """template <typename F, typename S>
@@ -701,6 +704,30 @@ __device__ __forceinline__ XpMomS<F, S> xp_ldcg(const XpMomS<F, S>* p) {
   a.m2 = __ldcg(&p->m2);
   a.s = xp_ldcg(&p->s);
   return a;
+}
+"""
+
+
+# A max (or min) section that the other rides on (fusion_plan.rides): the host's accumulator a
+# and the rider's b, each combined by its eager op (OPA, OPB) in the same order.
+MIN_MAX = """template <typename T>
+struct XpMinMax { T a, b; };
+template <typename T, typename OPA, typename OPB>
+struct XpMinMaxOp {
+  typedef XpMinMax<T> A;
+  static __device__ __forceinline__ A make(const T& a, const T& b) {
+    A r; r.a = a; r.b = b; return r;
+  }
+  static __device__ __forceinline__ A comb(const A& x, const A& y) {
+    return make(OPA::f(x.a, y.a), OPB::f(x.b, y.b));
+  }
+};
+template <typename T>
+__device__ __forceinline__ XpMinMax<T> xp_ldcg(const XpMinMax<T>* p) {
+  XpMinMax<T> r;
+  r.a = xp_ldcg(&p->a);
+  r.b = xp_ldcg(&p->b);
+  return r;
 }
 """
 
@@ -787,6 +814,16 @@ class _Acc:
                 div = vals.op("divide", acc, acc, 2)
                 value = (f"{div}::f({{}}, xp_cvt<{self.ctype}>("
                          f"{vals.slot(('M', red.out), red.M)}))")
+            elif red.ride >= 0:  # max or min hosting the other: the pair's a (MIN_MAX)
+                vals.structs["XpMinMax"] = MIN_MAX
+                other = "min" if kind == "max" else "max"
+                t = CTYPES[acc]
+                rs = (f"XpMinMaxOp<{t}, {vals.op(REDUCE_OP[kind], acc, acc, 2)}, "
+                      f"{vals.op(REDUCE_OP[other], acc, acc, 2)}>")
+                self.ident = f"{rs}::make({self.ident}, {identity(other, acc)})"
+                self.comb = f"{rs}::comb"
+                self.elem = lambda v, j: f"{rs}::make(xp_cvt<{t}>({v}), xp_cvt<{t}>({v}))"
+                value = "{}.a"
             else:
                 value = "{}"
         ep = node.attr.epilogue
@@ -824,7 +861,7 @@ def _max_rides(plan, outs) -> dict:
         if r.kind != "sumexp":
             continue
         for q in plan.reductions:
-            if q.kind == "max" and q.out not in rides.values() and \
+            if q.kind == "max" and q.ride < 0 and q.out not in rides.values() and \
                     outs[q.out].args[0] is outs[r.out].args[0] and \
                     all(getattr(q, f) == getattr(r, f) for f in _GEOMETRY):
                 rides[r.out] = q.out
@@ -844,10 +881,12 @@ def _reduce_section(vals, plan, red, outs, rides):
     (x,) = node.args
     acc = _Acc(vals, red, node)
     comb, ident, fin = acc.comb, acc.ident, acc.value
-    if red.ride >= 0:
-        mean = replace(red, out=red.ride, kind="mean", dtype=red.result,
-                       result=outs[red.ride].dtype.name, ride=-1)
-        rides = rides + [(red.ride, _Acc(vals, mean, outs[red.ride]).value.format("{}.s"))]
+    if red.ride >= 0:  # the rider's own final step, on its member of the accumulator
+        node_r = outs[red.ride]
+        rider = replace(red, out=red.ride, kind=node_r.attr.kind,
+                        dtype=accumulation_dtype(node_r), result=node_r.dtype.name, ride=-1)
+        member = "{}.s" if red.kind in ("var", "std") else "{}.b"
+        rides = rides + [(red.ride, _Acc(vals, rider, node_r).value.format(member))]
     nd = len(x.shape)
     e = Emitter(2)
     with e.block(f"{{ // reduction {j}: {red.kind}"):
